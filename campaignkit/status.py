@@ -1,0 +1,133 @@
+"""Campaign request and deployment statuses, with their classification."""
+
+from __future__ import annotations
+
+import enum
+import threading
+import warnings
+
+__all__ = ["CampaignState", "DeploymentStatus", "is_in_progress"]
+
+
+class CampaignState(str, enum.Enum):
+    """Status of a campaign request (a launch request)."""
+
+    PENDING = "PENDING"
+    CLAIMED = "CLAIMED"
+    DONE = "DONE"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DeploymentStatus(str, enum.Enum):
+    """Delivery status of one user's deployment, in the spec's table order.
+
+    The wire misspelling ``PUSH_NOTIFATION`` is the same member as
+    ``PUSH_NOTIFICATION``. A value the SDK does not know never raises: it
+    becomes an unknown status that keeps the raw text as its ``value``
+    (``is_unknown`` is true) and is warned about once per value.
+    """
+
+    RECEIVED = "RECEIVED"
+    RECEIVED_BY_WORKER = "RECEIVED_BY_WORKER"
+    RETRY = "RETRY"
+    SUCCESS = "SUCCESS"
+    DELIVERED = "DELIVERED"
+    PUSH_NOTIFICATION = "PUSH_NOTIFICATION"
+    REVOKED = "REVOKED"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    INVALID_PHONE = "INVALID_PHONE"
+    INVALID_POLL = "INVALID_POLL"
+    MISSING_PARAMETER = "MISSING_PARAMETER"
+    PARAMETER_MISMATCH = "PARAMETER_MISMATCH"
+    CHARACTER_LIMIT_HEADER = "CHARACTER_LIMIT_HEADER"
+    CHARACTER_LIMIT_BODY = "CHARACTER_LIMIT_BODY"
+    FAILURE = "FAILURE"
+    FAILURE_BY_HUMAN_HANDOVER = "FAILURE_BY_HUMAN_HANDOVER"
+    FAILURE_BY_RATE_LIMIT = "FAILURE_BY_RATE_LIMIT"
+    COMPANY_RATE_LIMIT = "COMPANY_RATE_LIMIT"
+    FAILURE_BY_TIER_CAPACITY = "FAILURE_BY_TIER_CAPACITY"
+    FAILURE_BY_BLOCKED_CONTACT = "FAILURE_BY_BLOCKED_CONTACT"
+    FAILURE_BY_OPTOUT_CONTACT = "FAILURE_BY_OPTOUT_CONTACT"
+    FAILURE_BY_DISABLED_HSM = "FAILURE_BY_DISABLED_HSM"
+    FAILURE_BY_SPAM_RATE_LIMIT = "FAILURE_BY_SPAM_RATE_LIMIT"
+    FAILURE_BY_EXPERIMENT_NUMBER = "FAILURE_BY_EXPERIMENT_NUMBER"
+    FAILURE_BY_META_CHOSE_NOT_DELIVER = "FAILURE_BY_META_CHOSE_NOT_DELIVER"
+    FAILURE_BY_TEST_CHANNEL = "FAILURE_BY_TEST_CHANNEL"
+    FAILURE_BY_MEDIA_UPLOAD_ERROR = "FAILURE_BY_MEDIA_UPLOAD_ERROR"
+    FAILURE_BY_DEPLOYMENT_LIMIT_REACHED = "FAILURE_BY_DEPLOYMENT_LIMIT_REACHED"
+    FAILURE_BY_UNABLE_TO_CONTACT = "FAILURE_BY_UNABLE_TO_CONTACT"
+    FAILURE_BY_PAYMENT_ISSUE = "FAILURE_BY_PAYMENT_ISSUE"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> DeploymentStatus | None:
+        if not isinstance(value, str):
+            return None
+        if value == PUSH_NOTIFICATION_MISSPELLING:
+            return cls.PUSH_NOTIFICATION
+        return _unknown_status(cls, value)
+
+    @property
+    def is_unknown(self) -> bool:
+        """A value the SDK does not know; ``value`` holds its raw text."""
+        return self._name_ not in type(self).__members__
+
+    @property
+    def is_in_progress(self) -> bool:
+        """Not yet sent: ``RECEIVED``, ``RECEIVED_BY_WORKER`` or ``RETRY``."""
+        return self in _IN_PROGRESS
+
+    @property
+    def is_success(self) -> bool:
+        """Sent: ``SUCCESS`` (may still become ``DELIVERED``), ``DELIVERED``,
+        ``PUSH_NOTIFICATION``."""
+        return self in _SUCCESS
+
+    @property
+    def is_failure(self) -> bool:
+        """Will not be sent: ``REVOKED`` and every error and ``FAILURE*`` status."""
+        return not (self.is_unknown or self in _IN_PROGRESS or self in _SUCCESS)
+
+    @property
+    def is_final(self) -> bool:
+        """No further move is expected: every failure, ``DELIVERED`` and
+        ``PUSH_NOTIFICATION``. ``SUCCESS`` is not final."""
+        return self.is_failure or self in _FINAL_SUCCESS
+
+
+PUSH_NOTIFICATION_MISSPELLING = "PUSH_NOTIFATION"
+
+_IN_PROGRESS = frozenset(
+    {DeploymentStatus.RECEIVED, DeploymentStatus.RECEIVED_BY_WORKER, DeploymentStatus.RETRY}
+)
+_FINAL_SUCCESS = frozenset({DeploymentStatus.DELIVERED, DeploymentStatus.PUSH_NOTIFICATION})
+_SUCCESS = _FINAL_SUCCESS | {DeploymentStatus.SUCCESS}
+_unknown_lock = threading.Lock()
+
+
+def _unknown_status(cls: type[DeploymentStatus], value: str) -> DeploymentStatus:
+    # Enum looks values up in _value2member_map_ before calling _missing_, so
+    # caching the pseudo-member there makes each unknown value warn only once.
+    with _unknown_lock:
+        existing = cls._value2member_map_.get(value)
+        if isinstance(existing, cls):
+            return existing
+        member = str.__new__(cls, value)
+        member._name_ = value
+        member._value_ = value
+        cls._value2member_map_[value] = member
+    warnings.warn(
+        f"unknown deployment status {value!r}: kept as an unknown status",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return member
+
+
+def is_in_progress(status: DeploymentStatus | None) -> bool:
+    """True while a deployment is not yet taken (``None``) or not yet sent."""
+    return status is None or status.is_in_progress
