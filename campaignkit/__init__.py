@@ -1,6 +1,8 @@
 """campaignkit: async SDK for the Conversation Campaign and Session Service."""
 
 from ._version import __version__
+from .client import CampaignClient
+from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
     AmbiguousSendError,
     APIError,
@@ -18,25 +20,64 @@ from .errors import (
     TimeoutError,
     ValidationError,
 )
-from .status import CampaignState, DeploymentStatus
+from .models import (
+    Agent,
+    CampaignAck,
+    CampaignStatus,
+    Deployment,
+    HistoryEntry,
+    LegacyDeployment,
+    Message,
+    Poll,
+    SessionKey,
+    SessionMeta,
+    SessionPage,
+    SessionUpdate,
+    SessionUser,
+    Tag,
+    User,
+    deployment_squad,
+)
+from .status import CampaignState, DeploymentStatus, is_in_progress
 
 __all__ = [
     "APIError",
+    "Agent",
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
+    "CampaignAck",
+    "CampaignClient",
     "CampaignKitError",
     "CampaignState",
+    "CampaignStatus",
+    "ClientConfig",
     "ConfigurationError",
     "ConnectionError",
+    "Deployment",
     "DeploymentStatus",
+    "HistoryEntry",
+    "LegacyDeployment",
+    "Message",
     "NotFoundError",
+    "Poll",
     "RateLimitError",
     "RedirectError",
     "ResponseError",
     "RetiredEndpointError",
+    "RetryPolicy",
     "ServerError",
+    "SessionKey",
+    "SessionMeta",
+    "SessionPage",
+    "SessionQueryNames",
+    "SessionUpdate",
+    "SessionUser",
+    "Tag",
     "TimeoutError",
+    "User",
     "ValidationError",
+    "deployment_squad",
+    "is_in_progress",
     "__version__",
 ]

@@ -9,18 +9,15 @@ import warnings
 __all__ = ["CampaignState", "DeploymentStatus", "is_in_progress"]
 
 
-class CampaignState(str, enum.Enum):
+class CampaignState(enum.StrEnum):
     """Status of a campaign request (a launch request)."""
 
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"
     DONE = "DONE"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class DeploymentStatus(str, enum.Enum):
+class DeploymentStatus(enum.StrEnum):
     """Delivery status of one user's deployment, in the spec's table order.
 
     The wire misspelling ``PUSH_NOTIFATION`` is the same member as
@@ -59,9 +56,6 @@ class DeploymentStatus(str, enum.Enum):
     FAILURE_BY_DEPLOYMENT_LIMIT_REACHED = "FAILURE_BY_DEPLOYMENT_LIMIT_REACHED"
     FAILURE_BY_UNABLE_TO_CONTACT = "FAILURE_BY_UNABLE_TO_CONTACT"
     FAILURE_BY_PAYMENT_ISSUE = "FAILURE_BY_PAYMENT_ISSUE"
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def _missing_(cls, value: object) -> DeploymentStatus | None:

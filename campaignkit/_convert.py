@@ -1,0 +1,101 @@
+"""The one cattrs converter between wire JSON and the models.
+
+Hooks are strict (a number is not a string, a string is not a list), so a
+response of the wrong shape is reported with the path of the offending field
+instead of being silently coerced.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, TypeVar, get_origin
+
+import attrs
+from cattrs import BaseValidationError, transform_error
+from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
+from cattrs.preconf.orjson import make_converter
+
+from .errors import ResponseError
+from .status import CampaignState, DeploymentStatus
+
+T = TypeVar("T")
+
+converter = make_converter(detailed_validation=True, forbid_extra_keys=False)
+
+
+def _strict_str(value: object, _: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {_json_type(value)}")
+    return value
+
+
+def _strict_int(value: object, _: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {_json_type(value)}")
+    return value
+
+
+def _deployment_status(value: object, _: object) -> DeploymentStatus:
+    return DeploymentStatus(_strict_str(value, _))
+
+
+def _campaign_state(value: object, _: object) -> CampaignState:
+    return CampaignState(_strict_str(value, _))
+
+
+def _utc_datetime(value: object, _: object) -> datetime:
+    """UNIX seconds, ISO 8601, or the ``YYYY-MM-DD HH:MM:SS.ffffff`` text
+    (UTC when no offset is given), as an aware UTC datetime."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    raise TypeError(f"expected a timestamp, got {_json_type(value)}")
+
+
+def _json_array_of(sequence_type: Any) -> Any:
+    if get_origin(sequence_type) is list:
+        build = list_structure_factory(sequence_type, converter)
+    else:
+        build = homogenous_tuple_structure_factory(sequence_type, converter)
+
+    def structure(value: object, type_: Any) -> Any:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {_json_type(value)}")
+        return build(value, type_)
+
+    return structure
+
+
+converter.register_structure_hook(str, _strict_str)
+converter.register_structure_hook(int, _strict_int)
+converter.register_structure_hook(DeploymentStatus, _deployment_status)
+converter.register_structure_hook(CampaignState, _campaign_state)
+converter.register_structure_hook(datetime, _utc_datetime)
+converter.register_structure_hook_factory(is_sequence, _json_array_of)
+converter.register_unstructure_hook(datetime, lambda dt: int(dt.timestamp()))
+
+
+def structure(data: Any, cls: type[T]) -> T:
+    """Build ``cls`` from decoded JSON, or raise a :class:`ResponseError`
+    naming the first offending field's path."""
+    if attrs.has(cls) and not isinstance(data, dict):
+        raise ResponseError(f"expected an object, got {_json_type(data)}", path="$")
+    try:
+        return converter.structure(data, cls)
+    except BaseValidationError as exc:
+        message, _, path = transform_error(exc, path="$")[0].partition(" @ ")
+        raise ResponseError(f"unexpected response shape: {message}", path=path or "$") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ResponseError(f"unexpected response shape: {exc}", path="$") from None
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )

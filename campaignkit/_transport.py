@@ -1,0 +1,223 @@
+"""The I/O beside the wire layer: moves a :class:`Request`'s bytes over one
+pooled aiohttp session and retries with tenacity, by the rules of the README.
+
+Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
+when the request surely had no effect (a connect failure before any byte was
+written, or a 429); any other failure after which it may have reached the
+service becomes an :class:`AmbiguousSendError`, never a silent resend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiohttp
+import tenacity
+import yarl
+
+from . import errors
+from ._sansio import Request, read_response
+from .config import ClientConfig, RetryPolicy
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+logger = logging.getLogger("campaignkit")
+
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def is_retryable(request: Request, exc: BaseException) -> bool:
+    """Whether ``exc`` from ``request`` may be retried (never cancellation)."""
+    if isinstance(exc, errors.RateLimitError):
+        return True
+    if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
+        return not request.endpoint.is_send or not exc.request_sent
+    if isinstance(exc, errors.ServerError):
+        return not request.endpoint.is_send and exc.status in RETRIED_STATUSES
+    return False
+
+
+def may_have_reached_service(exc: BaseException) -> bool:
+    """Whether a send that failed with ``exc`` may still have taken effect."""
+    if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
+        return exc.request_sent
+    if isinstance(exc, errors.ResponseError):
+        # A 2xx whose body could not be read: the service most likely acted.
+        return True
+    return isinstance(exc, errors.ServerError)
+
+
+class _Backoff(tenacity.wait.wait_base):
+    """Full-jitter exponential backoff, overridden by a ``Retry-After``."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+        self._jitter = tenacity.wait_random_exponential(
+            multiplier=policy.backoff_initial, max=policy.backoff_max
+        )
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return float(min(retry_after, self._policy.retry_after_cap))
+        return float(self._jitter(retry_state))
+
+
+class Transport:
+    """Sends requests on one pooled ``aiohttp.ClientSession``.
+
+    The session is created inside the running loop on first use, unless one
+    is injected; an injected session is never closed here.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.config = config
+        self._session = session
+        self._owns_session = session is None
+        self._sleep = sleep
+        self._closed = False
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise errors.CampaignKitError("the client is closed")
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self.config.max_connections)
+            self._session = aiohttp.ClientSession(connector=connector)
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the owned session; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+
+    async def call(
+        self,
+        request: Request,
+        decode: Callable[[Any], T],
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> T:
+        """Send ``request`` with retries and return its decoded answer."""
+        policy = self.config.retry
+        retries = policy.max_retries if max_retries is None else max_retries
+        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(retries + 1)
+        if policy.deadline is not None:
+            stop = stop | tenacity.stop_before_delay(policy.deadline)
+        retrying = tenacity.AsyncRetrying(
+            stop=stop,
+            wait=_Backoff(policy),
+            retry=tenacity.retry_if_exception(lambda exc: is_retryable(request, exc)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self.attempt(
+                        request, decode, timeout, attempt.retry_state.attempt_number
+                    )
+        except errors.CampaignKitError as exc:
+            if request.endpoint.is_send and may_have_reached_service(exc):
+                raise errors.AmbiguousSendError(
+                    f"{request.endpoint.name} may or may not have reached the service "
+                    f"({exc}); it was not resent: check before sending again",
+                    users=request.users,
+                    cause=exc,
+                ) from None
+            raise
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    async def attempt(
+        self,
+        request: Request,
+        decode: Callable[[Any], T],
+        timeout: float | None = None,
+        attempt_number: int = 1,
+    ) -> T:
+        """One try of ``request``: exactly one HTTP exchange, no retry."""
+        timeout = self.config.timeout if timeout is None else timeout
+        client_timeout = aiohttp.ClientTimeout(
+            total=timeout, connect=min(self.config.connect_timeout, timeout)
+        )
+        started = time.monotonic()
+        status: int | str = "-"
+        try:
+            async with self.session.request(
+                request.endpoint.method,
+                yarl.URL(request.url, encoded=True),
+                data=request.body,
+                headers=request.headers,
+                timeout=client_timeout,
+                allow_redirects=False,
+            ) as response:
+                status = response.status
+                body = await self._read_capped(response)
+                headers = response.headers
+        except aiohttp.ClientConnectorError as exc:
+            raise errors.ConnectionError(
+                f"cannot connect for {request.endpoint.name}: {exc.os_error or exc}",
+                request_sent=False,
+            ) from None
+        except aiohttp.ConnectionTimeoutError:
+            raise errors.TimeoutError(
+                f"{request.endpoint.name}: no connection within the connect timeout",
+                request_sent=False,
+            ) from None
+        except (aiohttp.ServerTimeoutError, TimeoutError):
+            raise errors.TimeoutError(
+                f"{request.endpoint.name}: no complete answer within {timeout:g} s",
+                request_sent=True,
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise errors.ConnectionError(
+                f"{request.endpoint.name}: connection failed after the request was sent "
+                f"({type(exc).__name__}: {exc})",
+                request_sent=True,
+            ) from None
+        finally:
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "%s %s -> %s attempt=%d elapsed=%.3fs",
+                    request.endpoint.method,
+                    request.endpoint.path,
+                    status,
+                    attempt_number,
+                    time.monotonic() - started,
+                )
+        return read_response(request, status, headers, body, decode)
+
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
+        limit = self.config.max_response_bytes
+        if response.content_length is not None and response.content_length > limit:
+            raise errors.ResponseError(
+                f"answer of {response.content_length} bytes exceeds max_response_bytes={limit}",
+                status=response.status,
+            )
+        chunks = []
+        size = 0
+        async for chunk in response.content.iter_chunked(1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise errors.ResponseError(
+                    f"answer exceeds max_response_bytes={limit}", status=response.status
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)

@@ -1,0 +1,124 @@
+"""Client configuration: hosts, credentials, timeouts, retry policy, and the
+wire details the spec leaves open (auth scheme, session-listing parameters)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from .errors import ConfigurationError
+
+__all__ = ["ClientConfig", "RetryPolicy", "SessionQueryNames"]
+
+ENV_API_KEY = "CAMPAIGNKIT_API_KEY"
+ENV_URLS = {
+    "base_url": "CAMPAIGNKIT_BASE_URL",
+    "campaign_url": "CAMPAIGNKIT_CAMPAIGN_URL",
+    "agent_url": "CAMPAIGNKIT_AGENT_URL",
+}
+
+
+def _redacted(_: object) -> str:
+    return "'***'"
+
+
+@attrs.frozen
+class SessionQueryNames:
+    """Query parameter names of the session listing; the spec does not publish
+    them. Override these if the service names them otherwise."""
+
+    start: str = "start"
+    end: str = "end"
+    limit: str = "limit"
+    cursor: str = "next_id"
+
+
+@attrs.frozen
+class RetryPolicy:
+    """How failed calls are retried (see the README's retry rules).
+
+    ``max_retries`` counts retries after the first attempt. Waits grow from
+    ``backoff_initial`` doubling up to ``backoff_max``, with full jitter; a
+    ``Retry-After`` answer is honoured up to ``retry_after_cap``. ``deadline``
+    bounds one call's attempts and waits together (None: no bound).
+    """
+
+    max_retries: int = 2
+    backoff_initial: float = 0.5
+    backoff_max: float = 8.0
+    retry_after_cap: float = 60.0
+    deadline: float | None = 120.0
+
+
+@attrs.frozen
+class ClientConfig:
+    """Everything a :class:`~campaignkit.CampaignClient` needs to reach the service.
+
+    The API key travels as ``{auth_header}: {auth_scheme} {key}`` (the raw key
+    when ``auth_scheme`` is empty, as the spec's examples show). Base URLs may
+    carry a path prefix, which is kept. ``timeout`` bounds each request,
+    ``connect_timeout`` its connection phase.
+    """
+
+    api_key: str = attrs.field(repr=_redacted)
+    base_url: str | None = None
+    campaign_url: str | None = None
+    agent_url: str | None = None
+    timeout: float = 30.0
+    connect_timeout: float = 10.0
+    retry: RetryPolicy = RetryPolicy()
+    auth_header: str = "Authorization"
+    auth_scheme: str = ""
+    session_query: SessionQueryNames = SessionQueryNames()
+    max_response_bytes: int = 256 * 1024 * 1024
+    max_connections: int = 100
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.api_key, str) or not self.api_key.strip():
+            raise ConfigurationError(
+                f"no API key: pass api_key= or set {ENV_API_KEY} "
+                "(the Developers section of the platform's settings gives it)"
+            )
+        for name in ENV_URLS:
+            url = getattr(self, name)
+            if url is not None:
+                object.__setattr__(self, name, _checked_url(name, url))
+        if not self.timeout > 0 or not self.connect_timeout > 0:
+            raise ConfigurationError("timeout and connect_timeout must be positive")
+        if self.max_connections < 1:
+            raise ConfigurationError("max_connections must be at least 1")
+
+    @classmethod
+    def from_env(cls, api_key: str | None = None, **settings: Any) -> ClientConfig:
+        """Build a config, taking what is not given from ``CAMPAIGNKIT_*``."""
+        key = api_key if api_key is not None else os.environ.get(ENV_API_KEY, "")
+        for name, env in ENV_URLS.items():
+            if settings.get(name) is None:
+                settings[name] = os.environ.get(env) or None
+        return cls(key, **settings)
+
+    @property
+    def authorization(self) -> str:
+        """The value of the auth header."""
+        return f"{self.auth_scheme} {self.api_key}" if self.auth_scheme else self.api_key
+
+    def host(self, name: str) -> str:
+        """The base URL called ``name``, or a :class:`ConfigurationError`."""
+        url: str | None = getattr(self, name)
+        if url is None:
+            raise ConfigurationError(
+                f"{name} is not configured: pass {name}= or set {ENV_URLS[name]}"
+            )
+        return url
+
+
+def _checked_url(name: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(f"{name} must be an http(s) URL with a host, got {url!r}")
+    if parts.query or parts.fragment:
+        raise ConfigurationError(f"{name} must not carry a query or fragment: {url!r}")
+    return url.rstrip("/")

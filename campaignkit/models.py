@@ -1,0 +1,214 @@
+"""The service's resources as frozen, slotted attrs classes.
+
+Attribute names are the wire names of the spec's tables. Timestamps are
+timezone-aware UTC datetimes. Request models (``User``, ``SessionKey``) do not
+validate on construction: a call validates them, and reports every problem
+with its path, before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from .status import CampaignState, DeploymentStatus
+
+__all__ = [
+    "Agent",
+    "CampaignAck",
+    "CampaignStatus",
+    "Deployment",
+    "HistoryEntry",
+    "LegacyDeployment",
+    "Message",
+    "Poll",
+    "SessionKey",
+    "SessionMeta",
+    "SessionPage",
+    "SessionUpdate",
+    "SessionUser",
+    "Tag",
+    "User",
+    "deployment_squad",
+]
+
+DEPLOYMENT_SQUAD = "deployment_squad"
+
+
+@attrs.frozen
+class SessionKey:
+    """A session variable: substituted into question texts, delivered to webhooks."""
+
+    key: str
+    value: str
+
+
+def session_keys(keys: Iterable[SessionKey] | Mapping[str, str]) -> tuple[SessionKey, ...]:
+    """Normalise a mapping or an iterable of :class:`SessionKey` to a tuple.
+
+    Anything else is kept as given (in a tuple when iterable) for validation to
+    report.
+    """
+    if isinstance(keys, Mapping):
+        return tuple(SessionKey(k, v) for k, v in keys.items())
+    if isinstance(keys, tuple):
+        return keys
+    if isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
+        return tuple(keys)
+    return keys
+
+
+@attrs.frozen(kw_only=True)
+class User:
+    """One recipient of a deployment.
+
+    ``user_session_keys`` accepts a mapping or :class:`SessionKey` items;
+    ``deployment_eta`` accepts UNIX seconds or an aware datetime and schedules
+    the deployment.
+    """
+
+    cellphone: str
+    country_code: str
+    user_session_keys: tuple[SessionKey, ...] = attrs.field(default=(), converter=session_keys)
+    deployment_eta: int | datetime | None = None
+
+    @property
+    def phone(self) -> str:
+        """``country_code`` followed by ``cellphone``, as given."""
+        return f"{self.country_code}{self.cellphone}"
+
+
+def deployment_squad(cellphone: str | int) -> SessionKey:
+    """The ``deployment_squad`` variable that makes the sending line
+    ``cellphone`` deploy (value ``DS_<cellphone>``); give several for several lines."""
+    return SessionKey(DEPLOYMENT_SQUAD, f"DS_{cellphone}")
+
+
+@attrs.frozen
+class Poll:
+    """A conversation (flow) of the company."""
+
+    id: int
+    name: str
+
+
+@attrs.frozen
+class CampaignAck:
+    """The ``202`` answer of a campaign submission; track it with ``client.track``."""
+
+    message: str
+    id: str
+    batch_id: str
+    launch_request_id: str
+    status_url: str
+
+
+@attrs.frozen
+class Deployment:
+    """One user's deployment; ``status`` is None until the runtime takes it."""
+
+    conversation_id: str
+    service_id: str
+    cellphone: str
+    business_scope_id: str | None = None
+    username: str | None = None
+    status: DeploymentStatus | None = None
+
+
+@attrs.frozen
+class CampaignStatus:
+    """A campaign request and its deployments."""
+
+    launch_request_id: str
+    status: CampaignState
+    poll_id: int
+    deployments: tuple[Deployment, ...]
+
+
+@attrs.frozen
+class SessionUpdate:
+    """The answer of a session update."""
+
+    message: str
+    session_id: str
+
+
+@attrs.frozen
+class SessionUser:
+    """The user of a session."""
+
+    country_code: str
+    cellphone: str
+
+
+@attrs.frozen
+class SessionMeta:
+    """Metadata of one session; ``finished_at`` is None while it is open."""
+
+    id: str
+    created_at: datetime
+    user: SessionUser
+    finished_at: datetime | None = None
+
+
+@attrs.frozen
+class SessionPage:
+    """One page of a session listing; ``next_id`` is None on the last page."""
+
+    results: tuple[SessionMeta, ...]
+    next_id: str | None = None
+
+
+@attrs.frozen
+class Message:
+    """A message of a session history."""
+
+    type: str
+    sender: str
+    text: str
+    created_at: datetime
+    file_url: str | None = None
+    delivered_at: datetime | None = None
+    read_at: datetime | None = None
+    extra: Any = None
+
+
+@attrs.frozen
+class HistoryEntry:
+    """An entry of a session history (observed type: ``MESSAGE``)."""
+
+    type: str
+    message: Message
+
+
+@attrs.frozen
+class Tag:
+    """A team an agent belongs to."""
+
+    id: int
+    name: str
+
+
+@attrs.frozen
+class Agent:
+    """An active agent; ``id`` (or ``email``) is what an assignment endpoint returns."""
+
+    id: int
+    first_name: str
+    last_name: str
+    email: str
+    tags: tuple[Tag, ...] = ()
+
+
+@attrs.frozen
+class LegacyDeployment:
+    """The answer of the retired legacy deploy endpoint (field names as on the wire)."""
+
+    message: str
+    id: str
+    batch_id: str
+    new_last_scheduleded_deployment: datetime
+    conversations_id: tuple[str, ...]
