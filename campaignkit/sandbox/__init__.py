@@ -1,0 +1,11 @@
+"""A faithful local emulator of the Conversation Campaign and Session Service.
+
+``async with Sandbox(speed=50) as sb:`` or ``python -m campaignkit.sandbox``.
+See the README for the magic cellphone numbers, admin routes and faults.
+"""
+
+from ._config import SandboxConfig
+from ._faults import FaultSpec
+from ._server import Sandbox, serve
+
+__all__ = ["FaultSpec", "Sandbox", "SandboxConfig", "serve"]

@@ -1,0 +1,360 @@
+"""The aiohttp application: the spec's eight endpoints on three path prefixes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+from aiohttp.web_urldispatcher import AbstractRoute
+
+from ._faults import Faults, FaultSpec
+from ._http import ROUTES, RouteSpec, ServiceError, Shape, error_response, json_response
+from ._replies import Replies
+from ._sessions import US, BadCursor
+from ._state import Company, World
+from ._users import InvalidUsers, UserIn, parse_keys, parse_users
+
+__all__ = ["PREFIXES", "build_app"]
+
+log = logging.getLogger("campaignkit.sandbox")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PREFIXES = {"main": "/main", "campaign": "/campaign", "agent": "/agent"}
+MAX_PAGE = 10_000
+DEFAULT_PAGE = 1000
+LEGACY_SHUTDOWN = "15 November 2026"
+
+WORLD = web.AppKey("world", World)
+REPLIES = web.AppKey("replies", Replies)
+FAULTS = web.AppKey("faults", Faults)
+SPECS = web.AppKey("specs", dict[AbstractRoute, RouteSpec])
+
+
+# ---- request helpers -------------------------------------------------------
+def _authenticate(request: web.Request) -> Company:
+    header = request.headers.get("Authorization", "").strip()
+    key = header[7:].strip() if header.lower().startswith("bearer ") else header
+    company = request.app[WORLD].company_for_key(key) if key else None
+    if company is None:
+        raise ServiceError(
+            401, "unauthorized", "Invalid or missing API key.", "API key inválida o ausente."
+        )
+    return company
+
+
+async def _read_json(request: web.Request, wrong_type_status: int = 415) -> Any:
+    if request.content_type != "application/json":
+        raise ServiceError(
+            wrong_type_status,
+            "unsupported_media_type",
+            "Content-Type must be application/json.",
+            "El Content-Type debe ser application/json.",
+        )
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        limit = request.app[WORLD].config.max_body_size
+        raise ServiceError(
+            413,
+            "payload_too_large",
+            f"Request body too large (limit {limit} bytes).",
+            f"Cuerpo de la solicitud demasiado grande (límite {limit} bytes).",
+        ) from exc
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _bad_request(f"the body is not valid JSON ({exc.msg})") from exc
+
+
+def _bad_request(reason: str) -> ServiceError:
+    return ServiceError(
+        400, "bad_request", f"Malformed request: {reason}.", f"Solicitud mal formada: {reason}."
+    )
+
+
+def _poll_id(company: Company, raw: object, shape_detail: bool) -> int:
+    text = str(raw)
+    if text.isdigit() and int(text) in company.polls:
+        return int(text)
+    if shape_detail:
+        raise ServiceError(
+            404, "not_found", f"Poll {text} not found.", f"No se encontró la encuesta {text}."
+        )
+    raise ServiceError(404, "not_found", f"Poll {text} not found.")
+
+
+def _users(body: Any) -> list[UserIn]:
+    try:
+        return parse_users(body)
+    except InvalidUsers as exc:
+        raise _bad_request(str(exc)) from exc
+
+
+# ---- the eight endpoints ---------------------------------------------------
+async def send_campaign(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    raw_poll = request.match_info.get("poll_id")
+    if raw_poll is not None:
+        poll_id = _poll_id(company, raw_poll, True)
+        body = await _read_json(request, 400)
+    else:
+        body = await _read_json(request, 400)
+        if not isinstance(body, dict) or body.get("poll_id") in (None, ""):
+            raise ServiceError(
+                400,
+                "bad_request",
+                "The poll id is required either in the URL or in the body.",
+                "El id de la encuesta es obligatorio en la URL o en el cuerpo.",
+            )
+        poll_id = _poll_id(company, body["poll_id"], True)
+    launch = request.app[WORLD].launch(company, poll_id, _users(body), "send_campaign")
+    request.app[REPLIES].schedule(company, launch)
+    return json_response(
+        {
+            "message": "Campaign queued for deployment.",
+            "id": str(poll_id),
+            "batch_id": launch.batch_id,
+            "launch_request_id": launch.id,
+            "status_url": f"/v2/send-campaign/{launch.id}",
+        },
+        202,
+    )
+
+
+async def campaign_status(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    world = request.app[WORLD]
+    launch_id = request.match_info["launch_request_id"]
+    launch = world.launch_of(company, launch_id)
+    if launch is None:
+        raise ServiceError(
+            404,
+            "not_found",
+            f"Launch request {launch_id} not found.",
+            f"No se encontró la solicitud de lanzamiento {launch_id}.",
+        )
+    return json_response(launch.status_record(world.clock.now(), world.config.step_seconds))
+
+
+async def update_session(request: web.Request) -> web.Response:
+    world = request.app[WORLD]
+    session_id = request.match_info["session_external_id"]
+    body = await _read_json(request)
+    if not isinstance(body, dict):
+        raise _bad_request("the body must be an object with user_session_keys")
+    try:
+        keys = parse_keys(body.get("user_session_keys"), "user_session_keys")
+    except InvalidUsers as exc:
+        raise _bad_request(str(exc)) from exc
+    record = world.session(session_id)
+    if record is None:
+        raise ServiceError(404, "not_found", f"Session {session_id} not found.")
+    world.update_session(record, keys)
+    return json_response({"message": "Session updated.", "session_id": record.id})
+
+
+def _query_int(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise _bad_request(f"{name} must be an integer") from None
+
+
+async def list_sessions(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    world = request.app[WORLD]
+    poll_id = _poll_id(company, request.match_info["poll_id"], False)
+    year_start, year_end = world.year_range_us()
+    start, end, limit = (_query_int(request, name) for name in ("start", "end", "limit"))
+    start_us = year_start if start is None else start * US
+    end_us = year_end if end is None else end * US
+    limit = DEFAULT_PAGE if limit is None else limit
+    if not 1 <= limit <= MAX_PAGE:
+        raise _bad_request(f"limit must be between 1 and {MAX_PAGE}")
+    if end_us < start_us:
+        raise _bad_request("end must not be before start")
+    sessions = company.sessions.get(poll_id)
+    if sessions is None:
+        return json_response({"results": [], "next_id": ""})
+    try:
+        results, next_id = sessions.page(start_us, end_us, limit, request.query.get("next_id"))
+    except BadCursor:
+        raise _bad_request("next_id is not a cursor of this listing") from None
+    return json_response({"results": results, "next_id": next_id})
+
+
+async def list_agents(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    return json_response([agent.to_json() for agent in company.agents if agent.active])
+
+
+async def deploy_legacy(request: web.Request) -> web.Response:
+    world = request.app[WORLD]
+    if not world.config.legacy_enabled:
+        raise ServiceError(
+            410,
+            "gone",
+            f"This endpoint was shut down on {LEGACY_SHUTDOWN}; "
+            "use POST /v2/send-campaign/{poll_id} instead.",
+        )
+    company = _authenticate(request)
+    poll_id = _poll_id(company, request.match_info["poll_id"], False)
+    launch = world.launch(company, poll_id, _users(await _read_json(request)), "deploy_legacy")
+    request.app[REPLIES].schedule(company, launch)
+    last = max(d.taken_at for d in launch.deployments)
+    return json_response(
+        {
+            "message": "Deployment scheduled.",
+            "id": str(poll_id),
+            "batch_id": launch.batch_id,
+            "new_last_scheduleded_deployment": datetime.fromtimestamp(last, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "conversations_id": [launch.conversation_id(i) for i in range(len(launch.deployments))],
+        }
+    )
+
+
+async def session_history(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    session_id = request.match_info["session_id"]
+    record = request.app[WORLD].session(session_id, company)
+    if record is None:
+        raise ServiceError(404, "not_found", f"Session {session_id} not found.")
+    return json_response(record.history)
+
+
+async def list_polls(request: web.Request) -> web.Response:
+    company = _authenticate(request)
+    return json_response([{"id": pid, "name": name} for pid, name in company.polls.items()])
+
+
+HANDLERS: dict[str, Handler] = {
+    "send_campaign": send_campaign,
+    "campaign_status": campaign_status,
+    "update_session": update_session,
+    "list_sessions": list_sessions,
+    "list_agents": list_agents,
+    "deploy_legacy": deploy_legacy,
+    "session_history": session_history,
+    "list_polls": list_polls,
+}
+
+
+# ---- middleware: errors and faults ----------------------------------------
+async def _answer(request: web.Request, handler: Handler, shape: Shape) -> web.StreamResponse:
+    """Run the handler; every failure becomes an error body, never a trace."""
+    try:
+        return await handler(request)
+    except ServiceError as error:
+        return error_response(request, shape, error)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("sandbox handler failed: %s %s", request.method, request.path)
+        internal = ServiceError(500, "internal_error", "Internal sandbox error.", "Error interno.")
+        return error_response(request, shape, internal)
+
+
+@web.middleware
+async def service_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    match = request.match_info
+    if match.http_exception is not None:
+        shape: Shape = "detail" if request.path.startswith(PREFIXES["campaign"]) else "error"
+        status = match.http_exception.status
+        return error_response(request, shape, ServiceError.http(status))
+    spec = request.app[SPECS].get(match.route)
+    if spec is None:  # admin routes
+        return await _answer(request, handler, "error")
+    fault = request.app[FAULTS].pick(spec.name, request.method)
+    if fault is None:
+        return await _answer(request, handler, spec.shape)
+    log.info("fault %s on %s %s", fault.kind, request.method, request.path)
+    if fault.kind == "latency":
+        await asyncio.sleep(fault.seconds)
+        return await _answer(request, handler, spec.shape)
+    when = fault.when or ("before" if request.method == "POST" else "after")
+    processed = await _answer(request, handler, spec.shape) if when == "after" else None
+    return await _render_fault(request, spec, fault, processed)
+
+
+def _body_of(processed: web.StreamResponse | None, fault: FaultSpec) -> bytes:
+    if isinstance(processed, web.Response) and isinstance(processed.body, bytes):
+        return processed.body
+    return orjson.dumps({"sandbox_fault": fault.kind, "processed": False})
+
+
+async def _render_fault(
+    request: web.Request,
+    spec: RouteSpec,
+    fault: FaultSpec,
+    processed: web.StreamResponse | None,
+) -> web.StreamResponse:
+    kind = fault.kind
+    if kind.isdigit():
+        headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+        return error_response(request, spec.shape, ServiceError.http(int(kind), headers))
+    body = _body_of(processed, fault)
+    status = fault.status or 200
+    if kind == "html":
+        status = fault.status or 502
+        page = f"<html><head><title>{status} Bad Gateway</title></head><body><h1>{status}</h1>"
+        return web.Response(text=page + "</body></html>", status=status, content_type="text/html")
+    if kind == "truncated":
+        return web.Response(
+            body=body[: len(body) // 2], status=status, content_type="application/json"
+        )
+    if kind == "empty":
+        return web.Response(body=b"", status=status, content_type="application/json")
+    if kind == "wrong_content_type":
+        return web.Response(body=body, status=status, content_type="text/plain")
+    if kind == "wrong_type":
+        wrong = {"unexpected": "object"} if spec.returns == "list" else ["unexpected", "list"]
+        return json_response(wrong, status)
+    if kind == "redirect":
+        port = request.url.port
+        location = fault.location or f"http://127.0.0.2:{port}{request.path_qs}"
+        return web.Response(status=302, headers={"Location": location})
+    if kind == "drop":
+        _close(request)
+        return web.Response()
+    # drop_mid_body: a promised body that stops half way.
+    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json"})
+    response.content_length = len(body)
+    await response.prepare(request)
+    await response.write(body[: len(body) // 2])
+    _close(request)
+    return response
+
+
+def _close(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.close()
+
+
+# ---- assembly ---------------------------------------------------------------
+def build_app(
+    world: World, replies: Replies, faults: Faults, admin: Callable[[web.Application], None]
+) -> web.Application:
+    app = web.Application(
+        middlewares=[service_middleware], client_max_size=world.config.max_body_size
+    )
+    app[WORLD] = world
+    app[REPLIES] = replies
+    app[FAULTS] = faults
+    specs: dict[AbstractRoute, RouteSpec] = {}
+    for spec in ROUTES:
+        route = app.router.add_route(
+            spec.method, PREFIXES[spec.host] + spec.path, HANDLERS[spec.name]
+        )
+        specs[route] = spec
+    app[SPECS] = specs
+    admin(app)
+    return app

@@ -1,0 +1,202 @@
+"""Running the sandbox: in process (:class:`Sandbox`) or as a server (:func:`serve`)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import attrs
+from aiohttp import web
+
+from ._admin import ADMIN_PREFIX, add_admin_routes
+from ._app import PREFIXES, build_app
+from ._clock import Clock
+from ._config import SandboxConfig
+from ._faults import Faults
+from ._replies import Replies
+from ._state import World
+
+if TYPE_CHECKING:
+    from ..client import CampaignClient
+
+__all__ = ["Sandbox", "serve"]
+
+
+class Sandbox:
+    """The emulated service on one local port, as an async context manager.
+
+    ``async with Sandbox(speed=50) as sb:`` serves ``sb.base_url``,
+    ``sb.campaign_url`` and ``sb.agent_url`` (path prefixes of one server)
+    for the company whose key is ``sb.api_key``; ``sb.admin_url`` is the
+    sandbox-only admin API, with helper coroutines below.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        speed: float = 1.0,
+        seed: int = 0,
+        config: SandboxConfig | None = None,
+        **options: Any,
+    ) -> None:
+        """``config`` fields may also be given as keyword arguments (``options``)."""
+        base = config or SandboxConfig()
+        self.config = attrs.evolve(base, speed=speed, seed=seed, **options)
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+        self._replies: Replies | None = None
+        self._http: aiohttp.ClientSession | None = None
+
+    # ---- lifecycle -------------------------------------------------------
+    async def start(self) -> None:
+        clock = Clock(self.config.speed, self.config.start_time)
+        self.world = World(self.config, clock)
+        self._replies = Replies(self.world)
+        app = build_app(self.world, self._replies, Faults(self.config.seed), add_admin_routes)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        await self._replies.start()
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+        if self._replies is not None:
+            await self._replies.stop()
+            self._replies = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Sandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ---- addresses -------------------------------------------------------
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return self.root_url + PREFIXES["main"]
+
+    @property
+    def campaign_url(self) -> str:
+        return self.root_url + PREFIXES["campaign"]
+
+    @property
+    def agent_url(self) -> str:
+        return self.root_url + PREFIXES["agent"]
+
+    @property
+    def admin_url(self) -> str:
+        return self.root_url + ADMIN_PREFIX
+
+    @property
+    def api_key(self) -> str:
+        return self.world.default.api_key
+
+    @property
+    def company_id(self) -> str:
+        return self.world.default.id
+
+    def client(self, **kwargs: Any) -> CampaignClient:
+        """A :class:`~campaignkit.client.CampaignClient` wired to this sandbox."""
+        from ..client import CampaignClient
+
+        return CampaignClient(
+            self.api_key,
+            base_url=self.base_url,
+            campaign_url=self.campaign_url,
+            agent_url=self.agent_url,
+            **kwargs,
+        )
+
+    # ---- admin helpers (over HTTP, like any other test) ------------------
+    async def admin(self, method: str, path: str, body: Any = None, **params: str) -> Any:
+        """Call an admin route; raises ``aiohttp.ClientResponseError`` on error."""
+        if self._http is None:
+            self._http = aiohttp.ClientSession()
+        async with self._http.request(
+            method, self.admin_url + path, json=body, params=params
+        ) as response:
+            response.raise_for_status()
+            return await response.json()
+
+    async def snapshot(
+        self, *, company: str | None = None, users: bool = True, launch: str | None = None
+    ) -> Any:
+        params = {"users": "1" if users else "0"}
+        params |= {"company": company} if company else {}
+        params |= {"launch": launch} if launch else {}
+        return await self.admin("GET", "/state", **params)
+
+    async def set_faults(self, *faults: dict[str, Any], seed: int | None = None) -> Any:
+        body: dict[str, Any] = {"faults": list(faults)}
+        if seed is not None:
+            body["seed"] = seed
+        return await self.admin("PUT", "/faults", body)
+
+    async def clear_faults(self) -> Any:
+        return await self.admin("DELETE", "/faults")
+
+    async def set_clock(
+        self, *, now: float | None = None, speed: float | None = None, advance: float | None = None
+    ) -> Any:
+        body = {
+            k: v for k, v in (("now", now), ("speed", speed), ("advance", advance)) if v is not None
+        }
+        return await self.admin("PUT", "/clock", body)
+
+    async def now(self) -> float:
+        return float((await self.admin("GET", "/clock"))["now"])
+
+    async def reply(self, cellphone: str, **fields: Any) -> Any:
+        return await self.admin("POST", "/reply", {"cellphone": cellphone, **fields})
+
+    async def add_company(self, **fields: Any) -> Any:
+        return await self.admin("POST", "/companies", fields)
+
+    async def set_webhook(self, url: str | None, *, company: str | None = None) -> Any:
+        return await self.admin(
+            "PUT", f"/companies/{company or self.company_id}/webhook", {"url": url}
+        )
+
+    async def add_sessions(
+        self, poll_id: int, count: int, *, company: str | None = None, **fields: Any
+    ) -> Any:
+        return await self.admin(
+            "POST",
+            f"/companies/{company or self.company_id}/sessions",
+            {"poll_id": poll_id, "count": count, **fields},
+        )
+
+
+async def serve(
+    host: str = "127.0.0.1", port: int = 8765, speed: float = 1.0, seed: int = 0, **options: Any
+) -> None:
+    """Run a sandbox until cancelled, printing its URLs and the API key."""
+    async with Sandbox(host=host, port=port, speed=speed, seed=seed, **options) as sb:
+        print(f"base_url:     {sb.base_url}")
+        print(f"campaign_url: {sb.campaign_url}")
+        print(f"agent_url:    {sb.agent_url}")
+        print(f"admin_url:    {sb.admin_url}")
+        print(f"api_key:      {sb.api_key}", flush=True)
+        await asyncio.Event().wait()

@@ -1,0 +1,74 @@
+"""Validation of the ``users`` array shared by both deploy endpoints."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["InvalidUsers", "SessionKeys", "UserIn", "parse_keys", "parse_users"]
+
+SessionKeys = tuple[tuple[str, str], ...]
+
+
+class InvalidUsers(ValueError):
+    """The body's ``users`` are missing or malformed; the text names the path."""
+
+
+class UserIn(NamedTuple):
+    country_code: str
+    cellphone: str
+    keys: SessionKeys
+    eta: int | None
+
+
+def _text(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidUsers(f"{path} must be a non-empty string")
+    return value
+
+
+def parse_keys(value: object, path: str) -> SessionKeys:
+    if not isinstance(value, list):
+        raise InvalidUsers(f"{path} must be an array of {{key, value}} objects")
+    pairs = []
+    for index, item in enumerate(value):
+        where = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidUsers(f"{where} must be an object with key and value")
+        key, text = item.get("key"), item.get("value")
+        if not isinstance(key, str) or not key:
+            raise InvalidUsers(f"{where}.key must be a non-empty string")
+        if not isinstance(text, str):
+            raise InvalidUsers(f"{where}.value must be a string")
+        pairs.append((key, text))
+    return tuple(pairs)
+
+
+def parse_users(body: Any) -> list[UserIn]:
+    """The users of a deploy body, or :class:`InvalidUsers` naming the first problem."""
+    if not isinstance(body, dict):
+        raise InvalidUsers("the body must be a JSON object with a users array")
+    users = body.get("users")
+    if not isinstance(users, list) or not users:
+        raise InvalidUsers("users is required and must be a non-empty array")
+    # Interning shares one string per distinct country code across 100k users.
+    codes: dict[str, str] = {}
+    parsed = []
+    for index, user in enumerate(users):
+        path = f"users[{index}]"
+        if not isinstance(user, dict):
+            raise InvalidUsers(f"{path} must be an object")
+        code = _text(user.get("country_code"), f"{path}.country_code")
+        if not code.startswith("+"):
+            raise InvalidUsers(f"{path}.country_code must start with +")
+        eta = user.get("deployment_eta")
+        if eta is not None and (isinstance(eta, bool) or not isinstance(eta, int)):
+            raise InvalidUsers(f"{path}.deployment_eta must be an integer UNIX timestamp")
+        parsed.append(
+            UserIn(
+                codes.setdefault(code, code),
+                _text(user.get("cellphone"), f"{path}.cellphone"),
+                parse_keys(user.get("user_session_keys"), f"{path}.user_session_keys"),
+                eta,
+            )
+        )
+    return parsed
