@@ -217,7 +217,8 @@ class FirstReplyHandler:
     """The first-reply webhook handler; build it with :func:`first_reply_handler`.
 
     Call :meth:`install` to add it to an application (route plus shutdown
-    hook), or route it yourself and ``await handler.aclose()`` on shutdown.
+    hook), or route :meth:`handle` yourself and ``await handler.aclose()`` on
+    shutdown.
     """
 
     def __init__(
@@ -260,7 +261,7 @@ class FirstReplyHandler:
 
     def install(self, app: web.Application, path: str = "/webhook") -> None:
         """Route ``POST path`` to this handler and finish its tasks on shutdown."""
-        app.router.add_post(path, self)
+        app.router.add_post(path, self.handle)
         app.on_shutdown.append(self._on_shutdown)
 
     async def _on_shutdown(self, _app: web.Application) -> None:
@@ -302,6 +303,10 @@ class FirstReplyHandler:
         return b"".join(chunks)
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
+        return await self.handle(request)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """The aiohttp handler (route ``handler.handle`` yourself, or use :meth:`install`)."""
         if not self._authorized(request):
             return _error(401, "unauthorized", "missing or wrong webhook secret")
         body = await self._read_body(request)

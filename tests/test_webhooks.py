@@ -1,0 +1,547 @@
+"""campaignkit.webhooks: the first-reply webhook handler and the AgentPicker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from campaignkit import Agent, ServerError, SessionKey, Tag, User
+from campaignkit.sandbox import Sandbox
+from campaignkit.webhooks import (
+    DEFAULT_SECRET_HEADER,
+    WEBHOOK_HANDLER,
+    AgentPicker,
+    NoAgentAvailable,
+    ReplyEvent,
+    extract_reply,
+    first_reply_app,
+    first_reply_handler,
+    plain_text,
+)
+
+Client = TestClient[web.Request, web.Application]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[ReplyEvent] = []
+        self.got = asyncio.Event()
+
+    async def __call__(self, event: ReplyEvent) -> None:
+        self.events.append(event)
+        self.got.set()
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[web.Application], Any]]:
+    clients: list[Client] = []
+
+    async def start(app: web.Application) -> Client:
+        client: Client = TestClient(TestServer(app))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        await client.close()
+
+
+# -- payload extraction ------------------------------------------------------
+
+
+def test_extract_top_level_with_list_keys() -> None:
+    payload = {
+        "session_external_id": "s-1",
+        "user_session_keys": [{"key": "name", "value": "Ana"}, {"key": "n", "value": 3}],
+    }
+    event = extract_reply(payload)
+    assert event.session_external_id == "s-1"
+    assert event.user_session_keys == (SessionKey("name", "Ana"), SessionKey("n", "3"))
+    assert event.keys == {"name": "Ana", "n": "3"}
+    assert event.payload is payload
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"data": {"session_external_id": "s-2", "user_session_keys": {"a": "b"}}},
+        {
+            "event": "first_reply",
+            "session": {"session_external_id": "s-2"},
+            "user_session_keys": {"a": "b"},
+        },
+        {
+            "data": {
+                "session": {
+                    "session_external_id": "s-2",
+                    "user_session_keys": [{"key": "a", "value": "b"}],
+                }
+            }
+        },
+        {
+            "payload": {
+                "body": {"webhook": {"session_external_id": "s-2", "user_session_keys": {"a": "b"}}}
+            }
+        },
+    ],
+)
+def test_extract_nested(payload: dict[str, Any]) -> None:
+    event = extract_reply(payload)
+    assert event.session_external_id == "s-2"
+    assert event.keys == {"a": "b"}
+
+
+def test_extract_prefers_top_level_and_integer_ids() -> None:
+    event = extract_reply({"session_external_id": 42, "data": {"session_external_id": "x"}})
+    assert event.session_external_id == "42"
+    assert event.user_session_keys == ()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [],
+        "s-1",
+        {},
+        {"session_external_id": ""},
+        {"session_external_id": None},
+        {"session_external_id": True},
+        {"session_external_id": {"id": "x"}},
+        {"unrelated": {"session_external_id": "too-far-from-a-known-key"}},
+        {"data": {"data": {"data": {"data": {"session_external_id": "too-deep"}}}}},
+    ],
+)
+def test_extract_rejects(payload: Any) -> None:
+    with pytest.raises(ValueError, match=r"session_external_id|JSON object"):
+        extract_reply(payload)
+
+
+def test_malformed_keys_are_skipped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "campaignkit.webhooks")
+    event = extract_reply(
+        {
+            "session_external_id": "s",
+            "user_session_keys": [{"key": "a", "value": "1"}, "junk", {"key": "b"}],
+        }
+    )
+    assert event.keys == {"a": "1"}
+    assert len(caplog.records) == 2
+
+
+# -- the HTTP handler ----------------------------------------------------------
+
+
+async def test_accepts_and_calls_on_reply(serve: Any) -> None:
+    recorder = Recorder()
+    client = await serve(first_reply_app(recorder))
+    body = {"session_external_id": "s-1", "user_session_keys": [{"key": "k", "value": "v"}]}
+    response = await client.post("/webhook", json=body)
+    assert response.status == 202
+    assert await response.json() == {"status": "accepted", "session_external_id": "s-1"}
+    await asyncio.wait_for(recorder.got.wait(), 5)
+    assert recorder.events[0].keys == {"k": "v"}
+    assert recorder.events[0].payload == body
+
+
+async def test_custom_path_and_only_post(serve: Any) -> None:
+    client = await serve(first_reply_app(Recorder(), path="/hooks/reply"))
+    assert (await client.post("/webhook", json={"session_external_id": "a"})).status == 404
+    assert (await client.get("/hooks/reply")).status == 405
+    assert (await client.post("/hooks/reply", json={"session_external_id": "a"})).status == 202
+
+
+@pytest.mark.parametrize("body", [b"", b"{not json", b"\xff\xfe", b'{"session_external_id": "a"'])
+async def test_bad_json_is_400(serve: Any, body: bytes) -> None:
+    recorder = Recorder()
+    client = await serve(first_reply_app(recorder))
+    response = await client.post(
+        "/webhook", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status == 400
+    assert (await response.json())["error"] == "bad_json"
+    assert recorder.events == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"session_external_id": ""}, {"session": {"id": "x"}}, [{"session_external_id": "a"}]],
+)
+async def test_missing_id_is_422(serve: Any, body: Any) -> None:
+    recorder = Recorder()
+    client = await serve(first_reply_app(recorder))
+    response = await client.post("/webhook", json=body)
+    assert response.status == 422
+    assert (await response.json())["error"] == "no_session_external_id"
+    assert recorder.events == []
+
+
+async def test_body_over_limit_is_413(serve: Any) -> None:
+    recorder = Recorder()
+    client = await serve(first_reply_app(recorder, max_body=100))
+    small = {"session_external_id": "s", "pad": "x" * 40}
+    big = {"session_external_id": "s", "pad": "x" * 200}
+    assert (await client.post("/webhook", json=big)).status == 413
+
+    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: counted while read
+        for _ in range(10):
+            yield b" " * 50
+
+    response = await client.post("/webhook", data=chunked())
+    assert response.status == 413
+    assert (await client.post("/webhook", json=small)).status == 202
+
+
+async def test_default_limit_is_one_mebibyte(serve: Any) -> None:
+    client = await serve(first_reply_app(Recorder()))
+    body = orjson.dumps({"session_external_id": "s", "pad": "x" * (1024 * 1024)})
+    response = await client.post("/webhook", data=body)
+    assert response.status == 413
+
+
+async def test_secret(serve: Any) -> None:
+    recorder = Recorder()
+    client = await serve(first_reply_app(recorder, secret="s3cret"))
+    body = {"session_external_id": "s-1"}
+    assert (await client.post("/webhook", json=body)).status == 401
+    wrong = {DEFAULT_SECRET_HEADER: "s3cre"}
+    response = await client.post("/webhook", json=body, headers=wrong)
+    assert response.status == 401
+    assert (await response.json())["error"] == "unauthorized"
+    assert recorder.events == []
+    ok = {DEFAULT_SECRET_HEADER: "s3cret"}
+    assert (await client.post("/webhook", json=body, headers=ok)).status == 202
+
+
+async def test_secret_checked_before_the_body(serve: Any) -> None:
+    client = await serve(first_reply_app(Recorder(), secret="k", max_body=10))
+    response = await client.post("/webhook", data=b"x" * 100)
+    assert response.status == 401
+
+
+async def test_secret_header_and_query_overridable(serve: Any) -> None:
+    app = first_reply_app(Recorder(), secret="tok", secret_header="X-Token", secret_query="token")
+    client = await serve(app)
+    body = {"session_external_id": "s-1"}
+    assert (
+        await client.post("/webhook", json=body, headers={DEFAULT_SECRET_HEADER: "tok"})
+    ).status == 401
+    assert (await client.post("/webhook", json=body, headers={"X-Token": "tok"})).status == 202
+    body = {"session_external_id": "s-2"}
+    assert (await client.post("/webhook?token=nope", json=body)).status == 401
+    assert (await client.post("/webhook?token=tok", json=body)).status == 202
+
+
+def test_empty_secret_refused() -> None:
+    with pytest.raises(ValueError, match="secret"):
+        first_reply_app(Recorder(), secret="")
+
+
+async def test_duplicate_delivery_ignored(serve: Any) -> None:
+    recorder = Recorder()
+    app = first_reply_app(recorder)
+    client = await serve(app)
+    body = {"session_external_id": "dup"}
+    assert (await client.post("/webhook", json=body)).status == 202
+    second = await client.post("/webhook", json={"data": body})
+    assert second.status == 200
+    assert (await second.json())["status"] == "duplicate"
+    await app[WEBHOOK_HANDLER].drain(5)
+    assert [e.session_external_id for e in recorder.events] == ["dup"]
+    assert app[WEBHOOK_HANDLER].received == 1
+
+
+async def test_duplicate_window_is_bounded_lru(serve: Any) -> None:
+    recorder = Recorder()
+    app = first_reply_app(recorder, dedupe_size=2)
+    client = await serve(app)
+    for sid in ["a", "b", "a", "c", "b", "a"]:
+        await client.post("/webhook", json={"session_external_id": sid})
+    await app[WEBHOOK_HANDLER].drain(5)
+    # "a" was refreshed by its duplicate, so "b" was evicted by "c"; then "b"
+    # evicts "a" and the last "a" is new again.
+    assert [e.session_external_id for e in recorder.events] == ["a", "b", "c", "b", "a"]
+
+
+async def test_failed_on_reply_lets_a_redelivery_through(
+    serve: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[str] = []
+
+    async def flaky(event: ReplyEvent) -> None:
+        calls.append(event.session_external_id)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+
+    app = first_reply_app(flaky)
+    client = await serve(app)
+    assert (await client.post("/webhook", json={"session_external_id": "x"})).status == 202
+    await app[WEBHOOK_HANDLER].drain(5)
+    assert "on_reply failed" in caplog.text
+    assert (await client.post("/webhook", json={"session_external_id": "x"})).status == 202
+    await app[WEBHOOK_HANDLER].drain(5)
+    assert (await client.post("/webhook", json={"session_external_id": "x"})).status == 200
+    assert calls == ["x", "x"]
+
+
+async def test_slow_on_reply_does_not_block_the_answer(serve: Any) -> None:
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(event: ReplyEvent) -> None:
+        started.set()
+        await release.wait()
+
+    app = first_reply_app(slow)
+    client = await serve(app)
+    began = time.monotonic()
+    response = await asyncio.wait_for(client.post("/webhook", json={"session_external_id": "s"}), 2)
+    assert response.status == 202
+    assert time.monotonic() - began < 1.0
+    await asyncio.wait_for(started.wait(), 2)
+    assert app[WEBHOOK_HANDLER].pending == 1
+    release.set()
+    await app[WEBHOOK_HANDLER].drain(2)
+    assert app[WEBHOOK_HANDLER].pending == 0
+
+
+async def test_sync_on_reply_is_supported(serve: Any) -> None:
+    seen: list[str] = []
+    app = first_reply_app(lambda e: seen.append(e.session_external_id))
+    client = await serve(app)
+    await client.post("/webhook", json={"session_external_id": "sync"})
+    await app[WEBHOOK_HANDLER].drain(2)
+    assert seen == ["sync"]
+
+
+async def test_shutdown_waits_then_cancels_pending_tasks() -> None:
+    finished: list[str] = []
+    cancelled = asyncio.Event()
+
+    async def on_reply(event: ReplyEvent) -> None:
+        try:
+            await asyncio.sleep(0.05 if event.session_external_id == "quick" else 60)
+            finished.append(event.session_external_id)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    app = first_reply_app(on_reply, shutdown_grace=0.5)
+    client: Client = TestClient(TestServer(app))
+    await client.start_server()
+    try:
+        for sid in ("quick", "stuck"):
+            assert (await client.post("/webhook", json={"session_external_id": sid})).status == 202
+    finally:
+        began = time.monotonic()
+        await client.close()
+    assert finished == ["quick"]
+    assert cancelled.is_set()
+    assert app[WEBHOOK_HANDLER].pending == 0
+    assert time.monotonic() - began < 5
+
+
+async def test_handler_mounted_in_own_app(serve: Any) -> None:
+    recorder = Recorder()
+    app = web.Application()
+    handler = first_reply_handler(recorder, secret="x")
+    handler.install(app, "/campaign/reply")
+    app.router.add_post("/by-hand", handler.handle)
+    client = await serve(app)
+    response = await client.post(
+        "/campaign/reply", json={"session_external_id": "m"}, headers={DEFAULT_SECRET_HEADER: "x"}
+    )
+    assert response.status == 202
+    response = await client.post(
+        "/by-hand", json={"session_external_id": "n"}, headers={DEFAULT_SECRET_HEADER: "x"}
+    )
+    assert response.status == 202
+    await handler.drain(2)
+    assert [e.session_external_id for e in recorder.events] == ["m", "n"]
+    assert "secret=set" in repr(handler)
+
+
+async def test_sandbox_webhook_reaches_the_app() -> None:
+    """End to end: the sandbox's simulated first reply POSTs to a real server."""
+    recorder = Recorder()
+    app = first_reply_app(recorder, secret=None)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with Sandbox(speed=200) as sb, sb.client() as client:
+            await sb.set_webhook(f"http://127.0.0.1:{port}/webhook")
+            polls = await client.list_polls()
+            user = User(
+                cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"}
+            )
+            ack = await client.send_campaign(polls[0].id, [user])
+            for _ in range(200):
+                status = await client.get_campaign_status(ack.launch_request_id)
+                if status.deployments and all(
+                    d.status and d.status.is_final for d in status.deployments
+                ):
+                    break
+                await asyncio.sleep(0.02)
+            result = await sb.reply("3001234567", text="Hola")
+            assert result["webhook"]["status"] == 202
+            await asyncio.wait_for(recorder.got.wait(), 5)
+            event = recorder.events[0]
+            assert event.session_external_id == result["session_external_id"]
+            assert event.keys.get("name") == "Ana"
+            update = await client.update_session(event.session_external_id, {"plan": "gold"})
+            assert update.session_id
+    finally:
+        await runner.cleanup()
+
+
+# -- AgentPicker --------------------------------------------------------------
+
+SALES, SUPPORT = Tag(1, "Sales"), Tag(2, "Support")
+AGENTS = [
+    Agent(30, "Cleo", "C", "cleo@example.com", (SUPPORT,)),
+    Agent(10, "Ana", "A", "ana@example.com", (SALES,)),
+    Agent(20, "Bo", "B", "bo@example.com", (SALES, SUPPORT)),
+]
+
+
+class FakeClient:
+    def __init__(self, agents: list[Agent]) -> None:
+        self.agents = list(agents)
+        self.calls = 0
+        self.fail = False
+
+    async def list_agents(self) -> list[Agent]:
+        self.calls += 1
+        if self.fail:
+            raise ServerError(503, "GET", "http://agents", "", message="down")
+        return list(self.agents)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_round_robin_in_id_order() -> None:
+    picker = AgentPicker(FakeClient(AGENTS))
+    assert [(await picker.pick()).id for _ in range(7)] == [10, 20, 30, 10, 20, 30, 10]
+
+
+async def test_tag_filter_by_name_or_id() -> None:
+    by_name = AgentPicker(FakeClient(AGENTS), tag="support")
+    assert [(await by_name.pick()).id for _ in range(3)] == [20, 30, 20]
+    by_id = AgentPicker(FakeClient(AGENTS), tag=1)
+    assert [(await by_id.pick()).id for _ in range(3)] == [10, 20, 10]
+    with pytest.raises(NoAgentAvailable, match="Marketing"):
+        await AgentPicker(FakeClient(AGENTS), tag="Marketing").pick()
+
+
+async def test_ttl_caching() -> None:
+    fake, clock = FakeClient(AGENTS), Clock()
+    picker = AgentPicker(fake, ttl=60, clock=clock)
+    assert [(await picker.pick()).id for _ in range(3)] == [10, 20, 30]
+    assert fake.calls == 1
+    fake.agents = [a for a in AGENTS if a.id != 20]
+    clock.now += 59
+    assert (await picker.pick()).id == 10  # still cached
+    clock.now += 2
+    assert (await picker.pick()).id == 30  # refreshed: 20 is gone
+    assert fake.calls == 2
+    picker.invalidate()
+    await picker.pick()
+    assert fake.calls == 3
+
+
+async def test_concurrent_picks_fetch_once() -> None:
+    fake = FakeClient(AGENTS)
+    picker = AgentPicker(fake)
+    picked = await asyncio.gather(*(picker.pick() for _ in range(9)))
+    assert fake.calls == 1
+    assert sorted(a.id for a in picked) == [10, 10, 10, 20, 20, 20, 30, 30, 30]
+
+
+async def test_round_robin_survives_list_changes() -> None:
+    fake, clock = FakeClient(AGENTS), Clock()
+    picker = AgentPicker(fake, ttl=1, clock=clock)
+    assert (await picker.pick()).id == 10
+    fake.agents = [*AGENTS, Agent(15, "New", "N", "new@example.com")]
+    clock.now += 2
+    assert [(await picker.pick()).id for _ in range(4)] == [15, 20, 30, 10]
+
+
+async def test_least_recent() -> None:
+    picker = AgentPicker(FakeClient(AGENTS), strategy="least_recent")
+    first = [(await picker.pick()).id for _ in range(3)]
+    assert first == [10, 20, 30]
+    assert (await picker.pick()).id == 10
+
+
+async def test_stale_list_used_when_refresh_fails(caplog: pytest.LogCaptureFixture) -> None:
+    fake, clock = FakeClient(AGENTS), Clock()
+    picker = AgentPicker(fake, ttl=1, clock=clock)
+    await picker.pick()
+    fake.fail = True
+    clock.now += 5
+    assert (await picker.pick()).id == 20
+    assert "using the cached list" in caplog.text
+    with pytest.raises(ServerError):
+        await AgentPicker(fake).pick()
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError, match="strategy"):
+        AgentPicker(FakeClient([]), strategy="random")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="answer"):
+        AgentPicker(FakeClient([]), answer="name")  # type: ignore[arg-type]
+
+
+async def test_handler_answers(serve: Any) -> None:
+    fake = FakeClient(AGENTS)
+    app = web.Application()
+    app.router.add_post("/assign", AgentPicker(fake, tag="Sales").handler())
+    app.router.add_post("/assign-email", AgentPicker(fake, answer="email").handler())
+    app.router.add_get("/assign-text", AgentPicker(fake).handler(render=plain_text))
+    app.router.add_post("/nobody", AgentPicker(fake, tag="Nobody").handler())
+    broken = FakeClient(AGENTS)
+    broken.fail = True
+    app.router.add_post("/broken", AgentPicker(broken).handler())
+    client = await serve(app)
+    assert await (await client.post("/assign", json={"any": "payload"})).json() == {"agent_id": 10}
+    assert await (await client.post("/assign")).json() == {"agent_id": 20}
+    assert await (await client.post("/assign-email")).json() == {"agent_email": "ana@example.com"}
+    response = await client.get("/assign-text")
+    assert response.content_type == "text/plain"
+    assert await response.text() == "10"
+    response = await client.post("/nobody")
+    assert response.status == 503
+    assert (await response.json())["error"] == "no_agent"
+    response = await client.post("/broken")
+    assert response.status == 502
+    assert (await response.json())["error"] == "agent_listing_failed"
+
+
+async def test_picker_against_the_sandbox() -> None:
+    async with Sandbox() as sb, sb.client() as client:
+        agents = await client.list_agents()
+        picker = AgentPicker(client)
+        picked = [await picker.pick() for _ in range(len(agents) + 1)]
+        assert [a.id for a in picked[:-1]] == sorted(a.id for a in agents)
+        assert picked[-1].id == picked[0].id
+        tag = agents[0].tags[0].name
+        tagged = AgentPicker(client, tag=tag)
+        for _ in range(3):
+            assert tag in {t.name for t in (await tagged.pick()).tags}
