@@ -8,14 +8,16 @@ instead of being silently coerced.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypeVar, get_origin
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import attrs
 from cattrs import BaseValidationError, transform_error
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
 from cattrs.preconf.orjson import make_converter
+from cattrs.v import format_exception
 
 from .errors import ResponseError
+from .models import UnixSeconds
 from .status import CampaignState, DeploymentStatus
 
 T = TypeVar("T")
@@ -43,17 +45,24 @@ def _campaign_state(value: object, _: object) -> CampaignState:
     return CampaignState(_strict_str(value, _))
 
 
-def _utc_datetime(value: object, _: object) -> datetime:
-    """UNIX seconds, ISO 8601, or the ``YYYY-MM-DD HH:MM:SS.ffffff`` text
-    (UTC when no offset is given), as an aware UTC datetime."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
-    if isinstance(value, str):
-        parsed = datetime.fromisoformat(value)
-        if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    raise TypeError(f"expected a timestamp, got {_json_type(value)}")
+def _unix_datetime(value: object, _: object) -> datetime:
+    """UNIX seconds (a JSON number) as an aware UTC datetime."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError(f"expected UNIX seconds, got {_json_type(value)}")
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _text_datetime(value: object, _: object) -> datetime:
+    """ISO 8601 or ``YYYY-MM-DD HH:MM:SS.ffffff`` text (UTC when no offset is
+    given) as an aware UTC datetime."""
+    parsed = datetime.fromisoformat(_strict_str(value, _))
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _is_unix_time(type_: Any) -> bool:
+    return get_origin(type_) is Annotated and UnixSeconds in get_args(type_)[1:]
 
 
 def _json_array_of(sequence_type: Any) -> Any:
@@ -74,7 +83,8 @@ converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(DeploymentStatus, _deployment_status)
 converter.register_structure_hook(CampaignState, _campaign_state)
-converter.register_structure_hook(datetime, _utc_datetime)
+converter.register_structure_hook(datetime, _text_datetime)
+converter.register_structure_hook_func(_is_unix_time, _unix_datetime)
 converter.register_structure_hook_factory(is_sequence, _json_array_of)
 converter.register_unstructure_hook(datetime, lambda dt: int(dt.timestamp()))
 
@@ -87,10 +97,18 @@ def structure(data: Any, cls: type[T]) -> T:
     try:
         return converter.structure(data, cls)
     except BaseValidationError as exc:
-        message, _, path = transform_error(exc, path="$")[0].partition(" @ ")
+        first = transform_error(exc, path="$", format_exception=_describe)[0]
+        message, _, path = first.partition(" @ ")
         raise ResponseError(f"unexpected response shape: {message}", path=path or "$") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ResponseError(f"unexpected response shape: {exc}", path="$") from None
+
+
+def _describe(exc: BaseException, type_: Any) -> str:
+    # The hooks above say what they expected; cattrs' text covers the rest.
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return format_exception(exc, type_)
 
 
 def _json_type(value: object) -> str:

@@ -25,6 +25,17 @@ _SQUAD = re.compile(r"DS_[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def is_text(value: object) -> bool:
+    """A ``str`` that can go on the wire (UTF-8 encodable: no lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def raise_problems(problems: Problems) -> None:
     if problems:
         raise ValidationError(problems)
@@ -83,11 +94,11 @@ def session_keys_wire(keys: Any, path: str, problems: Problems) -> list[dict[str
         if not isinstance(item, SessionKey):
             problems.append((item_path, f"expected a SessionKey, got {type(item).__name__}"))
             continue
-        if not isinstance(item.key, str) or not item.key:
-            problems.append((f"{item_path}.key", "must be a non-empty string"))
-        if not isinstance(item.value, str):
+        if not is_text(item.key) or not item.key:
+            problems.append((f"{item_path}.key", "must be a non-empty UTF-8 string"))
+        if not is_text(item.value):
             problems.append(
-                (f"{item_path}.value", f"must be a string, got {type(item.value).__name__}")
+                (f"{item_path}.value", f"must be a UTF-8 string, got {type(item.value).__name__}")
             )
         elif item.key == DEPLOYMENT_SQUAD and not _SQUAD.fullmatch(item.value):
             problems.append((f"{item_path}.value", "deployment_squad must be DS_<cellphone>"))
@@ -108,17 +119,23 @@ def unix_seconds(value: Any, path: str, problems: Problems) -> int:
     return 0
 
 
-def users_wire(users: Iterable[Any], problems: Problems) -> list[dict[str, Any]]:
-    """The wire list of users; problems are added with ``users[i]`` paths."""
+def users_tuple(users: Any, problems: Problems) -> tuple[Any, ...]:
+    """``users`` read once into a tuple (empty, with a problem, if it is not an
+    iterable of users: a string or a mapping is refused, not iterated)."""
     if isinstance(users, str | bytes | Mapping) or not isinstance(users, Iterable):
         problems.append(("users", f"expected an iterable of User, got {type(users).__name__}"))
-        return []
+        return ()
+    return tuple(users)
+
+
+def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any]]:
+    """The wire list of users; problems are added with ``users[i]`` paths."""
     wire = []
     for index, user in enumerate(users):
         entry = user_wire(user, f"users[{index}]", problems)
         if entry is not None:
             wire.append(entry)
-    if not wire and not problems:
+    if not users and not problems:
         problems.append(("users", "at least one user is required"))
     return wire
 
@@ -135,10 +152,15 @@ def path_segment(name: str, value: Any, problems: Problems) -> str:
         problems.append((name, f"must be a string or an int, got {type(value).__name__}"))
         return ""
     if value in ("", ".", ".."):
-        problems.append((name, f"must not be {value!r}"))
+        problem = f"must not be {value!r}"
     elif _CONTROL.search(value):
-        problems.append((name, "must not contain control characters"))
-    return quote(value, safe="")
+        problem = "must not contain control characters"
+    elif not is_text(value):
+        problem = "must be UTF-8 encodable (no lone surrogates)"
+    else:
+        return quote(value, safe="")
+    problems.append((name, problem))
+    return ""
 
 
 def page_limit(name: str, value: Any, problems: Problems) -> None:

@@ -14,11 +14,13 @@ from . import _sansio as wire
 from ._transport import Sleep, Transport
 from ._validation import (
     Problems,
+    is_text,
     page_limit,
     path_segment,
     raise_problems,
     session_keys_wire,
     unix_seconds,
+    users_tuple,
     users_wire,
 )
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
@@ -158,15 +160,15 @@ class CampaignClient:
     ) -> wire.Request:
         problems: Problems = []
         segment = path_segment("poll_id", poll_id, problems)
-        users = tuple(users) if isinstance(users, Iterable) else users
-        body = users_wire(users, problems)
+        given = users_tuple(users, problems)
+        body = users_wire(given, problems)
         raise_problems(problems)
         return wire.build_request(
             self.config,
             endpoint,
             path_params={"poll_id": segment},
             json={"users": body},
-            users=tuple(users),
+            users=given,
         )
 
     async def update_session(
@@ -246,7 +248,7 @@ class CampaignClient:
         A cursor the service already gave ends the iteration with a
         :class:`ResponseError` rather than a loop.
         """
-        self._sessions_request(poll_id, start, end, page_size, None)
+        self._sessions_request(poll_id, start, end, page_size, None, limit_name="page_size")
         seen: set[str] = set()
         cursor: str | None = None
         while True:
@@ -275,22 +277,27 @@ class CampaignClient:
         end: Timestamp | None,
         limit: int | None,
         cursor: str | None,
+        *,
+        limit_name: str = "limit",
     ) -> wire.Request:
         names: SessionQueryNames = self.config.session_query
         problems: Problems = []
         segment = path_segment("poll_id", poll_id, problems)
         query: dict[str, str | int] = {}
-        if start is not None:
-            query[names.start] = start_at = unix_seconds(start, "start", problems)
-        if end is not None:
-            query[names.end] = end_at = unix_seconds(end, "end", problems)
-            if start is not None and not problems and end_at < start_at:
-                problems.append(("end", "must not be before start"))
+        valid: dict[str, int] = {}
+        for name, value in (("start", start), ("end", end)):
+            if value is not None:
+                before = len(problems)
+                query[getattr(names, name)] = seconds = unix_seconds(value, name, problems)
+                if len(problems) == before:
+                    valid[name] = seconds
+        if len(valid) == 2 and valid["end"] < valid["start"]:
+            problems.append(("end", "must not be before start"))
         if limit is not None:
-            page_limit("limit", limit, problems)
+            page_limit(limit_name, limit, problems)
             query[names.limit] = limit
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor:
+            if not is_text(cursor) or not cursor:
                 problems.append(("cursor", "must be a non-empty string"))
             query[names.cursor] = cursor
         raise_problems(problems)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 
@@ -36,6 +36,13 @@ __all__ = [
 ]
 
 DEPLOYMENT_SQUAD = "deployment_squad"
+
+
+class UnixSeconds:
+    """Marks a timestamp sent as UNIX seconds; other timestamps are date-time text."""
+
+
+UnixTime = Annotated[datetime, UnixSeconds]
 
 
 @attrs.frozen
@@ -169,10 +176,10 @@ class Message:
     type: str
     sender: str
     text: str
-    created_at: datetime
+    created_at: UnixTime
     file_url: str | None = None
-    delivered_at: datetime | None = None
-    read_at: datetime | None = None
+    delivered_at: UnixTime | None = None
+    read_at: UnixTime | None = None
     extra: Any = None
 
 
