@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint types demo bench clean
+.PHONY: test lint types demo bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -29,3 +29,10 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+FUZZ_SECONDS ?= 60
+
+fuzz: $(STAMP)
+	$(PY) -m pip install --quiet atheris
+	$(PY) fuzz/seeds.py .fuzz-corpus
+	$(PY) fuzz/fuzz_decoder.py .fuzz-corpus -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096
