@@ -67,7 +67,10 @@ class Api:
 
     async def send(self, users: list[dict[str, Any]], poll_id: int = 1001, **kw: Any) -> Answer:
         return await self.call(
-            "POST", f"{self.sb.campaign_url}/v2/send-campaign/{poll_id}", json={"users": users}, **kw
+            "POST",
+            f"{self.sb.campaign_url}/v2/send-campaign/{poll_id}",
+            json={"users": users},
+            **kw,
         )
 
     async def status(self, launch_id: str, **kw: Any) -> Answer:

@@ -69,8 +69,14 @@ async def test_detail_in_spanish(api: Any) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["send_campaign", "campaign_status", "list_sessions", "list_agents", "session_history",
-     "list_polls"],
+    [
+        "send_campaign",
+        "campaign_status",
+        "list_sessions",
+        "list_agents",
+        "session_history",
+        "list_polls",
+    ],
 )
 @pytest.mark.parametrize("key", [None, "wrong-key"])
 async def test_missing_or_unknown_key_is_401(
@@ -130,7 +136,14 @@ async def test_session_history_shape(api: Any, sb: Sandbox) -> None:
     assert [entry["message"]["sender"] for entry in answer.body] == ["AI", "USER"]
     message = answer.body[0]["message"]
     assert set(message) == {
-        "type", "sender", "text", "file_url", "created_at", "delivered_at", "read_at", "extra"
+        "type",
+        "sender",
+        "text",
+        "file_url",
+        "created_at",
+        "delivered_at",
+        "read_at",
+        "extra",
     }
     assert isinstance(message["created_at"], int)
 
@@ -173,7 +186,11 @@ async def test_legacy_when_enabled(api: Any, sb: Sandbox) -> None:
     assert answer.status == 200
     body = answer.body
     assert set(body) == {
-        "message", "id", "batch_id", "new_last_scheduleded_deployment", "conversations_id"
+        "message",
+        "id",
+        "batch_id",
+        "new_last_scheduleded_deployment",
+        "conversations_id",
     }
     assert body["id"] == "1001"
     assert len(body["conversations_id"]) == 2

@@ -51,11 +51,13 @@ async def test_drop_closes_without_answer(sb: Sandbox) -> None:
 
 async def test_drop_mid_body(sb: Sandbox) -> None:
     await sb.set_faults({"kind": "drop_mid_body", "route": "list_polls"})
-    async with aiohttp.ClientSession() as http:
-        async with http.get(_polls(sb), headers={"Authorization": sb.api_key}) as response:
-            assert response.status == 200
-            with pytest.raises(aiohttp.ClientPayloadError):
-                await response.read()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(_polls(sb), headers={"Authorization": sb.api_key}) as response,
+    ):
+        assert response.status == 200
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await response.read()
 
 
 @pytest.mark.parametrize(("status", "expected"), [(None, 502), (503, 503)])
@@ -138,7 +140,9 @@ async def test_rate_is_reproducible_with_the_seed(api: Any, sb: Sandbox) -> None
 async def test_send_fault_before_or_after_processing(
     api: Any, sb: Sandbox, when: str | None, received: int
 ) -> None:
-    await sb.set_faults({"kind": "503", "route": "send_campaign", **({"when": when} if when else {})})
+    await sb.set_faults(
+        {"kind": "503", "route": "send_campaign", **({"when": when} if when else {})}
+    )
     assert (await api.send([api.user("5510001111")])).status == 503
     assert (await sb.snapshot())["companies"][0]["received_users"] == received
 
@@ -169,8 +173,14 @@ async def test_admin_routes_are_never_faulted(sb: Sandbox) -> None:
 
 @pytest.mark.parametrize(
     "rule",
-    [{"kind": "418"}, {"kind": "500", "route": "nope"}, {"kind": "500", "rate": 2},
-     {"kind": "500", "colour": "red"}, {"kind": "500", "when": "later"}, {}],
+    [
+        {"kind": "418"},
+        {"kind": "500", "route": "nope"},
+        {"kind": "500", "rate": 2},
+        {"kind": "500", "colour": "red"},
+        {"kind": "500", "when": "later"},
+        {},
+    ],
 )
 async def test_invalid_fault_rules_are_400(api: Any, sb: Sandbox, rule: dict[str, Any]) -> None:
     answer = await api.call("PUT", f"{sb.admin_url}/faults", json={"faults": [rule]})

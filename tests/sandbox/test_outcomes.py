@@ -87,8 +87,11 @@ async def test_campaign_pending_claimed_done(api: Any, sb: Sandbox) -> None:
     claimed = (await api.status(launch_id)).body
     assert claimed["status"] == "CLAIMED"
     assert [d["status"] for d in claimed["deployments"]] == [R, None, None]
-    assert all(set(d) == {"conversation_id", "service_id", "cellphone", "business_scope_id",
-                          "username", "status"} for d in claimed["deployments"])
+    assert all(
+        set(d)
+        == {"conversation_id", "service_id", "cellphone", "business_scope_id", "username", "status"}
+        for d in claimed["deployments"]
+    )
     await sb.set_clock(advance=3)
     done = (await api.status(launch_id)).body
     assert done["status"] == "DONE"
@@ -133,8 +136,13 @@ async def test_deployment_squad_chooses_the_line(api: Any, sb: Sandbox) -> None:
     ack = (await api.send(users)).body
     await sb.set_clock(advance=60)
     record = (await api.status(ack["launch_request_id"])).body
-    assert [d["status"] for d in record["deployments"]] == [D, D, "VALIDATION_ERROR",
-                                                            "VALIDATION_ERROR", D]
+    assert [d["status"] for d in record["deployments"]] == [
+        D,
+        D,
+        "VALIDATION_ERROR",
+        "VALIDATION_ERROR",
+        D,
+    ]
     snapshot = await sb.snapshot(launch=ack["launch_request_id"])
     lines = [u["line"] for u in snapshot["companies"][0]["launches"][0]["users"]]
     assert lines[:4] == [second, first, None, None]

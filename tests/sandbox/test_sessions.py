@@ -76,7 +76,9 @@ async def test_reply_webhook_update_history_round_trip(
     assert update.body == {"message": "Session updated.", "session_id": session_id}
     history = (await api.call("GET", f"{sb.base_url}/devapi/session/{session_id}/history")).body
     assert [(e["message"]["sender"], e["type"], e["message"]["type"]) for e in history] == [
-        ("AI", "MESSAGE", "TEXT"), ("USER", "MESSAGE", "TEXT"), ("AI", "MESSAGE", "TEXT")
+        ("AI", "MESSAGE", "TEXT"),
+        ("USER", "MESSAGE", "TEXT"),
+        ("AI", "MESSAGE", "TEXT"),
     ]
     assert history[1]["message"]["text"] == "Sí"
     ai = history[0]["message"]
@@ -162,8 +164,14 @@ async def test_session_listing_range_and_default_limit(api: Any, sb: Sandbox) ->
 
 @pytest.mark.parametrize(
     "params",
-    [{"limit": 0}, {"limit": 10_001}, {"limit": "x"}, {"start": "yesterday"},
-     {"start": 10, "end": 5}, {"next_id": "!!!"}],
+    [
+        {"limit": 0},
+        {"limit": 10_001},
+        {"limit": "x"},
+        {"start": "yesterday"},
+        {"start": 10, "end": 5},
+        {"next_id": "!!!"},
+    ],
 )
 async def test_session_listing_bad_query_is_400(
     api: Any, sb: Sandbox, params: dict[str, Any]
