@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import aiohttp
 import attrs
 import orjson
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from . import errors
 from ._convert import structure
@@ -141,7 +142,7 @@ def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
         pass
-    content_type = headers.get("Content-Type", "")
+    content_type = _case_insensitive(headers).get("Content-Type", "")
     if not body:
         what = "an empty body"
     elif "html" in content_type or body.lstrip()[:1] == b"<":
@@ -165,7 +166,7 @@ def error_for(
     method, url = request.endpoint.method, _without_query(request.url)
     if 300 <= status < 400:
         return errors.RedirectError(status, method, url, text, **fields)
-    retry_after = parse_retry_after(headers.get("Retry-After"))
+    retry_after = parse_retry_after(_case_insensitive(headers).get("Retry-After"))
     if status == 429:
         return errors.RateLimitError(status, method, url, text, retry_after=retry_after, **fields)
     if status >= 500:
@@ -193,6 +194,13 @@ def _error_fields(body: bytes) -> dict[str, str | None]:
         return {}
     fields = {name: data.get(name) for name in ("detail", "error", "message")}
     return {name: value if isinstance(value, str) else None for name, value in fields.items()}
+
+
+def _case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """HTTP header names are case-insensitive, whatever mapping carries them."""
+    if isinstance(headers, CIMultiDict | CIMultiDictProxy):
+        return headers
+    return CIMultiDict(headers)
 
 
 def _without_query(url: str) -> str:
