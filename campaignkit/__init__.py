@@ -1,6 +1,7 @@
 """campaignkit: async SDK for the Conversation Campaign and Session Service."""
 
 from ._version import __version__
+from .bulk import BulkProgress, BulkReport, ausers_from_csv, users_from_csv
 from .client import CampaignClient
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -46,6 +47,8 @@ __all__ = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
+    "BulkProgress",
+    "BulkReport",
     "CampaignAck",
     "CampaignClient",
     "CampaignKitError",
@@ -79,5 +82,7 @@ __all__ = [
     "ValidationError",
     "deployment_squad",
     "is_in_progress",
+    "ausers_from_csv",
+    "users_from_csv",
     "__version__",
 ]

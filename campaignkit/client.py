@@ -11,6 +11,7 @@ from typing import Any, Self
 import aiohttp
 
 from . import _sansio as wire
+from . import bulk as _bulk
 from ._transport import Sleep, Transport
 from ._validation import (
     Problems,
@@ -339,4 +340,36 @@ class CampaignClient:
         request = wire.build_request(self.config, wire.LIST_AGENTS)
         return await self._transport.call(
             request, wire.decoder(list[Agent]), timeout=timeout, max_retries=max_retries
+        )
+
+    # -- bulk sends -----------------------------------------------------------
+
+    async def send_bulk(
+        self,
+        poll_id: str | int,
+        users: _bulk.UserInput,
+        *,
+        chunk_size: int = _bulk.DEFAULT_CHUNK_SIZE,
+        concurrency: int = 4,
+        rate_limit: float | None = None,
+        journal: _bulk.JournalPath | None = None,
+        on_progress: _bulk.ProgressCallback | None = None,
+        keep_accepted_users: bool = False,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> _bulk.BulkReport:
+        """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
+        see :func:`campaignkit.bulk.send_bulk`."""
+        return await _bulk.send_bulk(
+            self,
+            poll_id,
+            users,
+            chunk_size=chunk_size,
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            journal=journal,
+            on_progress=on_progress,
+            keep_accepted_users=keep_accepted_users,
+            timeout=timeout,
+            max_retries=max_retries,
         )
