@@ -40,6 +40,7 @@ from .models import (
     deployment_squad,
 )
 from .status import CampaignState, DeploymentStatus, is_in_progress
+from .tracker import CampaignTracker, DeploymentChange
 
 __all__ = [
     "APIError",
@@ -54,10 +55,12 @@ __all__ = [
     "CampaignKitError",
     "CampaignState",
     "CampaignStatus",
+    "CampaignTracker",
     "ClientConfig",
     "ConfigurationError",
     "ConnectionError",
     "Deployment",
+    "DeploymentChange",
     "DeploymentStatus",
     "HistoryEntry",
     "LegacyDeployment",

@@ -39,6 +39,7 @@ from .models import (
     SessionUpdate,
     User,
 )
+from .tracker import CampaignTracker, Target, TrackerGroup
 
 __all__ = ["CampaignClient"]
 
@@ -373,3 +374,24 @@ class CampaignClient:
             timeout=timeout,
             max_retries=max_retries,
         )
+
+    # -- tracking (campaignkit.tracker) ---------------------------------------
+
+    def track(self, target: Target, **options: Any) -> CampaignTracker:
+        """Follow a campaign: an async iterator of every deployment status change.
+
+        ``target`` is a :class:`CampaignAck`, a ``launch_request_id`` or a
+        ``status_url``; ``options`` are those of :class:`CampaignTracker`
+        (``until``, ``poll_interval``, ``max_interval``, ``timeout``,
+        ``not_found_grace``, ``resume``, ``on_state``).
+        """
+        return CampaignTracker(self, target, **options)
+
+    def track_many(
+        self, targets: Iterable[Target], *, concurrency: int = 8, **options: Any
+    ) -> TrackerGroup:
+        """One merged stream of the changes of many launches (each change's
+        ``launch_request_id`` says which), with at most ``concurrency`` status
+        requests in flight on this client's pool; ``options`` as for
+        :meth:`track` (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
+        return TrackerGroup(self, targets, concurrency=concurrency, **options)
