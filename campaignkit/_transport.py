@@ -21,6 +21,7 @@ import yarl
 
 from . import errors
 from ._sansio import Request, read_response
+from ._validation import Problems, raise_problems
 from .config import ClientConfig, RetryPolicy
 
 T = TypeVar("T")
@@ -70,6 +71,29 @@ class _Backoff(tenacity.wait.wait_base):
         return float(self._jitter(retry_state))
 
 
+def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
+    problems: Problems = []
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
+        problems.append(("timeout", f"must be a positive number of seconds, got {timeout!r}"))
+    if max_retries is not None and (
+        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+    ):
+        problems.append(("max_retries", f"must be an int >= 0, got {max_retries!r}"))
+    raise_problems(problems)
+
+
+def _within_deadline(timeout: float, deadline_at: float | None) -> float:
+    """The request timeout, cut to what is left of the call's deadline."""
+    if deadline_at is None:
+        return timeout
+    left = deadline_at - time.monotonic()
+    if left <= 0:
+        raise errors.TimeoutError("the call's deadline passed", request_sent=False)
+    return min(timeout, left)
+
+
 class Transport:
     """Sends requests on one pooled ``aiohttp.ClientSession``.
 
@@ -116,8 +140,11 @@ class Transport:
         max_retries: int | None = None,
     ) -> T:
         """Send ``request`` with retries and return its decoded answer."""
+        _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
+        timeout = self.config.timeout if timeout is None else timeout
+        deadline_at = None if policy.deadline is None else time.monotonic() + policy.deadline
         stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(retries + 1)
         if policy.deadline is not None:
             stop = stop | tenacity.stop_before_delay(policy.deadline)
@@ -132,7 +159,10 @@ class Transport:
             async for attempt in retrying:
                 with attempt:
                     return await self.attempt(
-                        request, decode, timeout, attempt.retry_state.attempt_number
+                        request,
+                        decode,
+                        _within_deadline(timeout, deadline_at),
+                        attempt.retry_state.attempt_number,
                     )
         except errors.CampaignKitError as exc:
             if request.endpoint.is_send and may_have_reached_service(exc):

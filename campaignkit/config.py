@@ -4,6 +4,7 @@ wire details the spec leaves open (auth scheme, session-listing parameters)."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +20,9 @@ ENV_URLS = {
     "campaign_url": "CAMPAIGNKIT_CAMPAIGN_URL",
     "agent_url": "CAMPAIGNKIT_AGENT_URL",
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _redacted(_: object) -> str:
@@ -82,6 +86,9 @@ class ClientConfig:
                 f"no API key: pass api_key= or set {ENV_API_KEY} "
                 "(the Developers section of the platform's settings gives it)"
             )
+        if _CONTROL.search(self.api_key) or _CONTROL.search(self.auth_scheme):
+            # A header value cannot carry these; say so without showing the key.
+            raise ConfigurationError("the API key (or auth_scheme) contains control characters")
         for name in ENV_URLS:
             url = getattr(self, name)
             if url is not None:

@@ -1,0 +1,702 @@
+"""CampaignClient against aioresponses: every call, retries, sends, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import re
+import warnings
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.client_reqrep import ConnectionKey
+from aioresponses import aioresponses
+from yarl import URL
+
+from campaignkit import (
+    Agent,
+    AmbiguousSendError,
+    CampaignAck,
+    CampaignClient,
+    CampaignState,
+    ConfigurationError,
+    ConnectionError,
+    DeploymentStatus,
+    HistoryEntry,
+    LegacyDeployment,
+    Poll,
+    RateLimitError,
+    RedirectError,
+    ResponseError,
+    RetiredEndpointError,
+    RetryPolicy,
+    ServerError,
+    SessionKey,
+    SessionUpdate,
+    User,
+    ValidationError,
+    deployment_squad,
+)
+
+KEY = "sk_test_client_abcdef"
+BASE = "https://main.example.com/api"
+CAMPAIGN = "https://campaigns.example.com"
+AGENTS = "https://agents.example.com"
+
+ACK = {"message": "queued", "id": "12", "batch_id": "b-1", "launch_request_id": "lr-1",
+       "status_url": "/v2/send-campaign/lr-1"}
+STATUS = {"launch_request_id": "lr-1", "status": "CLAIMED", "poll_id": 12, "deployments": [
+    {"conversation_id": "c1", "service_id": "s1", "cellphone": "3001234567",
+     "business_scope_id": None, "username": None, "status": None},
+    {"conversation_id": "c2", "service_id": "s2", "cellphone": "3001234568",
+     "business_scope_id": "bs", "username": "ana", "status": "PUSH_NOTIFATION"},
+]}
+SESSION = {"id": "s1", "created_at": "2024-03-01 10:20:30.123456",
+           "finished_at": "2024-03-01 11:00:00.000000",
+           "user": {"country_code": "+57", "cellphone": "3001234567"}}
+HISTORY = [{"type": "MESSAGE", "message": {"type": "TEXT", "sender": "AI", "text": "hola",
+            "file_url": None, "created_at": 1700000000, "delivered_at": 1700000005,
+            "read_at": None, "extra": {"k": [1]}}}]
+AGENT_LIST = [{"id": 3, "first_name": "Ana", "last_name": "Ruiz", "email": "ana@x.co",
+               "tags": [{"id": 1, "name": "sales"}]}]
+LEGACY = {"message": "ok", "id": "12", "batch_id": "b", "conversations_id": ["c1"],
+          "new_last_scheduleded_deployment": "2026-01-02T03:04:05Z"}
+
+USERS = [
+    User(cellphone="300 123-4567", country_code="+57",
+         user_session_keys={"name": "Ana"},
+         deployment_eta=datetime(2030, 1, 1, tzinfo=UTC)),
+    User(cellphone="(555) 0100", country_code="+1",
+         user_session_keys=[SessionKey("x", "y"), deployment_squad("5730012345")]),
+]
+USERS_BODY = (
+    b'{"users":[{"cellphone":"3001234567","country_code":"+57",'
+    b'"user_session_keys":[{"key":"name","value":"Ana"}],"deployment_eta":1893456000},'
+    b'{"cellphone":"5550100","country_code":"+1","user_session_keys":'
+    b'[{"key":"x","value":"y"},{"key":"deployment_squad","value":"DS_5730012345"}]}]}'
+)
+
+
+class Sleeps:
+    """An injected sleep: records each delay and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+async def client(sleeps: Sleeps) -> AsyncIterator[CampaignClient]:
+    async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
+                              sleep=sleeps) as c:
+        yield c
+
+
+@pytest.fixture
+def mocked() -> Any:
+    with aioresponses() as m:
+        yield m
+
+
+def sent(m: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, str(url), call.kwargs)
+            for (method, url), calls in m.requests.items() for call in calls]
+
+
+def count(m: Any) -> int:
+    return sum(len(calls) for calls in m.requests.values())
+
+
+def assert_headers(kwargs: dict[str, Any], *, json_body: bool) -> None:
+    headers = kwargs["headers"]
+    assert headers["Authorization"] == KEY
+    assert headers["User-Agent"].startswith("campaignkit/")
+    assert ("Content-Type" in headers) is json_body
+    if json_body:
+        assert headers["Content-Type"] == "application/json"
+    assert kwargs["allow_redirects"] is False
+
+
+def connect_error() -> aiohttp.ClientConnectorError:
+    key = ConnectionKey("campaigns.example.com", 443, True, True, None, None, None)
+    return aiohttp.ClientConnectorError(key, OSError(111, "Connection refused"))
+
+
+# -- the eight calls ------------------------------------------------------------
+
+async def test_send_campaign(client: CampaignClient, mocked: Any) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
+    ack = await client.send_campaign(12, iter(USERS))
+    assert ack == CampaignAck("queued", "12", "b-1", "lr-1", "/v2/send-campaign/lr-1")
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("POST", f"{CAMPAIGN}/v2/send-campaign/12")
+    assert kwargs["data"] == USERS_BODY
+    assert_headers(kwargs, json_body=True)
+
+
+async def test_get_campaign_status(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{CAMPAIGN}/v2/send-campaign/lr-1", payload=STATUS)
+    status = await client.get_campaign_status("lr-1")
+    assert status.status is CampaignState.CLAIMED
+    assert status.poll_id == 12
+    assert [d.status for d in status.deployments] == [None, DeploymentStatus.PUSH_NOTIFICATION]
+    assert status.deployments[1].username == "ana"
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("GET", f"{CAMPAIGN}/v2/send-campaign/lr-1")
+    assert kwargs["data"] is None
+    assert_headers(kwargs, json_body=False)
+
+
+async def test_update_session(client: CampaignClient, mocked: Any) -> None:
+    mocked.post(f"{BASE}/session/ext%2F1/update", payload={"message": "ok", "session_id": "s9"})
+    result = await client.update_session("ext/1", {"plan": "gold", "n": "2"})
+    assert result == SessionUpdate("ok", "s9")
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("POST", f"{BASE}/session/ext%2F1/update")
+    assert kwargs["data"] == (
+        b'{"user_session_keys":[{"key":"plan","value":"gold"},{"key":"n","value":"2"}]}'
+    )
+    assert_headers(kwargs, json_body=True)
+
+
+async def test_list_sessions_with_every_query(client: CampaignClient, mocked: Any) -> None:
+    url = f"{BASE}/devapi/poll/12/sessions?start=1700000000&end=1700003600&limit=50&next_id=cur"
+    mocked.get(url, payload={"results": [SESSION], "next_id": "n2"})
+    page = await client.list_sessions(
+        12, start=datetime.fromtimestamp(1700000000, UTC), end=1700003600, limit=50, cursor="cur"
+    )
+    assert page.next_id == "n2"
+    assert page.results[0].created_at == datetime(2024, 3, 1, 10, 20, 30, 123456, tzinfo=UTC)
+    assert page.results[0].user.cellphone == "3001234567"
+    [(method, sent_url, kwargs)] = sent(mocked)
+    assert method == "GET"
+    assert URL(sent_url).query == {"start": "1700000000", "end": "1700003600", "limit": "50",
+                                   "next_id": "cur"}
+    assert_headers(kwargs, json_body=False)
+
+
+async def test_list_sessions_without_query(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{BASE}/devapi/poll/12/sessions", payload={"results": []})
+    page = await client.list_sessions("12")
+    assert page.results == ()
+    assert page.next_id is None
+    [(_, url, _)] = sent(mocked)
+    assert url == f"{BASE}/devapi/poll/12/sessions"
+
+
+async def test_list_agents(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{AGENTS}/agent/company/agents", payload=AGENT_LIST)
+    agents = await client.list_agents()
+    assert isinstance(agents[0], Agent)
+    assert agents[0].tags[0].name == "sales"
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("GET", f"{AGENTS}/agent/company/agents")
+    assert_headers(kwargs, json_body=False)
+
+
+async def test_deploy_legacy(client: CampaignClient, mocked: Any) -> None:
+    mocked.post(f"{BASE}/deployment/api/poll/12", payload=LEGACY)
+    with pytest.warns(DeprecationWarning, match="15 November 2026"):
+        result = await client.deploy_legacy(12, USERS)
+    assert isinstance(result, LegacyDeployment)
+    assert result.new_last_scheduleded_deployment == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("POST", f"{BASE}/deployment/api/poll/12")
+    assert kwargs["data"] == USERS_BODY
+    assert_headers(kwargs, json_body=True)
+
+
+@pytest.mark.parametrize("status", [404, 410])
+async def test_deploy_legacy_retired(client: CampaignClient, mocked: Any, status: int) -> None:
+    mocked.post(f"{BASE}/deployment/api/poll/12", status=status,
+                payload={"error": "not_found", "message": "gone"})
+    with (
+        pytest.warns(DeprecationWarning, match="send_campaign"),
+        pytest.raises(RetiredEndpointError) as caught,
+    ):
+        await client.deploy_legacy(12, USERS)
+    assert "use send_campaign" in str(caught.value)
+    assert count(mocked) == 1
+
+
+async def test_get_session_history(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{BASE}/devapi/session/s%201/history", payload=HISTORY)
+    [entry] = await client.get_session_history("s 1")
+    assert isinstance(entry, HistoryEntry)
+    assert entry.message.created_at == datetime.fromtimestamp(1700000000, UTC)
+    assert entry.message.read_at is None
+    assert entry.message.extra == {"k": [1]}
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("GET", f"{BASE}/devapi/session/s%201/history")
+    assert_headers(kwargs, json_body=False)
+
+
+async def test_list_polls(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{BASE}/poll/api/all", payload=[{"id": 1, "name": "NPS"}, {"id": 2, "name": "B"}])
+    assert await client.list_polls() == [Poll(1, "NPS"), Poll(2, "B")]
+    [(method, url, kwargs)] = sent(mocked)
+    assert (method, url) == ("GET", f"{BASE}/poll/api/all")
+    assert_headers(kwargs, json_body=False)
+
+
+async def test_path_traversal_stays_in_the_segment(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(re.compile(".*"), payload=STATUS)
+    await client.get_campaign_status("../../admin?x=1#f")
+    [(_, url, _)] = sent(mocked)
+    # aioresponses re-normalises "%3D" to "="; the segment itself is intact:
+    assert URL(url).parts == ("/", "v2", "send-campaign", "../../admin?x=1#f")
+    assert URL(url).raw_path.startswith("/v2/send-campaign/..%2F..%2Fadmin%3Fx")
+    assert URL(url).raw_query_string == ""
+    assert URL(url).host == "campaigns.example.com"
+
+
+# -- iter_sessions ----------------------------------------------------------------
+
+def page(ids: list[str], next_id: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"results": [{**SESSION, "id": i} for i in ids]}
+    if next_id is not None:
+        body["next_id"] = next_id
+    return body
+
+
+@pytest.mark.parametrize("last", ["", None])
+async def test_iter_sessions_follows_cursors(
+    client: CampaignClient, mocked: Any, last: str | None
+) -> None:
+    url = f"{BASE}/devapi/poll/7/sessions"
+    mocked.get(f"{url}?limit=2", payload=page(["a", "b"], "c1"))
+    mocked.get(f"{url}?limit=2&next_id=c1", payload=page(["c", "d"], "c2"))
+    mocked.get(f"{url}?limit=2&next_id=c2", payload=page(["e"], last))
+    ids = [s.id async for s in client.iter_sessions(7, page_size=2)]
+    assert ids == ["a", "b", "c", "d", "e"]
+    assert count(mocked) == 3
+
+
+async def test_iter_sessions_repeated_cursor(client: CampaignClient, mocked: Any) -> None:
+    url = f"{BASE}/devapi/poll/7/sessions"
+    mocked.get(url, payload=page(["a"], "c1"))
+    mocked.get(f"{url}?next_id=c1", payload=page(["b"], "c2"))
+    mocked.get(f"{url}?next_id=c2", payload=page(["c"], "c1"))
+    ids: list[str] = []
+
+    async def collect() -> None:
+        async for session in client.iter_sessions(7):
+            ids.append(session.id)
+
+    with pytest.raises(ResponseError, match="repeated cursor"):
+        await collect()
+    assert ids == ["a", "b", "c"]
+    assert count(mocked) == 3
+
+
+async def test_iter_sessions_validates_before_any_request(
+    client: CampaignClient, mocked: Any
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        async for _ in client.iter_sessions(7, page_size=0, start=5, end=1):
+            pass
+    assert {p for p, _ in caught.value.problems} == {"page_size", "end"}
+    assert count(mocked) == 0
+
+
+# -- retries ----------------------------------------------------------------------
+
+async def test_429_retry_after_is_honoured(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "7"}, body=b"{}")
+    mocked.get(f"{BASE}/poll/api/all", payload=[])
+    assert await client.list_polls() == []
+    assert sleeps.delays == [7.0]
+    assert count(mocked) == 2
+
+
+async def test_retry_after_is_capped(mocked: Any, sleeps: Sleeps) -> None:
+    async with CampaignClient(KEY, base_url=BASE, sleep=sleeps,
+                              retry=RetryPolicy(retry_after_cap=3.0)) as client:
+        mocked.get(f"{BASE}/poll/api/all", status=503, headers={"Retry-After": "3600"})
+        mocked.get(f"{BASE}/poll/api/all", payload=[])
+        await client.list_polls()
+    assert sleeps.delays == [3.0]
+
+
+READS: list[tuple[str, str, tuple[Any, ...], Any]] = [
+    ("get_campaign_status", f"{CAMPAIGN}/v2/send-campaign/lr-1", ("lr-1",), STATUS),
+    ("list_sessions", f"{BASE}/devapi/poll/1/sessions", (1,), {"results": []}),
+    ("list_agents", f"{AGENTS}/agent/company/agents", (), AGENT_LIST),
+    ("get_session_history", f"{BASE}/devapi/session/s1/history", ("s1",), HISTORY),
+    ("list_polls", f"{BASE}/poll/api/all", (), []),
+]
+
+
+@pytest.mark.parametrize(("name", "url", "args", "payload"), READS)
+async def test_reads_retry_503_then_succeed(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps,
+    name: str, url: str, args: tuple[Any, ...], payload: Any,
+) -> None:
+    mocked.get(url, status=503, body=b"<html>busy</html>")
+    mocked.get(url, payload=payload)
+    await getattr(client, name)(*args)
+    assert count(mocked) == 2
+    [delay] = sleeps.delays
+    assert 0 <= delay <= 0.5  # full jitter of the first backoff step
+
+
+async def test_reads_retry_dropped_connections_and_give_up(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    mocked.get(f"{BASE}/poll/api/all", exception=aiohttp.ServerDisconnectedError(), repeat=True)
+    with pytest.raises(ConnectionError) as caught:
+        await client.list_polls()
+    assert isinstance(caught.value, OSError)  # the builtin ConnectionError too
+    assert count(mocked) == 3  # first attempt + 2 retries by default
+    assert len(sleeps.delays) == 2
+    assert 0 <= sleeps.delays[1] <= 1.0
+
+
+@pytest.mark.parametrize("status", [500, 502, 504])
+async def test_send_campaign_5xx_is_ambiguous(
+    client: CampaignClient, mocked: Any, status: int
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=status, repeat=True)
+    with pytest.raises(AmbiguousSendError) as caught:
+        await client.send_campaign(12, USERS)
+    assert count(mocked) == 1
+    assert caught.value.users == tuple(USERS)
+    assert isinstance(caught.value.cause, ServerError)
+
+
+@pytest.mark.parametrize(
+    "exception", [aiohttp.ServerDisconnectedError(), aiohttp.ServerTimeoutError(),
+                  TimeoutError(), aiohttp.ClientPayloadError("cut")]
+)
+async def test_send_campaign_dropped_is_ambiguous(
+    client: CampaignClient, mocked: Any, exception: BaseException
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=exception, repeat=True)
+    with pytest.raises(AmbiguousSendError) as caught:
+        await client.send_campaign(12, USERS)
+    assert count(mocked) == 1
+    assert caught.value.users == tuple(USERS)
+
+
+async def test_send_campaign_unreadable_2xx_is_ambiguous(
+    client: CampaignClient, mocked: Any
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, body=b"<html>")
+    with pytest.raises(AmbiguousSendError):
+        await client.send_campaign(12, USERS)
+    assert count(mocked) == 1
+
+
+async def test_update_session_500_is_ambiguous(client: CampaignClient, mocked: Any) -> None:
+    mocked.post(f"{BASE}/session/e1/update", status=500, repeat=True)
+    with pytest.raises(AmbiguousSendError) as caught:
+        await client.update_session("e1", {"a": "b"})
+    assert caught.value.users == ()
+    assert count(mocked) == 1
+
+
+async def test_send_campaign_connect_failure_is_retried(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=connect_error())
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
+    assert (await client.send_campaign(12, USERS)).launch_request_id == "lr-1"
+    assert count(mocked) == 2
+    assert len(sleeps.delays) == 1
+
+
+async def test_send_campaign_connect_failures_exhausted(
+    client: CampaignClient, mocked: Any
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=connect_error(), repeat=True)
+    with pytest.raises(ConnectionError) as caught:
+        await client.send_campaign(12, USERS)
+    assert caught.value.request_sent is False
+    assert count(mocked) == 3
+
+
+async def test_send_campaign_429_is_retried(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "2"},
+                payload={"detail": "slow down"})
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
+    await client.send_campaign(12, USERS)
+    assert count(mocked) == 2
+    assert sleeps.delays == [2.0]
+
+
+async def test_send_campaign_429_exhausted_is_a_rate_limit(
+    client: CampaignClient, mocked: Any
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "1"},
+                repeat=True)
+    with pytest.raises(RateLimitError) as caught:
+        await client.send_campaign(12, USERS, max_retries=1)
+    assert caught.value.retry_after == 1.0
+    assert count(mocked) == 2
+
+
+async def test_per_call_max_retries_and_timeout(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{BASE}/poll/api/all", status=503, repeat=True)
+    with pytest.raises(ServerError):
+        await client.list_polls(max_retries=0, timeout=3.5)
+    assert count(mocked) == 1
+    [(_, _, kwargs)] = sent(mocked)
+    assert kwargs["timeout"].total == 3.5
+
+
+async def test_per_call_max_retries_more(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    for _ in range(4):
+        mocked.get(f"{BASE}/poll/api/all", status=502)
+    mocked.get(f"{BASE}/poll/api/all", payload=[])
+    assert await client.list_polls(max_retries=4) == []
+    assert count(mocked) == 5
+    assert len(sleeps.delays) == 4
+
+
+async def test_default_timeout_is_the_configured_one(mocked: Any) -> None:
+    async with CampaignClient(KEY, base_url=BASE, timeout=4.0) as client:
+        mocked.get(f"{BASE}/poll/api/all", payload=[])
+        await client.list_polls()
+    [(_, _, kwargs)] = sent(mocked)
+    assert kwargs["timeout"].total == 4.0
+    assert kwargs["timeout"].connect == 4.0
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "5"])
+async def test_bad_per_call_timeout(client: CampaignClient, mocked: Any, timeout: float) -> None:
+    with pytest.raises(ValidationError):
+        await client.list_polls(timeout=timeout)
+    assert count(mocked) == 0
+
+
+async def test_deadline_stops_a_wait_that_would_pass_it(mocked: Any, sleeps: Sleeps) -> None:
+    async with CampaignClient(KEY, base_url=BASE, sleep=sleeps,
+                              retry=RetryPolicy(deadline=5.0, max_retries=5)) as client:
+        mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "10"},
+                   repeat=True)
+        with pytest.raises(RateLimitError):
+            await client.list_polls()
+    assert count(mocked) == 1
+    assert sleeps.delays == []
+
+
+async def test_deadline_bounds_the_request_timeout(mocked: Any) -> None:
+    async with CampaignClient(KEY, base_url=BASE, timeout=30.0,
+                              retry=RetryPolicy(deadline=2.0)) as client:
+        mocked.get(f"{BASE}/poll/api/all", payload=[])
+        await client.list_polls()
+    [(_, _, kwargs)] = sent(mocked)
+    assert 0 < kwargs["timeout"].total <= 2.0
+
+
+async def test_redirect_is_not_followed(client: CampaignClient, mocked: Any) -> None:
+    mocked.get(f"{BASE}/poll/api/all", status=302, headers={"Location": "https://evil.example/"})
+    mocked.get("https://evil.example/", payload=[])
+    with pytest.raises(RedirectError) as caught:
+        await client.list_polls()
+    assert caught.value.status == 302
+    assert [url for _, url, _ in sent(mocked)] == [f"{BASE}/poll/api/all"]
+
+
+async def test_response_size_cap(mocked: Any) -> None:
+    async with CampaignClient(KEY, base_url=BASE, max_response_bytes=64) as client:
+        mocked.get(f"{BASE}/poll/api/all", payload=[{"id": i, "name": "x" * 10} for i in range(9)])
+        with pytest.raises(ResponseError, match="max_response_bytes"):
+            await client.list_polls()
+
+
+# -- validation --------------------------------------------------------------------
+
+async def test_validation_lists_every_problem_and_sends_nothing(
+    client: CampaignClient, mocked: Any
+) -> None:
+    users = [
+        USERS[0],
+        User(cellphone="300-ABC", country_code="57", deployment_eta=datetime(2030, 1, 1)),
+        User(cellphone=3001, country_code="+12345",  # type: ignore[arg-type]
+             user_session_keys=[SessionKey("k", 5), "nope"]),  # type: ignore[arg-type, list-item]
+        "not a user",
+    ]
+    with pytest.raises(ValidationError) as caught:
+        await client.send_campaign("", users)  # type: ignore[arg-type]
+    paths = [path for path, _ in caught.value.problems]
+    assert sorted(paths) == sorted([
+        "poll_id", "users[1].country_code", "users[1].cellphone", "users[1].deployment_eta",
+        "users[2].country_code", "users[2].cellphone", "users[2].user_session_keys[0].value",
+        "users[2].user_session_keys[1]", "users[3]",
+    ])
+    assert "users[1].country_code" in str(caught.value)
+    assert count(mocked) == 0
+
+
+@pytest.mark.parametrize("users", [[], "3001234567", {"a": 1}, None, 5])
+async def test_users_must_be_a_nonempty_iterable(
+    client: CampaignClient, mocked: Any, users: Any
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        await client.send_campaign(1, users)
+    assert [path for path, _ in caught.value.problems] == ["users"]
+    assert count(mocked) == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "paths"),
+    [
+        ({"start": datetime(2024, 1, 1)}, ["start"]),
+        ({"start": 10, "end": 5}, ["end"]),
+        ({"limit": 10001}, ["limit"]),
+        ({"limit": 0, "cursor": ""}, ["limit", "cursor"]),
+        ({"limit": True}, ["limit"]),
+        ({"start": -1, "end": datetime(2024, 1, 1)}, ["start", "end"]),
+    ],
+)
+async def test_list_sessions_validation(
+    client: CampaignClient, mocked: Any, kwargs: dict[str, Any], paths: list[str]
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        await client.list_sessions(1, **kwargs)
+    assert [path for path, _ in caught.value.problems] == paths
+    assert count(mocked) == 0
+
+
+async def test_end_before_start_reported_with_other_problems(
+    client: CampaignClient, mocked: Any
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        await client.list_sessions("..", start=10, end=5, limit=0)
+    assert [path for path, _ in caught.value.problems] == ["poll_id", "end", "limit"]
+
+
+# -- cancellation and lifecycle ----------------------------------------------------
+
+async def test_cancelled_error_propagates_and_is_not_retried(
+    client: CampaignClient, mocked: Any, sleeps: Sleeps
+) -> None:
+    mocked.get(f"{BASE}/poll/api/all", exception=asyncio.CancelledError(), repeat=True)
+    with pytest.raises(asyncio.CancelledError):
+        await client.list_polls()
+    assert count(mocked) == 1
+    assert sleeps.delays == []
+
+
+async def test_cancelling_a_send_is_not_retried(client: CampaignClient, mocked: Any) -> None:
+    started = asyncio.Event()
+
+    async def hang(url: Any, **kwargs: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", callback=hang, repeat=True)
+    task = asyncio.create_task(client.send_campaign(12, USERS))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert count(mocked) == 1
+
+
+def test_construction_needs_no_event_loop() -> None:
+    client = CampaignClient(KEY, base_url=BASE)
+    assert "CampaignClient" in repr(client)
+
+
+async def test_session_is_lazy_pooled_and_closed_once() -> None:
+    client = CampaignClient(KEY, base_url=BASE)
+    session = client.session
+    assert session is client.session
+    assert not session.closed
+    await client.aclose()
+    await client.aclose()
+    assert session.closed
+
+
+async def test_injected_session_is_never_closed(mocked: Any) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with CampaignClient(KEY, base_url=BASE, session=session) as client:
+            mocked.get(f"{BASE}/poll/api/all", payload=[])
+            await client.list_polls()
+            assert client.session is session
+        assert not session.closed
+
+
+async def test_no_unclosed_session_warning(mocked: Any) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with CampaignClient(KEY, base_url=BASE) as client:
+            mocked.get(f"{BASE}/poll/api/all", payload=[])
+            await client.list_polls()
+        del client
+        gc.collect()
+    assert not [w for w in caught if "Unclosed" in str(w.message)]
+
+
+async def test_closed_client_refuses_calls(mocked: Any) -> None:
+    client = CampaignClient(KEY, base_url=BASE)
+    await client.aclose()
+    with pytest.raises(Exception, match="closed"):
+        await client.list_polls()
+    assert count(mocked) == 0
+
+
+# -- configuration ---------------------------------------------------------------------
+
+def test_configuration_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAMPAIGNKIT_API_KEY", "env-key")
+    monkeypatch.setenv("CAMPAIGNKIT_BASE_URL", "https://env-main.example/")
+    monkeypatch.setenv("CAMPAIGNKIT_CAMPAIGN_URL", "https://env-campaign.example")
+    monkeypatch.setenv("CAMPAIGNKIT_AGENT_URL", "https://env-agents.example/x")
+    config = CampaignClient().config
+    assert config.api_key == "env-key"
+    assert config.base_url == "https://env-main.example"
+    assert config.campaign_url == "https://env-campaign.example"
+    assert config.agent_url == "https://env-agents.example/x"
+    assert CampaignClient("arg-key", base_url="https://arg.example").config.base_url == (
+        "https://arg.example"
+    )
+
+
+@pytest.mark.parametrize("key", [None, "", "   "])
+def test_missing_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch, key: Any) -> None:
+    monkeypatch.delenv("CAMPAIGNKIT_API_KEY", raising=False)
+    with pytest.raises(ConfigurationError, match="CAMPAIGNKIT_API_KEY"):
+        CampaignClient(key)
+
+
+@pytest.mark.parametrize("key", ["abc\r\nX-Evil: 1", "a\nb", "tab\there", "nul\x00"])
+def test_key_that_cannot_be_a_header_fails_at_construction(key: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        CampaignClient(key, base_url=BASE)
+    assert key not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["ftp://x.example", "main.example.com", "https://x.example?a=1"])
+def test_bad_urls_fail_at_construction(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        CampaignClient(KEY, base_url=url)
+
+
+async def test_missing_host_fails_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, mocked: Any
+) -> None:
+    monkeypatch.delenv("CAMPAIGNKIT_AGENT_URL", raising=False)
+    async with CampaignClient(KEY, base_url=BASE) as client:
+        with pytest.raises(ConfigurationError, match="CAMPAIGNKIT_AGENT_URL"):
+            await client.list_agents()
+    assert count(mocked) == 0
