@@ -137,7 +137,8 @@ async def campaign_status(request: web.Request) -> web.Response:
             f"Launch request {launch_id} not found.",
             f"No se encontró la solicitud de lanzamiento {launch_id}.",
         )
-    return json_response(launch.status_record(world.clock.now(), world.config.step_seconds))
+    body = launch.status_json(world.clock.now(), world.config.step_seconds)
+    return web.Response(body=body, content_type="application/json")
 
 
 async def update_session(request: web.Request) -> web.Response:

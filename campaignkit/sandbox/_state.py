@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import attrs
+import orjson
 
 from ..status import CampaignState
 from ._clock import Clock
@@ -27,6 +28,7 @@ __all__ = ["Company", "Deployment", "Launch", "NotRepliable", "World"]
 JSON = dict[str, Any]
 SQUAD_KEY = "deployment_squad"
 SQUAD_PREFIX = "DS_"
+STATUS_SLICE = 5000
 
 
 class NotRepliable(ValueError):
@@ -68,30 +70,38 @@ class Launch:
     def conversation_id(self, index: int) -> str:
         return f"{self.id}-{index}"
 
-    def status_record(self, now: float, step: float) -> JSON:
-        """The spec's campaign status record at sandbox time ``now``."""
-        deployments: list[JSON] = []
-        if now >= self.claimed_at:
-            # Hot path (100k deployments): locals and a tuple index per item.
-            outcomes, scope, prefix = OUTCOMES, self.business_scope_id, self.id
-            service = f"svc-{self.number}-"
-            deployments = [
-                {
-                    "conversation_id": f"{prefix}-{i}",
-                    "service_id": f"{service}{i}",
-                    "cellphone": d.cellphone,
-                    "business_scope_id": scope,
-                    "username": None,
-                    "status": outcomes[d.outcome].status_at((now - d.taken_at) / step),
-                }
-                for i, d in enumerate(self.deployments)
-            ]
-        return {
-            "launch_request_id": self.id,
-            "status": self.state(now).value,
-            "poll_id": self.poll_id,
-            "deployments": deployments,
-        }
+    def status_json(self, now: float, step: float) -> bytes:
+        """The spec's campaign status record at sandbox time ``now``, as JSON.
+
+        Serialised in slices so a 100k-deployment record never exists as
+        100k dicts at once (peak memory stays near the body's own size).
+        """
+        head = orjson.dumps(
+            {"launch_request_id": self.id, "status": self.state(now).value, "poll_id": self.poll_id}
+        )
+        if now < self.claimed_at:
+            return head[:-1] + b',"deployments":[]}'
+        slices = (
+            orjson.dumps(self._deployments_json(start, now, step))[1:-1]  # drop the [ ]
+            for start in range(0, len(self.deployments), STATUS_SLICE)
+        )
+        return b"".join((head[:-1], b',"deployments":[', b",".join(slices), b"]}"))
+
+    def _deployments_json(self, start: int, now: float, step: float) -> list[JSON]:
+        # Hot path: locals and a tuple index per deployment, nothing stored.
+        outcomes, scope, prefix = OUTCOMES, self.business_scope_id, self.id
+        service = f"svc-{self.number}-"
+        return [
+            {
+                "conversation_id": f"{prefix}-{i}",
+                "service_id": f"{service}{i}",
+                "cellphone": d.cellphone,
+                "business_scope_id": scope,
+                "username": None,
+                "status": outcomes[d.outcome].status_at((now - d.taken_at) / step),
+            }
+            for i, d in enumerate(self.deployments[start : start + STATUS_SLICE], start)
+        ]
 
     def find(self, country_code: str | None, cellphone: str) -> int | None:
         for index, d in enumerate(self.deployments):
@@ -164,7 +174,6 @@ class Company:
     lines: tuple[str, ...]
     webhook_url: str | None = None
     launches: dict[str, Launch] = attrs.Factory(dict)
-    phone_counts: Counter[str] = attrs.Factory(Counter)
     sessions: dict[int, PollSessions] = attrs.Factory(dict)
     # (launch id, deployment index) -> session id, so a second reply continues it.
     reply_sessions: dict[tuple[str, int], str] = attrs.Factory(dict)
@@ -173,6 +182,12 @@ class Company:
     @property
     def business_scope_id(self) -> str:
         return f"bs-{self.number}"
+
+    def phone_counts(self) -> Counter[str]:
+        """How many times each phone (country code + cellphone) was sent to."""
+        return Counter(
+            d.country_code + d.cellphone for lr in self.launches.values() for d in lr.deployments
+        )
 
     def snapshot(self, now: float, step: float, users: bool, launch: str | None) -> JSON:
         launches = [lr for lr in self.launches.values() if launch in (None, lr.id)]
@@ -183,13 +198,13 @@ class Company:
             "webhook_url": self.webhook_url,
             "lines": list(self.lines),
             "polls": [{"id": pid, "name": name} for pid, name in self.polls.items()],
-            "received_users": sum(self.phone_counts.values()),
+            "received_users": sum(len(lr.deployments) for lr in self.launches.values()),
             "launches": [lr.snapshot(now, step, users) for lr in launches],
             "sessions": {str(pid): ps.count() for pid, ps in self.sessions.items()},
             "webhooks": self.webhook_log,
         }
         if users:
-            data["phone_counts"] = dict(self.phone_counts)
+            data["phone_counts"] = dict(self.phone_counts())
         return data
 
 
@@ -282,7 +297,6 @@ class World:
             slot = claimed + index * gap
             taken = slot if user.eta is None else max(slot, float(user.eta))
             deployments.append(Deployment(*user, outcome, line, taken))
-            company.phone_counts[user.country_code + user.cellphone] += 1
         launch = Launch(
             id=self._hex(),
             number=self._launch_count,
@@ -302,9 +316,13 @@ class World:
     @staticmethod
     def _route(company: Company, user: UserIn, index: int) -> tuple[int, str | None]:
         """Outcome and sending line; an unknown ``DS_`` line fails validation."""
-        squads = [value for key, value in user.keys if key == SQUAD_KEY]
-        if not squads:
+        # A plain loop: this runs once per user of a 100k-user send.
+        for key, _ in user.keys:
+            if key == SQUAD_KEY:
+                break
+        else:
             return outcome_for(user.cellphone), company.lines[index % len(company.lines)]
+        squads = [value for key, value in user.keys if key == SQUAD_KEY]
         lines = [value.removeprefix(SQUAD_PREFIX) for value in squads]
         if any(not v.startswith(SQUAD_PREFIX) for v in squads) or any(
             line not in company.lines for line in lines

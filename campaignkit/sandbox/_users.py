@@ -26,7 +26,8 @@ def _text(value: object, path: str) -> str:
     return value
 
 
-def parse_keys(value: object, path: str) -> SessionKeys:
+def parse_keys(value: object, path: str, names: dict[str, str] | None = None) -> SessionKeys:
+    """``[{key, value}, ...]`` as pairs; ``names`` interns the key names."""
     if not isinstance(value, list):
         raise InvalidUsers(f"{path} must be an array of {{key, value}} objects")
     pairs = []
@@ -39,7 +40,7 @@ def parse_keys(value: object, path: str) -> SessionKeys:
             raise InvalidUsers(f"{where}.key must be a non-empty string")
         if not isinstance(text, str):
             raise InvalidUsers(f"{where}.value must be a string")
-        pairs.append((key, text))
+        pairs.append((key if names is None else names.setdefault(key, key), text))
     return tuple(pairs)
 
 
@@ -50,8 +51,10 @@ def parse_users(body: Any) -> list[UserIn]:
     users = body.get("users")
     if not isinstance(users, list) or not users:
         raise InvalidUsers("users is required and must be a non-empty array")
-    # Interning shares one string per distinct country code across 100k users.
+    # Interning shares one string per distinct country code and key name
+    # across 100k users.
     codes: dict[str, str] = {}
+    names: dict[str, str] = {}
     parsed = []
     for index, user in enumerate(users):
         path = f"users[{index}]"
@@ -67,7 +70,7 @@ def parse_users(body: Any) -> list[UserIn]:
             UserIn(
                 codes.setdefault(code, code),
                 _text(user.get("cellphone"), f"{path}.cellphone"),
-                parse_keys(user.get("user_session_keys"), f"{path}.user_session_keys"),
+                parse_keys(user.get("user_session_keys"), f"{path}.user_session_keys", names),
                 eta,
             )
         )

@@ -163,3 +163,14 @@ async def test_snapshot_counts_each_phone(api: Any, sb: Sandbox) -> None:
     assert company["received_users"] == 3
     assert company["phone_counts"] == {"+525510000001": 2, "+525510000002": 1}
     assert [launch["user_count"] for launch in company["launches"]] == [2, 1]
+
+
+async def test_large_status_record_is_one_valid_document(api: Any, sb: Sandbox) -> None:
+    users = [api.user(f"55{i:06d}88") for i in range(12_345)]  # more than two slices; not 99NN
+    ack = (await api.send(users)).body
+    await sb.set_clock(advance=60)
+    record = (await api.status(ack["launch_request_id"])).body
+    assert record["status"] == "DONE"
+    assert len({d["conversation_id"] for d in record["deployments"]}) == 12_345
+    assert [d["cellphone"] for d in record["deployments"]] == [u["cellphone"] for u in users]
+    assert {d["status"] for d in record["deployments"]} == {D}
