@@ -1,0 +1,162 @@
+"""The API key never shows: not in logs, exception texts, tracebacks or reprs.
+Phone numbers never reach the logs."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.client_reqrep import ConnectionKey
+from aioresponses import aioresponses
+
+from campaignkit import CampaignClient, ClientConfig, User
+
+KEY = "sk_live_Zq7SECRETxK3y9f8e7d6c5b4a"
+PHONE = "3007654321"
+BASE = "https://main.example.com"
+CAMPAIGN = "https://campaigns.example.com"
+AGENTS = "https://agents.example.com"
+USERS = [User(cellphone=PHONE, country_code="+57", user_session_keys={"name": "Ana"})]
+ACK = {"message": "queued", "id": "1", "batch_id": "b", "launch_request_id": "lr",
+       "status_url": "/v2/send-campaign/lr"}
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+def texts_of(exc: BaseException) -> list[str]:
+    texts = [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+    texts += [repr(value) for value in vars(exc).values() if not isinstance(value, tuple)]
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None:
+            texts += [str(linked), repr(linked)]
+    return texts
+
+
+def log_texts(caplog: pytest.LogCaptureFixture) -> list[str]:
+    out = []
+    for record in caplog.records:
+        out += [record.getMessage(), repr(record.args), str(record.msg)]
+        if record.exc_info and record.exc_info[1] is not None:
+            out += texts_of(record.exc_info[1])
+    return out
+
+
+Call = Callable[[CampaignClient], Awaitable[Any]]
+
+CALLS: dict[str, tuple[str, str, Call]] = {
+    "send": ("POST", f"{CAMPAIGN}/v2/send-campaign/1", lambda c: c.send_campaign(1, USERS)),
+    "status": ("GET", f"{CAMPAIGN}/v2/send-campaign/lr", lambda c: c.get_campaign_status("lr")),
+    "update": ("POST", f"{BASE}/session/e/update", lambda c: c.update_session("e", {"a": "b"})),
+    "sessions": ("GET", f"{BASE}/devapi/poll/1/sessions", lambda c: c.list_sessions(1)),
+    "agents": ("GET", f"{AGENTS}/agent/company/agents", lambda c: c.list_agents()),
+    "history": ("GET", f"{BASE}/devapi/session/s/history", lambda c: c.get_session_history("s")),
+    "polls": ("GET", f"{BASE}/poll/api/all", lambda c: c.list_polls()),
+}
+
+KEY_ERROR = {"detail": "invalid key"}
+connect_key = ConnectionKey("main.example.com", 443, True, True, None, None, None)
+OUTCOMES: dict[str, dict[str, Any]] = {
+    "400": {"status": 400, "payload": {"detail": "bad"}},
+    "401": {"status": 401, "payload": KEY_ERROR},
+    "404": {"status": 404, "payload": {"error": "nf", "message": "none"}},
+    "429": {"status": 429, "headers": {"Retry-After": "1"}},
+    "500": {"status": 500, "body": b"<html>oops</html>"},
+    "302": {"status": 302, "headers": {"Location": "https://elsewhere.example/"}},
+    "html": {"status": 200, "body": b"<html></html>", "content_type": "text/html"},
+    "shape": {"status": 200, "payload": {"unexpected": True}},
+    "dropped": {"exception": aiohttp.ServerDisconnectedError()},
+    "connect": {"exception": aiohttp.ClientConnectorError(connect_key, OSError(111, "refused"))},
+    "timeout": {"exception": TimeoutError()},
+}
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG)  # root: aiohttp and asyncio records too
+    caplog.set_level(logging.DEBUG, logger="campaignkit")
+    return caplog
+
+
+def assert_clean(texts: list[str]) -> None:
+    assert texts, "nothing was checked"
+    for text in texts:
+        assert KEY not in text
+        assert KEY[8:20] not in text  # no partial leak either
+
+
+@pytest.mark.parametrize("outcome", sorted(OUTCOMES))
+@pytest.mark.parametrize("call", sorted(CALLS))
+async def test_errors_and_retries_never_show_the_key(
+    debug_logs: pytest.LogCaptureFixture, call: str, outcome: str
+) -> None:
+    method, url, invoke = CALLS[call]
+    with aioresponses() as mocked:
+        mocked.add(url, method=method, repeat=True, **OUTCOMES[outcome])
+        async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
+                                  sleep=no_sleep) as client:
+            with pytest.raises(Exception) as caught:  # noqa: PT011 - any error; all checked
+                await invoke(client)
+            assert_clean([repr(client), str(client), repr(client.config)])
+        requests = sum(len(calls) for calls in mocked.requests.values())
+    assert requests >= 1
+    assert_clean(texts_of(caught.value))
+    logs = log_texts(debug_logs)
+    assert any("attempt=" in line for line in logs)  # the DEBUG records were captured
+    assert_clean(logs)
+    for line in logs:
+        assert PHONE not in line
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+async def test_successes_log_no_key_and_no_phone(
+    debug_logs: pytest.LogCaptureFixture, call: str
+) -> None:
+    payloads: dict[str, Any] = {
+        "send": ACK,
+        "status": {"launch_request_id": "lr", "status": "DONE", "poll_id": 1, "deployments": [
+            {"conversation_id": "c", "service_id": "s", "cellphone": PHONE, "status": "SUCCESS"}
+        ]},
+        "update": {"message": "ok", "session_id": "s"},
+        "sessions": {"results": [{"id": "s", "created_at": "2024-01-01 00:00:00.000000",
+                                  "user": {"country_code": "+57", "cellphone": PHONE}}]},
+        "agents": [], "history": [], "polls": [],
+    }
+    method, url, invoke = CALLS[call]
+    with aioresponses() as mocked:
+        mocked.add(url, method=method, payload=payloads[call])
+        async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
+                                  sleep=no_sleep) as client:
+            await invoke(client)
+    logs = log_texts(debug_logs)
+    assert any(method in line and "attempt=1" in line for line in logs)
+    assert_clean(logs)
+    for line in logs:
+        assert PHONE not in line
+
+
+def test_reprs_redact_the_key() -> None:
+    config = ClientConfig(KEY, base_url=BASE)
+    client = CampaignClient(config=config)
+    assert_clean([repr(config), str(config), repr(client), str(client)])
+    assert "***" in repr(config)
+
+
+@pytest.mark.parametrize("bad_key", [KEY + "\n", KEY + "\r\nX: y"])
+def test_configuration_errors_do_not_echo_the_key(bad_key: str) -> None:
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - checked below
+        CampaignClient(bad_key, base_url=BASE)
+    assert type(caught.value).__name__ == "ConfigurationError"
+    assert_clean(texts_of(caught.value))
+
+
+async def test_validation_errors_do_not_echo_the_key() -> None:
+    async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN) as client:
+        with pytest.raises(ValueError, match="users") as caught:
+            await client.send_campaign(1, [User(cellphone="x", country_code="y")])
+    assert_clean(texts_of(caught.value))
