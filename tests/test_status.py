@@ -1,0 +1,102 @@
+"""Deployment and campaign statuses: members, alias, unknown values, classification."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from campaignkit import CampaignState, DeploymentStatus, is_in_progress
+
+# The spec's deployment-status table, in order.
+SPEC_STATUSES = [
+    "RECEIVED", "RECEIVED_BY_WORKER", "RETRY", "SUCCESS", "DELIVERED", "PUSH_NOTIFICATION",
+    "REVOKED", "VALIDATION_ERROR", "INVALID_PHONE", "INVALID_POLL", "MISSING_PARAMETER",
+    "PARAMETER_MISMATCH", "CHARACTER_LIMIT_HEADER", "CHARACTER_LIMIT_BODY", "FAILURE",
+    "FAILURE_BY_HUMAN_HANDOVER", "FAILURE_BY_RATE_LIMIT", "COMPANY_RATE_LIMIT",
+    "FAILURE_BY_TIER_CAPACITY", "FAILURE_BY_BLOCKED_CONTACT", "FAILURE_BY_OPTOUT_CONTACT",
+    "FAILURE_BY_DISABLED_HSM", "FAILURE_BY_SPAM_RATE_LIMIT", "FAILURE_BY_EXPERIMENT_NUMBER",
+    "FAILURE_BY_META_CHOSE_NOT_DELIVER", "FAILURE_BY_TEST_CHANNEL",
+    "FAILURE_BY_MEDIA_UPLOAD_ERROR", "FAILURE_BY_DEPLOYMENT_LIMIT_REACHED",
+    "FAILURE_BY_UNABLE_TO_CONTACT", "FAILURE_BY_PAYMENT_ISSUE",
+]
+IN_PROGRESS = {"RECEIVED", "RECEIVED_BY_WORKER", "RETRY"}
+SUCCESS = {"SUCCESS", "DELIVERED", "PUSH_NOTIFICATION"}
+FINAL_SUCCESS = {"DELIVERED", "PUSH_NOTIFICATION"}
+
+
+def test_members_are_the_spec_table_in_order() -> None:
+    assert len(SPEC_STATUSES) == 30
+    assert [m.value for m in DeploymentStatus] == SPEC_STATUSES
+    assert [m.value for m in CampaignState] == ["PENDING", "CLAIMED", "DONE"]
+
+
+@pytest.mark.parametrize("value", SPEC_STATUSES)
+def test_classification(value: str) -> None:
+    status = DeploymentStatus(value)
+    assert status.value == value
+    assert not status.is_unknown
+    assert status.is_in_progress is (value in IN_PROGRESS)
+    assert status.is_success is (value in SUCCESS)
+    assert status.is_failure is (value not in IN_PROGRESS | SUCCESS)
+    assert status.is_final is (value not in IN_PROGRESS | {"SUCCESS"})
+    assert status.is_final is (status.is_failure or value in FINAL_SUCCESS)
+    # Exactly one of in progress / success / failure for a known status.
+    assert [status.is_in_progress, status.is_success, status.is_failure].count(True) == 1
+    assert is_in_progress(status) is (value in IN_PROGRESS)
+
+
+def test_success_may_still_become_delivered() -> None:
+    assert DeploymentStatus.SUCCESS.is_success
+    assert not DeploymentStatus.SUCCESS.is_final
+    assert DeploymentStatus.DELIVERED.is_final
+
+
+def test_none_is_in_progress() -> None:
+    assert is_in_progress(None) is True
+
+
+def test_misspelling_is_the_same_member() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the alias is not "unknown"
+        alias = DeploymentStatus("PUSH_NOTIFATION")
+    assert alias is DeploymentStatus.PUSH_NOTIFICATION
+    assert alias.value == "PUSH_NOTIFICATION"
+    assert not alias.is_unknown
+
+
+def test_unknown_status_is_kept_and_warned_once() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = DeploymentStatus("FAILURE_BY_SOMETHING_NEW_7f3a")
+        second = DeploymentStatus("FAILURE_BY_SOMETHING_NEW_7f3a")
+        other = DeploymentStatus("QUEUED_ELSEWHERE_7f3a")
+    assert first is second
+    assert first.value == "FAILURE_BY_SOMETHING_NEW_7f3a"
+    assert str(first) == "FAILURE_BY_SOMETHING_NEW_7f3a"
+    assert first.is_unknown
+    assert other.is_unknown
+    assert other is not first
+    assert [str(w.message) for w in caught] == [
+        "unknown deployment status 'FAILURE_BY_SOMETHING_NEW_7f3a': kept as an unknown status",
+        "unknown deployment status 'QUEUED_ELSEWHERE_7f3a': kept as an unknown status",
+    ]
+    assert all(issubclass(w.category, RuntimeWarning) for w in caught)
+    # Unknown means unclassified: not in progress, not success, not failure, not final.
+    assert (first.is_in_progress, first.is_success, first.is_failure, first.is_final) == (
+        False, False, False, False,
+    )
+    assert is_in_progress(first) is False
+    assert len(DeploymentStatus) == 30
+    assert first not in list(DeploymentStatus)
+
+
+@pytest.mark.parametrize("value", [None, 5, 1.5, ["RECEIVED"]])
+def test_non_text_is_not_a_status(value: object) -> None:
+    with pytest.raises(ValueError, match="DeploymentStatus"):
+        DeploymentStatus(value)
+
+
+def test_unknown_campaign_state_raises() -> None:
+    with pytest.raises(ValueError, match="CampaignState"):
+        CampaignState("FINISHED")
