@@ -598,9 +598,9 @@ class _BulkSend:
         except Exception as exc:
             # Send what is queued, then re-raise from run().
             self._input_error = exc
-        finally:
-            for _ in range(self.concurrency):
-                await self.queue.put(None)
+        # Not in a finally: once cancelled, a put on a full queue would hang.
+        for _ in range(self.concurrency):
+            await self.queue.put(None)
 
     async def _read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
         report, seen = self.report, self.seen
@@ -749,10 +749,15 @@ class _BulkSend:
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.read(users))
-            for _ in range(self.concurrency):
-                group.create_task(self.send())
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.read(users))
+                for _ in range(self.concurrency):
+                    group.create_task(self.send())
+        except BaseExceptionGroup as failed:
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
         report = self.report
         for name in ("accepted", "rejected", "ambiguous"):
             getattr(report, name).sort(key=lambda chunk: chunk.index)
@@ -761,8 +766,8 @@ class _BulkSend:
         if self._input_error is not None:
             error = self._input_error
             error.add_note(
-                f"send_bulk: the input raised after {report.total} items; chunks formed "
-                "before it were sent (see the journal, if any)"
+                f"send_bulk: the input raised after {report.total} items; the full chunks "
+                "read before it were sent (see the journal, if any), the partial one was not"
             )
             raise error
         return report

@@ -1,0 +1,604 @@
+"""send_bulk against a mocked service (aioresponses): chunking, buckets, retries,
+the journal, CSV input, lazy consumption."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aioresponses import CallbackResult, aioresponses
+
+from campaignkit import (
+    BulkProgress,
+    BulkReport,
+    CampaignClient,
+    User,
+    ausers_from_csv,
+    users_from_csv,
+)
+from campaignkit.bulk import InvalidInput, _PhoneSet
+from campaignkit.errors import (
+    AmbiguousSendError,
+    AuthenticationError,
+    BadRequestError,
+    RateLimitError,
+    ValidationError,
+)
+
+pytestmark = pytest.mark.timeout(20)
+
+KEY = "sk_test_bulk_secret_0123456789"
+SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/(?P<poll>[^/?]+)$")
+
+Responder = Callable[[int, list[dict[str, Any]]], Any]
+
+
+def ack(n: int, poll: str = "7") -> dict[str, str]:
+    return {
+        "message": "queued",
+        "id": poll,
+        "batch_id": f"batch-{n}",
+        "launch_request_id": f"lr-{n}",
+        "status_url": f"/v2/send-campaign/lr-{n}",
+    }
+
+
+class FakeService:
+    """Answers send-campaign requests; records each request's users."""
+
+    def __init__(self, respond: Responder | None = None) -> None:
+        self.requests: list[list[dict[str, Any]]] = []
+        self.respond = respond or (lambda n, users: CallbackResult(status=202, payload=ack(n)))
+        self.gate: asyncio.Event | None = None
+        self.arrived = 0
+
+    async def handle(self, url: Any, **kwargs: Any) -> CallbackResult:
+        users = orjson.loads(kwargs["data"])["users"]
+        self.arrived += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        self.requests.append(users)
+        result = self.respond(len(self.requests) - 1, users)
+        if isinstance(result, BaseException):
+            raise result
+        return result  # type: ignore[no-any-return]
+
+    @property
+    def phones(self) -> list[str]:
+        return [u["country_code"] + u["cellphone"] for users in self.requests for u in users]
+
+
+async def _no_sleep(_: float) -> None:
+    await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[CampaignClient]:
+    async with CampaignClient(
+        KEY,
+        base_url="http://main.test",
+        campaign_url="http://campaign.test",
+        agent_url="http://agent.test",
+        sleep=_no_sleep,
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def mocked() -> Iterator[aioresponses]:
+    with aioresponses() as m:
+        yield m
+
+
+def serve(mocked: aioresponses, service: FakeService) -> FakeService:
+    mocked.post(SEND, callback=service.handle, repeat=True)
+    return service
+
+
+def people(n: int, start: int = 0) -> list[User]:
+    return [
+        User(cellphone=f"555{i:07d}", country_code="+1", user_session_keys={"n": str(i)})
+        for i in range(start, start + n)
+    ]
+
+
+# -- chunking and buckets -----------------------------------------------------
+
+
+async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: aioresponses):
+    service = serve(mocked, FakeService())
+    report = await client.send_bulk(7, people(25), chunk_size=10, concurrency=1)
+    assert [len(users) for users in service.requests] == [10, 10, 5]
+    assert service.phones == [f"+1555{i:07d}" for i in range(25)]
+    assert service.requests[0][3] == {
+        "cellphone": "5550000003",
+        "country_code": "+1",
+        "user_session_keys": [{"key": "n", "value": "3"}],
+    }
+    assert [chunk.size for chunk in report.accepted] == [10, 10, 5]
+    assert [list(chunk.positions) for chunk in report.accepted][2] == list(range(20, 25))
+    assert report.launch_request_ids == ["lr-0", "lr-1", "lr-2"]
+    assert report.counts == {
+        "accepted": 25, "rejected": 0, "ambiguous": 0, "invalid": 0, "duplicate": 0
+    }
+    assert report.total == 25
+    assert report.complete
+    assert report.elapsed > 0
+
+
+async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: aioresponses):
+    service = serve(mocked, FakeService())
+    report = await client.send_bulk("7", people(1000), chunk_size=37, concurrency=8)
+    assert sorted(service.phones) == sorted(f"+1555{i:07d}" for i in range(1000))
+    assert [chunk.index for chunk in report.accepted] == list(range(28))
+    assert report.counts["accepted"] == 1000
+
+
+async def test_invalid_and_duplicate_users_reported_not_sent(
+    client: CampaignClient, mocked: aioresponses
+):
+    service = serve(mocked, FakeService())
+    bad_user = User(cellphone="12", country_code="1")
+    users: list[Any] = [
+        User(cellphone="555-100-0000", country_code="+1"),  # 0
+        bad_user,  # 1 invalid
+        {"cellphone": "5551000000", "country_code": "+1"},  # 2 duplicate of 0 (normalised)
+        {"cellphone": "5552000000", "country_code": "+1",
+         "user_session_keys": [{"key": "a", "value": "b"}]},  # 3 ok, dict
+        {"cellphone": "5553000000", "country_code": "+1", "email": "x"},  # 4 unknown field
+        "+15554000000",  # 5 not a user
+        {"cellphone": "5555000000", "country_code": "+44",
+         "user_session_keys": {"plan": "gold"}},  # 6 ok, mapping keys
+        User(cellphone="5552000000", country_code="+1"),  # 7 duplicate of 3
+        InvalidInput(reason="line 9: broken", row=9),  # 8 invalid from a reader
+        User(cellphone="5556000000", country_code="+1", deployment_eta=-5),  # 9 invalid eta
+    ]
+    report = await client.send_bulk(7, users, chunk_size=2)
+    assert service.phones == ["+15551000000", "+15552000000", "+445555000000"]
+    assert service.requests[1][0]["user_session_keys"] == [{"key": "plan", "value": "gold"}]
+    assert [(i.position, i.row) for i in report.invalid] == [
+        (1, None), (4, None), (5, None), (8, 9), (9, None)
+    ]
+    reasons = [i.reason for i in report.invalid]
+    assert "users[1].country_code" in reasons[0]
+    assert "users[1].cellphone" in reasons[0]
+    assert "unknown field(s): email" in reasons[1]
+    assert "expected a User or a dict, got str" in reasons[2]
+    assert reasons[3] == "line 9: broken"
+    assert "users[9].deployment_eta" in reasons[4]
+    assert [(d.position, d.phone) for d in report.duplicates] == [
+        (2, "+15551000000"), (7, "+15552000000")
+    ]
+    assert report.users_for("invalid")[0] is bad_user
+    assert report.users_for("invalid")[2] == "+15554000000"
+    assert report.users_for("duplicate")[1] == User(cellphone="5552000000", country_code="+1")
+    assert report.total == 10
+    assert sum(report.counts.values()) == report.total
+
+
+async def test_ambiguous_500_is_reported_and_never_resent(
+    client: CampaignClient, mocked: aioresponses
+):
+    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+        if users[0]["cellphone"] == "5550000010":
+            return CallbackResult(status=500, payload={"detail": "boom"})
+        return CallbackResult(status=202, payload=ack(n))
+
+    service = serve(mocked, FakeService(respond))
+    report = await client.send_bulk(7, people(30), chunk_size=10, concurrency=2)
+    assert len(service.requests) == 3  # the failed chunk went out exactly once
+    assert len(service.phones) == len(set(service.phones)) == 30
+    assert [chunk.index for chunk in report.ambiguous] == [1]
+    chunk = report.ambiguous[0]
+    assert isinstance(chunk.error, AmbiguousSendError)
+    assert [u.cellphone for u in report.users_for("ambiguous")] == [
+        f"555{i:07d}" for i in range(10, 20)
+    ]
+    assert report.counts["accepted"] == 20
+    assert not report.complete
+
+
+async def test_dropped_connection_after_sending_is_ambiguous(
+    client: CampaignClient, mocked: aioresponses
+):
+    import aiohttp
+
+    def respond(n: int, users: list[dict[str, Any]]) -> Any:
+        return aiohttp.ServerDisconnectedError() if n == 0 else CallbackResult(
+            status=202, payload=ack(n)
+        )
+
+    service = serve(mocked, FakeService(respond))
+    report = await client.send_bulk(7, people(10), chunk_size=5, concurrency=1)
+    assert len(service.requests) == 2
+    assert [c.index for c in report.ambiguous] == [0]
+    assert [c.index for c in report.accepted] == [1]
+
+
+async def test_429_waits_and_retries(client: CampaignClient, mocked: aioresponses):
+    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+        if n == 0:
+            return CallbackResult(status=429, headers={"Retry-After": "0"}, payload={"detail": "x"})
+        return CallbackResult(status=202, payload=ack(n))
+
+    service = serve(mocked, FakeService(respond))
+    report = await client.send_bulk(7, people(3), chunk_size=10)
+    assert len(service.requests) == 2
+    assert service.requests[0] == service.requests[1]
+    assert report.counts["accepted"] == 3
+    assert report.complete
+
+
+async def test_429_after_every_retry_is_rejected_and_safe(
+    client: CampaignClient, mocked: aioresponses
+):
+    service = serve(
+        mocked, FakeService(lambda n, users: CallbackResult(status=429, payload={"detail": "x"}))
+    )
+    report = await client.send_bulk(7, people(3), chunk_size=10, max_retries=1)
+    assert len(service.requests) == 2
+    assert isinstance(report.rejected[0].error, RateLimitError)
+    assert len(report.users_for("rejected")) == 3
+
+
+async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: aioresponses):
+    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+        if users[0]["cellphone"] == "5550000000":
+            return CallbackResult(status=400, payload={"detail": "bad"})
+        return CallbackResult(status=202, payload=ack(n))
+
+    service = serve(mocked, FakeService(respond))
+    report = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1)
+    assert len(service.requests) == 3
+    assert isinstance(report.rejected[0].error, BadRequestError)
+    assert report.counts["accepted"] == 4
+
+
+async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: aioresponses):
+    service = serve(
+        mocked, FakeService(lambda n, users: CallbackResult(status=401, payload={"detail": "no"}))
+    )
+    report = await client.send_bulk(7, people(50), chunk_size=5, concurrency=1)
+    assert len(service.requests) == 1
+    assert len(report.rejected) == 10
+    assert all(isinstance(c.error, AuthenticationError) for c in report.rejected)
+    assert report.counts["rejected"] == 50
+    assert KEY not in repr(report)
+    assert KEY not in str(report.rejected[0].error)
+
+
+async def test_bad_poll_id_and_options_fail_before_sending(
+    client: CampaignClient, mocked: aioresponses
+):
+    service = serve(mocked, FakeService())
+    consumed = 0
+
+    def gen() -> Iterator[User]:
+        nonlocal consumed
+        for user in people(5):
+            consumed += 1
+            yield user
+
+    with pytest.raises(ValidationError) as info:
+        await client.send_bulk("..", gen(), chunk_size=0, concurrency=-1, rate_limit=0)
+    paths = [path for path, _ in info.value.problems]
+    assert paths == ["poll_id", "chunk_size", "concurrency", "rate_limit"]
+    with pytest.raises(ValidationError):
+        await client.send_bulk(7, "+15550000000")
+    assert consumed == 0
+    assert service.requests == []
+
+
+async def test_rate_limit_spaces_requests(client: CampaignClient, mocked: aioresponses):
+    serve(mocked, FakeService())
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    report = await client.send_bulk(7, people(5), chunk_size=1, concurrency=5, rate_limit=20)
+    assert loop.time() - started >= 4 / 20 * 0.9
+    assert report.counts["accepted"] == 5
+
+
+# -- report --------------------------------------------------------------------
+
+
+async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: aioresponses):
+    serve(mocked, FakeService())
+    report = await client.send_bulk(7, people(4), chunk_size=3)
+    assert report.accepted[0].users is None
+    with pytest.raises(ValueError, match="keep_accepted_users=True"):
+        report.users_for("accepted")
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        report.users_for("lost")  # type: ignore[arg-type]
+    kept = await client.send_bulk(7, people(4), chunk_size=3, keep_accepted_users=True)
+    assert kept.users_for("accepted") == people(4)
+
+
+async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: aioresponses):
+    serve(mocked, FakeService(lambda n, users: CallbackResult(status=500, body="x" * 5000)))
+    report = await client.send_bulk(7, people(5000), chunk_size=100, concurrency=4)
+    text = repr(report)
+    assert len(text) < 300
+    assert KEY not in text
+    assert "5550000" not in text
+    assert "ambiguous=5000 (50 chunks)" in text
+    assert len(repr(report.ambiguous[0])) < 300
+    assert isinstance(report, BulkReport)
+
+
+async def test_progress_reports_final_counts(client: CampaignClient, mocked: aioresponses):
+    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+        return CallbackResult(status=500 if n == 1 else 202, payload=ack(n))
+
+    serve(mocked, FakeService(respond))
+    seen: list[BulkProgress] = []
+    users: list[Any] = [*people(9), User(cellphone="x", country_code="+1"), people(1)[0]]
+    await client.send_bulk(7, users, chunk_size=3, concurrency=1, on_progress=seen.append)
+    assert seen[-1] == BulkProgress(
+        validated=11, sent=9, accepted=6, failed=0, ambiguous=3, invalid=1, duplicates=1
+    )
+
+
+async def test_async_progress_callback_and_failing_callback_do_not_stop(
+    client: CampaignClient, mocked: aioresponses, caplog: pytest.LogCaptureFixture
+):
+    serve(mocked, FakeService())
+    calls: list[int] = []
+
+    async def record(progress: BulkProgress) -> None:
+        calls.append(progress.accepted)
+
+    report = await client.send_bulk(7, people(4), chunk_size=2, on_progress=record)
+    await asyncio.sleep(0)
+    assert calls
+    assert calls[-1] == 4
+
+    def broken(progress: BulkProgress) -> None:
+        raise RuntimeError("callback bug")
+
+    report = await client.send_bulk(7, people(4), chunk_size=2, on_progress=broken)
+    assert report.counts["accepted"] == 4
+    assert "on_progress raised" in caplog.text
+
+
+# -- input ---------------------------------------------------------------------
+
+
+async def test_async_iterable_input(client: CampaignClient, mocked: aioresponses):
+    service = serve(mocked, FakeService())
+
+    async def stream() -> AsyncIterator[Any]:
+        for user in people(7):
+            await asyncio.sleep(0)
+            yield user
+        yield {"cellphone": "5550000001", "country_code": "+1"}
+
+    report = await client.send_bulk(7, stream(), chunk_size=3)
+    assert len(service.phones) == 7
+    assert report.total == 8
+    assert [d.position for d in report.duplicates] == [7]
+
+
+async def test_input_is_consumed_lazily(client: CampaignClient, mocked: aioresponses):
+    service = serve(mocked, FakeService())
+    service.gate = asyncio.Event()
+    consumed = 0
+
+    def generate() -> Iterator[User]:
+        nonlocal consumed
+        for i in range(100_000):
+            consumed += 1
+            yield User(cellphone=f"555{i:07d}", country_code="+1")
+
+    task = asyncio.create_task(client.send_bulk(7, generate(), chunk_size=100, concurrency=2))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if service.arrived == 2:
+            break
+    await asyncio.sleep(0.05)
+    # 2 chunks in flight, 2 queued, 1 being built (blocked on the full queue).
+    assert service.arrived == 2
+    assert consumed <= (2 * 2 + 1) * 100 + 1
+    service.gate.set()
+    report = await task
+    assert consumed == 100_000
+    assert report.counts["accepted"] == 100_000
+
+
+async def test_an_input_error_is_raised_after_sending_what_was_read(
+    client: CampaignClient, mocked: aioresponses
+):
+    service = serve(mocked, FakeService())
+
+    def generate() -> Iterator[User]:
+        yield from people(5)
+        raise KeyError("source broke")
+
+    with pytest.raises(KeyError, match="source broke") as info:
+        await client.send_bulk(7, generate(), chunk_size=2)
+    assert len(service.phones) == 4  # the two full chunks; the partial one is not sent
+    assert any("after 5 items" in note for note in info.value.__notes__)
+
+
+# -- the seen-phone set ----------------------------------------------------------
+
+
+def test_phone_set_matches_a_set() -> None:
+    rng = random.Random(5)
+    phones = [
+        f"+{rng.randint(0, 9999)}{rng.randint(0, 10**rng.randint(4, 15)):0{rng.randint(4, 15)}d}"
+        for _ in range(20_000)
+    ]
+    phones += [*phones[:3000], "+01234", "+1234", "+00001234", "+9" * 1 + "1" * 19]
+    packed, plain = _PhoneSet(bits=4), set()
+    for phone in phones:
+        assert packed.add(phone) == (phone not in plain)
+        plain.add(phone)
+    assert len(packed) == len(plain)
+    assert not packed.add("+01234")
+    assert not packed.add("+91111111111111111111")
+
+
+# -- journal ----------------------------------------------------------------------
+
+
+def journal_states(path: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute("SELECT idx, state FROM chunks ORDER BY idx"))
+
+
+async def test_journal_records_each_chunk_outcome(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+        if users[0]["cellphone"] == "5550000002":
+            return CallbackResult(status=502, payload={"detail": "gw"})
+        if users[0]["cellphone"] == "5550000004":
+            return CallbackResult(status=400, payload={"detail": "bad"})
+        return CallbackResult(status=202, payload=ack(n))
+
+    serve(mocked, FakeService(respond))
+    journal = tmp_path / "run.db"
+    await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+    assert journal_states(journal) == [(0, "accepted"), (1, "ambiguous"), (2, "rejected")]
+    with sqlite3.connect(journal) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_journal_resume_skips_accepted_and_reports_in_flight_ambiguous(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    journal = tmp_path / "run.db"
+    first = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
+    assert len(service.requests) == 5
+    # As if the first run had been killed: chunk 1 in flight, chunk 2 not yet sent,
+    # chunk 3 rejected (surely not taken: sent again).
+    with sqlite3.connect(journal) as conn:
+        for idx, state in ((1, "in_flight"), (2, "planned"), (3, "rejected")):
+            conn.execute("UPDATE chunks SET state = ?, detail = NULL WHERE idx = ?", (state, idx))
+    service.requests.clear()
+    second = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
+    assert service.phones == [f"+1555{i:07d}" for i in (4, 5, 6, 7)]
+    assert [(c.index, c.resumed) for c in second.accepted] == [
+        (0, True), (2, False), (3, False), (4, True)
+    ]
+    assert second.accepted[0].ack == first.accepted[0].ack
+    assert [(c.index, c.resumed) for c in second.ambiguous] == [(1, True)]
+    assert isinstance(second.ambiguous[0].error, AmbiguousSendError)
+    assert "in flight" in str(second.ambiguous[0].error)
+    assert [u.cellphone for u in second.users_for("ambiguous")] == ["5550000002", "5550000003"]
+    assert journal_states(journal)[1] == (1, "ambiguous")
+    # A third run sends nothing at all.
+    service.requests.clear()
+    third = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
+    assert service.requests == []
+    assert third.counts["ambiguous"] == 2
+
+
+async def test_journal_cancelled_mid_request_leaves_chunk_ambiguous(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    service.gate = asyncio.Event()
+    journal = tmp_path / "run.db"
+    task = asyncio.create_task(
+        client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+    )
+    for _ in range(400):
+        await asyncio.sleep(0.005)
+        if service.arrived:
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert journal_states(journal)[0] == (0, "in_flight")
+    service.gate = None
+    report = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+    assert [c.index for c in report.ambiguous] == [0]
+    assert service.phones == [f"+1555{i:07d}" for i in (2, 3, 4, 5)]
+
+
+async def test_journal_refuses_another_chunk_size(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    journal = tmp_path / "run.db"
+    await client.send_bulk(7, people(4), chunk_size=2, journal=journal)
+    with pytest.raises(ValidationError, match="chunk_size=2"):
+        await client.send_bulk(7, people(4), chunk_size=3, journal=journal)
+    assert len(service.requests) == 2
+    # Another poll is another identity: it is sent.
+    await client.send_bulk(8, people(4), chunk_size=3, journal=journal)
+    assert len(service.requests) == 4
+
+
+# -- CSV ----------------------------------------------------------------------------
+
+
+CSV_TEXT = (
+    "country_code,cellphone,name,plan,deployment_eta\n"
+    "+1,555 100 0000,Ann,gold,\n"  # line 2
+    "+1,5551000001,Bob,silver,1900000000\n"  # 3
+    "\n"  # 4 blank, skipped
+    "+1,5551000002,Cy\n"  # 5 short
+    "1,5551000003,Di,gold,\n"  # 6 bad country code
+    "+1,5551000004,Ed,gold,tomorrow\n"  # 7 bad eta
+    '+44,5551000005,"Fa, Jr",gold,2030-01-01T00:00:00+00:00\n'  # 8
+    "+1,5551000000,Ann again,gold,\n"  # 9 duplicate of line 2
+)
+
+
+def test_users_from_csv_streams_users_and_row_errors(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    path.write_text(CSV_TEXT)
+    items = list(users_from_csv(path))
+    assert len(items) == 7
+    first = items[0]
+    assert isinstance(first, User)
+    assert first.cellphone == "555 100 0000"
+    assert first.deployment_eta is None
+    keys = [(k.key, k.value) for k in first.user_session_keys]
+    assert keys == [("name", "Ann"), ("plan", "gold")]
+    assert isinstance(items[1], User)
+    assert items[1].deployment_eta == 1900000000
+    errors = [(i.row, i.reason) for i in items if isinstance(i, InvalidInput)]
+    assert [row for row, _ in errors] == [5, 6, 7]
+    assert "expected 5 fields, got 3" in errors[0][1]
+    assert "country_code" in errors[1][1]
+    assert "deployment_eta" in errors[2][1]
+    assert "tomorrow" in errors[2][1]
+    assert isinstance(items[5], User)
+    assert items[5].user_session_keys[0].value == "Fa, Jr"
+
+
+def test_users_from_csv_bad_header(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    path.write_text("phone,name,name\n+1,5550000000,a,b\n")
+    with pytest.raises(ValidationError) as info:
+        list(users_from_csv(path))
+    text = str(info.value)
+    assert "'country_code'" in text
+    assert "'cellphone'" in text
+    assert "repeats column(s): name" in text
+
+
+async def test_send_bulk_from_csv_async(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    path = tmp_path / "users.csv"
+    path.write_text(CSV_TEXT)
+    items = [item async for item in ausers_from_csv(path, batch=2)]
+    assert items == list(users_from_csv(path))
+    report = await client.send_bulk(7, ausers_from_csv(path, batch=3), chunk_size=2)
+    assert service.phones == ["+15551000000", "+15551000001", "+445551000005"]
+    assert [(i.position, i.row) for i in report.invalid] == [(2, 5), (3, 6), (4, 7)]
+    assert [d.position for d in report.duplicates] == [6]
+    assert service.requests[1][0]["deployment_eta"] == 1893456000
