@@ -258,6 +258,9 @@ async def _answer(request: web.Request, handler: Handler, shape: Shape) -> web.S
         return error_response(request, shape, error)
     except web.HTTPException:
         raise
+    except ConnectionResetError:  # the caller hung up while we read its body
+        log.info("client went away: %s %s", request.method, request.path)
+        return web.Response(status=499)
     except Exception:
         log.exception("sandbox handler failed: %s %s", request.method, request.path)
         internal = ServiceError(500, "internal_error", "Internal sandbox error.", "Error interno.")
@@ -278,10 +281,14 @@ async def service_middleware(request: web.Request, handler: Handler) -> web.Stre
     if fault is None:
         return await _answer(request, handler, spec.shape)
     log.info("fault %s on %s %s", fault.kind, request.method, request.path)
+    when = fault.when or ("before" if request.method == "POST" else "after")
     if fault.kind == "latency":
+        if when == "after":  # processed at once, answered late: a timeout is ambiguous
+            response = await _answer(request, handler, spec.shape)
+            await asyncio.sleep(fault.seconds)
+            return response
         await asyncio.sleep(fault.seconds)
         return await _answer(request, handler, spec.shape)
-    when = fault.when or ("before" if request.method == "POST" else "after")
     processed = await _answer(request, handler, spec.shape) if when == "after" else None
     return await _render_fault(request, spec, fault, processed)
 

@@ -54,7 +54,8 @@ class FaultSpec:
     rate: float | None = attrs.field(default=None, validator=_v.optional([_v.ge(0), _v.le(1)]))
     count: int | None = attrs.field(default=None, validator=_v.optional(_v.ge(0)))
     when: Literal["before", "after"] | None = None
-    """Whether the request is processed first; default: before for POST, after for GET."""
+    """Whether the request is processed before the fault (``latency``: before the
+    wait); default: before for POST, after for GET."""
     retry_after: float | None = attrs.field(default=None, validator=_v.optional(_v.ge(0)))
     seconds: float = attrs.field(default=1.0, validator=_v.ge(0))
     """``latency``: real seconds to wait before answering normally."""
