@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import csv
 import os
+import re
 import sys
 import time
 import traceback
@@ -1028,6 +1029,9 @@ def _one_line(exc: BaseException) -> str:
             "blindly, check with `campaignkit status`/`sessions` first"
         )
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, errors.ConfigurationError):
+        # The client's advice names its arguments; the CLI's are flags.
+        text = re.sub(r"pass (\w+)=", lambda m: f"pass --{m.group(1).replace('_', '-')}", text)
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
