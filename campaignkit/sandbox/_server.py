@@ -48,14 +48,13 @@ class Sandbox:
         self.config = attrs.evolve(base, speed=speed, seed=seed, **options)
         self.host = host
         self.port = port
+        self.world = World(self.config, Clock(self.config.speed, self.config.start_time))
         self._runner: web.AppRunner | None = None
         self._replies: Replies | None = None
         self._http: aiohttp.ClientSession | None = None
 
     # ---- lifecycle -------------------------------------------------------
     async def start(self) -> None:
-        clock = Clock(self.config.speed, self.config.start_time)
-        self.world = World(self.config, clock)
         self._replies = Replies(self.world)
         app = build_app(self.world, self._replies, Faults(self.config.seed), add_admin_routes)
         self._runner = web.AppRunner(app, access_log=None)
