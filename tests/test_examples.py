@@ -1,0 +1,82 @@
+"""Every example runs against its own in-process sandbox, as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+async def run_example(name: str, *args: str, timeout: float = 90) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLES / name),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_send_and_track() -> None:
+    code, out, err = await run_example("send_and_track.py")
+    assert code == 0, err
+    assert "queued: launch_request_id=" in out
+    assert "-> DELIVERED" in out
+    assert "FAILURE: 1" in out  # 3001239914 ends 9914: FAILURE after 3 retries
+    assert "INVALID_PHONE: 1" in out
+    assert "PUSH_NOTIFICATION: 1" in out
+
+
+async def test_bulk_from_csv(tmp_path: Path) -> None:
+    code, out, err = await run_example("bulk_from_csv.py")
+    assert code == 0, err
+    assert "'accepted': 2000" in out
+    assert "'invalid': 1" in out
+    source = tmp_path / "u.csv"
+    source.write_text("country_code,cellphone,name\n+57,3000000001,A\n+57,3000000002,B\n")
+    journal = tmp_path / "j.sqlite"
+    code, out, err = await run_example("bulk_from_csv.py", str(source), str(journal))
+    assert code == 0, err
+    assert "'accepted': 2" in out
+    assert journal.exists()
+
+
+async def test_webhook_server() -> None:
+    code, out, err = await run_example("webhook_server.py")
+    assert code == 0, err
+    assert "webhook: session sr-" in out
+    assert "Hello!" in out
+    assert out.count("assign -> 200 {'agent_id':") == 2
+
+
+async def test_export_sessions(tmp_path: Path) -> None:
+    target = tmp_path / "sessions.jsonl"
+    code, _out, err = await run_example("export_sessions.py", str(target))
+    assert code == 0, err
+    lines = target.read_bytes().splitlines()
+    assert len(lines) >= 3000
+    assert f"exported {len(lines)} sessions" in err
+    first = orjson.loads(lines[0])
+    assert {"id", "created_at", "cellphone", "country_code"} <= set(first)
+
+
+@pytest.mark.skipif(not (EXAMPLES / "progress_bot.py").exists(), reason="not written yet")
+async def test_progress_bot() -> None:
+    code, _out, err = await run_example("progress_bot.py")
+    assert code == 0, err
