@@ -505,3 +505,86 @@ async def test_demo_end_to_end() -> None:
         assert marker in out, marker
     assert "200/200" in result.err  # the progress reached the end
     assert "Traceback" not in result.err
+
+
+# -- failure modes of long work ------------------------------------------------------------
+
+
+async def test_track_timeout_on_stuck_deployment_exit_5(sb: Sandbox) -> None:
+    poll = await first_poll(sb)
+    async with sb.client() as client:
+        stuck = User(cellphone="3000009901", country_code="+57")  # 9901: stuck in progress
+        ack = await client.send_campaign(poll, [stuck])
+    result = await run(
+        sb,
+        "track",
+        ack.launch_request_id,
+        "--settled",
+        "--poll-interval",
+        "0.05",
+        "--track-timeout",
+        "1",
+    )
+    assert result.code == 5
+    assert "RECEIVED_BY_WORKER" in result.out  # the last counts are still shown
+    assert result.err.strip().splitlines()[-1].startswith("campaignkit: error: ")
+
+
+async def test_send_5xx_is_ambiguous_exit_4(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    path = write_csv(tmp_path / "u.csv", users_rows(2))
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
+    result = await run(sb, "send", str(poll), str(path))
+    assert result.code == 4
+    assert "do not resend blindly" in result.err
+    assert result.err.count("\n") == 1
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_plain_and_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = io.StringIO()
+    with cli.Progress(plain, "work", interval=0) as progress:
+        progress.update(5, 10, "half")
+        progress.update(10, 10, "all")
+    lines = plain.getvalue().splitlines()
+    assert lines == [
+        "work [##########..........] 5/10 half",
+        "work [####################] 10/10 all",
+    ]
+
+    tty = FakeTTY()
+    with cli.Progress(tty, "work") as progress:
+        progress.update(7, 10, "nearly")
+    assert "7/10" in tty.getvalue()
+    assert "nearly" in tty.getvalue()
+
+    monkeypatch.setattr(cli, "_rich_available", lambda: False)
+    tty = FakeTTY()
+    with cli.Progress(tty, "work") as progress:
+        progress.update(3, 4)
+    assert (
+        tty.getvalue()
+        == "\r\x1b[2Kwork [###############.....] 3/4\r\x1b[2Kwork [###############.....] 3/4\n"
+    )
+
+    quiet = io.StringIO()
+    with cli.Progress(quiet, "work", enabled=False) as progress:
+        progress.update(1, 2)
+    assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1700000000", 1700000000),
+        ("2024-01-01", 1704067200),
+        ("2024-01-01T01:00:00Z", 1704070800),
+        ("2024-01-01T02:00:00+01:00", 1704070800),
+    ],
+)
+def test_timestamps(text: str, expected: int) -> None:
+    assert cli._timestamp(text) == expected
