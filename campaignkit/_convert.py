@@ -79,6 +79,20 @@ def _json_array_of(sequence_type: Any) -> Any:
     return structure
 
 
+def _json_object_of(cls: Any) -> Any:
+    build = converter.gen_structure_attrs_fromdict(cls)
+
+    def structure(value: object, type_: Any) -> Any:
+        # Checked here so that a null or a string in place of an object is
+        # reported at its own path, not at its first field's.
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {_json_type(value)}")
+        return build(value, type_)
+
+    return structure
+
+
+converter.register_structure_hook_factory(attrs.has, _json_object_of)
 converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(DeploymentStatus, _deployment_status)
@@ -92,8 +106,6 @@ converter.register_unstructure_hook(datetime, lambda dt: int(dt.timestamp()))
 def structure(data: Any, cls: type[T]) -> T:
     """Build ``cls`` from decoded JSON, or raise a :class:`ResponseError`
     naming the first offending field's path."""
-    if attrs.has(cls) and not isinstance(data, dict):
-        raise ResponseError(f"expected an object, got {_json_type(data)}", path="$")
     try:
         return converter.structure(data, cls)
     except BaseValidationError as exc:

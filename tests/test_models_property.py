@@ -1,0 +1,378 @@
+"""Property tests: wire dicts of every resource decode; mutations fail with a
+ResponseError naming the field; any input validates or raises ValidationError."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, cast
+
+import aiohttp
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from campaignkit import (
+    Agent,
+    CampaignAck,
+    CampaignClient,
+    CampaignStatus,
+    Deployment,
+    DeploymentStatus,
+    HistoryEntry,
+    LegacyDeployment,
+    Message,
+    Poll,
+    ResponseError,
+    SessionKey,
+    SessionMeta,
+    SessionPage,
+    SessionUpdate,
+    SessionUser,
+    Tag,
+    User,
+    ValidationError,
+)
+from campaignkit import _sansio as wire
+from campaignkit._convert import structure
+
+settings.register_profile(
+    "campaignkit-models", max_examples=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("campaignkit-models")
+
+STATUS_VALUES = [m.value for m in DeploymentStatus] + ["PUSH_NOTIFATION"]
+
+# field -> (kind, required, nullable); kinds name a JSON shape of the spec's tables.
+Schema = dict[str, tuple[Any, bool, bool]]
+SCHEMAS: dict[type, Schema] = {
+    Poll: {"id": ("int", True, False), "name": ("str", True, False)},
+    CampaignAck: {name: ("str", True, False)
+                  for name in ("message", "id", "batch_id", "launch_request_id", "status_url")},
+    Deployment: {"conversation_id": ("str", True, False), "service_id": ("str", True, False),
+                 "cellphone": ("str", True, False), "business_scope_id": ("str", False, True),
+                 "username": ("str", False, True), "status": ("status", False, True)},
+    CampaignStatus: {"launch_request_id": ("str", True, False), "status": ("state", True, False),
+                     "poll_id": ("int", True, False),
+                     "deployments": (("list", Deployment), True, False)},
+    SessionUser: {"country_code": ("str", True, False), "cellphone": ("str", True, False)},
+    SessionMeta: {"id": ("str", True, False), "created_at": ("text_time", True, False),
+                  "finished_at": ("text_time", False, True),
+                  "user": (("obj", SessionUser), True, False)},
+    SessionPage: {"results": (("list", SessionMeta), True, False),
+                  "next_id": ("str", False, True)},
+    Message: {"type": ("str", True, False), "sender": ("str", True, False),
+              "text": ("str", True, False), "file_url": ("str", False, True),
+              "created_at": ("unix", True, False), "delivered_at": ("unix", False, True),
+              "read_at": ("unix", False, True), "extra": ("any", False, True)},
+    HistoryEntry: {"type": ("str", True, False), "message": (("obj", Message), True, False)},
+    Tag: {"id": ("int", True, False), "name": ("str", True, False)},
+    Agent: {"id": ("int", True, False), "first_name": ("str", True, False),
+            "last_name": ("str", True, False), "email": ("str", True, False),
+            "tags": (("list", Tag), False, False)},
+    SessionUpdate: {"message": ("str", True, False), "session_id": ("str", True, False)},
+    LegacyDeployment: {"message": ("str", True, False), "id": ("str", True, False),
+                       "batch_id": ("str", True, False),
+                       "new_last_scheduleded_deployment": ("text_time", True, False),
+                       "conversations_id": ("list_str", True, False)},
+}
+RESOURCES = [CampaignAck, CampaignStatus, SessionPage, HistoryEntry, Agent, Poll,
+             SessionUpdate, LegacyDeployment]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+times = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2100, 1, 1))
+
+
+def text_time(dt: datetime, style: int) -> str:
+    if style == 0:
+        return dt.strftime("%Y-%m-%d %H:%M:%S.%f")  # the session listing's form
+    if style == 1:
+        return dt.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    return dt.replace(tzinfo=timezone(timedelta(hours=-5))).isoformat()
+
+
+def value_of(kind: Any) -> st.SearchStrategy[Any]:
+    if isinstance(kind, tuple):
+        shape, cls = kind
+        return st.lists(wire_dict(cls), max_size=3) if shape == "list" else wire_dict(cls)
+    return {
+        "str": st.text(max_size=20),
+        "int": st.integers(-(2**63), 2**63 - 1),
+        "unix": st.integers(0, 4_102_444_800) | st.floats(0, 4.1e9),
+        "text_time": st.builds(text_time, times, st.integers(0, 2)),
+        "state": st.sampled_from(["PENDING", "CLAIMED", "DONE"]),
+        "status": st.sampled_from(STATUS_VALUES)
+        | st.from_regex(r"NEW_STATUS_[A-C]", fullmatch=True),
+        "list_str": st.lists(st.text(max_size=10), max_size=3),
+        "any": json_values,
+    }[kind]
+
+
+@st.composite
+def wire_dict(draw: st.DrawFn, cls: type) -> dict[str, Any]:
+    schema = SCHEMAS[cls]
+    data: dict[str, Any] = {}
+    for name, (kind, required, nullable) in schema.items():
+        if not required and draw(st.booleans()):
+            continue
+        data[name] = None if nullable and draw(st.booleans()) else draw(value_of(kind))
+    extras = draw(st.dictionaries(st.text(max_size=8).filter(lambda k: k not in schema),
+                                  json_values, max_size=2))
+    return {**extras, **data}
+
+
+def locations(cls: type, data: dict[str, Any], path: str) -> list[tuple[str, Any, Any, bool, bool]]:
+    """Every field of ``data`` (nested too): (path, container, key, required, nullable)."""
+    found: list[tuple[str, Any, Any, bool, bool]] = []
+    for name, (kind, required, nullable) in SCHEMAS[cls].items():
+        if name not in data:
+            continue
+        field_path = f"{path}.{name}"
+        found.append((field_path, data, name, required, nullable))
+        if isinstance(kind, tuple) and data[name] is not None:
+            shape, inner = kind
+            items = data[name] if shape == "list" else [data[name]]
+            for index, item in enumerate(items):
+                item_path = f"{field_path}[{index}]" if shape == "list" else field_path
+                found += locations(inner, item, item_path)
+    return found
+
+
+def kind_at(cls: type, path: str) -> Any:
+    for part in path.removeprefix("$.").split("."):
+        kind = SCHEMAS[cls][part.partition("[")[0]][0]
+        if isinstance(kind, tuple):
+            cls = kind[1]
+    return kind
+
+
+def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
+    """JSON values of another type than ``kind`` (never null: nulling is its own mutation)."""
+    scalars = {
+        "str": st.integers() | st.booleans() | st.floats(allow_nan=False) | st.just([])
+        | st.just({}),
+        "int": st.text(max_size=5) | st.booleans() | st.floats(0.5, 1e6) | st.just([])
+        | st.just({}),
+        "unix": st.text(max_size=5) | st.booleans() | st.just([1]) | st.just({}),
+    }
+    if isinstance(kind, tuple):
+        extra = st.just([]) if kind[0] == "obj" else st.just({})
+        return st.text(max_size=5) | st.integers() | st.booleans() | extra
+    if kind in ("text_time", "state", "status"):
+        return scalars["str"]
+    if kind == "list_str":
+        return st.text(max_size=5) | st.integers() | st.just({}) | st.just([1, 2])
+    return scalars[kind]
+
+
+def decode(data: Any, cls: type) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # unknown statuses warn once
+        return structure(data, cls)
+
+
+@pytest.mark.parametrize("cls", RESOURCES, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_valid_wire_dicts_decode(cls: type, data: st.DataObject) -> None:
+    payload = data.draw(wire_dict(cls))
+    result = decode(orjson.loads(orjson.dumps(payload)), cls)
+    assert isinstance(result, cls)
+    for name, (kind, _, _) in SCHEMAS[cls].items():
+        if name in payload and kind in ("str", "int", "list_str") and payload[name] is not None:
+            value = getattr(result, name)
+            assert (list(value) if kind == "list_str" else value) == payload[name]
+    if cls is CampaignStatus:
+        for wire_item, item in zip(payload["deployments"], result.deployments, strict=True):
+            status = wire_item.get("status")
+            if status is None:
+                assert item.status is None
+            else:
+                expected = "PUSH_NOTIFICATION" if status == "PUSH_NOTIFATION" else status
+                assert item.status.value == expected
+                assert item.status.is_unknown is status.startswith("NEW_STATUS_")
+
+
+@pytest.mark.parametrize("cls", [Poll, Agent, HistoryEntry], ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_valid_wire_arrays_decode(cls: type, data: st.DataObject) -> None:
+    payload = data.draw(st.lists(wire_dict(cls), max_size=4))
+    result = decode(payload, list[cls])  # type: ignore[valid-type]
+    assert len(result) == len(payload)
+    assert all(isinstance(item, cls) for item in result)
+
+
+def test_timestamps_are_aware_utc() -> None:
+    meta = decode({"id": "s", "created_at": "2024-03-01 10:20:30.500000",
+                   "user": {"country_code": "+1", "cellphone": "5"}}, SessionMeta)
+    assert meta.created_at == datetime(2024, 3, 1, 10, 20, 30, 500000, tzinfo=UTC)
+    legacy = decode({"message": "m", "id": "1", "batch_id": "b", "conversations_id": [],
+                     "new_last_scheduleded_deployment": "2026-01-01T00:00:00-05:00"},
+                    LegacyDeployment)
+    assert legacy.new_last_scheduleded_deployment == datetime(2026, 1, 1, 5, tzinfo=UTC)
+    assert legacy.new_last_scheduleded_deployment.tzinfo is UTC
+
+
+@pytest.mark.parametrize("cls", RESOURCES, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_mutating_a_field_fails_with_its_path(cls: type, data: st.DataObject) -> None:
+    payload = data.draw(wire_dict(cls))
+    options = []
+    for path, container, key, required, nullable in locations(cls, payload, "$"):
+        if required:
+            options.append(("delete", path, container, key))
+        if not nullable:
+            options.append(("null", path, container, key))
+        if kind_at(cls, path) != "any":
+            options.append(("swap", path, container, key))
+    how, path, container, key = data.draw(st.sampled_from(options))
+    if how == "delete":
+        del container[key]
+    elif how == "null":
+        container[key] = None
+    else:
+        container[key] = data.draw(wrong_values(kind_at(cls, path)))
+    with pytest.raises(ResponseError) as caught:
+        decode(payload, cls)
+    assert caught.value.path == path, (how, caught.value)
+    assert path in str(caught.value)
+
+
+@pytest.mark.parametrize("cls", [*RESOURCES, list[Poll], list[Agent], list[HistoryEntry]],
+                         ids=str)
+@given(value=json_values)
+def test_any_json_decodes_or_raises_response_error(cls: type, value: Any) -> None:
+    try:
+        decode(value, cls)
+    except ResponseError as exc:
+        path = exc.path
+    else:
+        return
+    assert path is not None
+    assert path.startswith("$")
+
+
+REQUEST = wire.build_request(
+    __import__("campaignkit").ClientConfig("k", base_url="https://x.example"), wire.LIST_POLLS
+)
+
+
+@given(status=st.integers(100, 599), body=st.binary(max_size=64) | json_values.map(orjson.dumps))
+def test_any_answer_reads_or_raises_a_campaignkit_error(status: int, body: bytes) -> None:
+    import campaignkit
+
+    try:
+        wire.read_response(REQUEST, status, {}, body, wire.decoder(list[Poll]))
+    except campaignkit.CampaignKitError as exc:
+        error: Exception = exc
+    else:
+        assert 200 <= status < 300
+        return
+    if 200 <= status < 300:
+        assert isinstance(error, ResponseError)
+    else:
+        assert isinstance(error, campaignkit.APIError)
+        assert error.status == status
+
+
+# -- user input ------------------------------------------------------------------
+
+class _Reached(Exception):
+    """Raised by the stub session: validation passed and a request was built."""
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = kwargs
+
+
+class _StubSession:
+    closed = False
+
+    def request(self, method: str, url: Any, **kwargs: Any) -> Any:
+        raise _Reached({"method": method, "url": str(url), **kwargs})
+
+
+anything = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12) \
+    | st.binary(max_size=4) | st.lists(st.integers(), max_size=2)
+phones = st.from_regex(r"[0-9 ()\-]{0,18}", fullmatch=True) | st.text(max_size=18) | anything
+codes = st.from_regex(r"\+?[0-9]{0,5}", fullmatch=True) | anything
+etas = st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) \
+    | anything
+keys = (st.dictionaries(st.text(max_size=8), st.text(max_size=8) | anything, max_size=3)
+        | st.lists(st.builds(SessionKey, st.text(max_size=8) | anything,
+                             st.text(max_size=8) | anything) | anything, max_size=3)
+        | anything)
+users = st.builds(User, cellphone=phones, country_code=codes, user_session_keys=keys,
+                  deployment_eta=etas)
+user_lists = st.lists(users | anything, max_size=4) | anything
+
+
+def run(call: Any) -> Any:
+    async def main() -> Any:
+        client = CampaignClient("k", base_url="https://x.example",
+                                campaign_url="https://c.example",
+                                session=cast(aiohttp.ClientSession, _StubSession()))
+        async with client:
+            return await call(client)
+
+    return asyncio.run(main())
+
+
+def validates_or_raises(call: Any) -> dict[str, Any] | None:
+    try:
+        run(call)
+    except ValidationError as exc:
+        problems = exc.problems
+    except _Reached as reached:
+        return reached.kwargs
+    else:
+        raise AssertionError("neither validated nor refused")
+    assert problems
+    assert all(isinstance(path, str) and path for path, _ in problems)
+    return None
+
+
+@given(poll_id=st.text(max_size=6) | st.integers() | anything, given_users=user_lists)
+@settings(max_examples=80)
+def test_any_send_input_validates_or_raises_validation_error(
+    poll_id: Any, given_users: Any
+) -> None:
+    sent = validates_or_raises(lambda c: c.send_campaign(poll_id, given_users))
+    if sent is not None:
+        body = orjson.loads(sent["data"])
+        assert len(body["users"]) == len(given_users)
+        for user in body["users"]:
+            assert user["cellphone"].isdigit()
+            assert user["country_code"].startswith("+")
+
+
+@given(external_id=st.text(max_size=8) | anything, session_keys=keys)
+def test_any_update_input_validates_or_raises_validation_error(
+    external_id: Any, session_keys: Any
+) -> None:
+    sent = validates_or_raises(lambda c: c.update_session(external_id, session_keys))
+    if sent is not None:
+        assert orjson.loads(sent["data"])["user_session_keys"] is not None
+
+
+stamps = st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) \
+    | anything
+
+
+@given(start=stamps, end=stamps, limit=st.none() | st.integers(-2, 10_002) | anything,
+       cursor=st.none() | st.text(max_size=6) | anything)
+def test_any_listing_input_validates_or_raises_validation_error(
+    start: Any, end: Any, limit: Any, cursor: Any
+) -> None:
+    sent = validates_or_raises(
+        lambda c: c.list_sessions(1, start=start, end=end, limit=limit, cursor=cursor)
+    )
+    if sent is not None and limit is not None:
+        assert 1 <= limit <= 10_000
