@@ -1089,6 +1089,9 @@ def run(
     try:
         return asyncio.run(_dispatch(ctx))
     except KeyboardInterrupt:
+        if args.command == "sandbox":  # Ctrl-C is how a sandbox is stopped
+            err.write("sandbox stopped\n")
+            return EXIT["ok"]
         err.write("campaignkit: interrupted\n")
         return EXIT["interrupted"]
     except CommandFailed as exc:

@@ -45,8 +45,8 @@ decoded payload is kept on :attr:`ReplyEvent.payload`.
 calls. With ``secret=`` set, a request must carry the secret in the
 ``X-Webhook-Secret`` header (``secret_header=`` changes the name) or, when
 ``secret_query=`` names a query parameter, in that parameter of the URL (for
-platforms that only let you enter a URL). Compared with
-:func:`hmac.compare_digest`.
+platforms that only let you enter a URL; a URL may end up in access logs,
+so prefer the header when you can). Compared with :func:`hmac.compare_digest`.
 
 *Duplicates.* The ids of the last ``dedupe_size`` (default 10,000) accepted
 deliveries are remembered (LRU); a repeat is answered 200 and ignored. If

@@ -11,6 +11,7 @@ import asyncio
 import csv
 import io
 import os
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -479,9 +480,12 @@ async def test_sandbox_command_serves_until_stopped() -> None:
         result = await subprocess("polls", "--json", env=env)
         assert result.code == 0, result.err
         assert result.json()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop, exit 0
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
     finally:
-        proc.terminate()
-        await asyncio.wait_for(proc.wait(), 15)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 async def test_demo_end_to_end() -> None:
