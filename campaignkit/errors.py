@@ -138,7 +138,7 @@ class RedirectError(APIError):
         return f"{super()._summary()} (redirects are not followed; check the base URL)"
 
 
-class ConnectionError(CampaignKitError, builtins.ConnectionError):  # noqa: A001
+class ConnectionError(CampaignKitError, builtins.ConnectionError):
     """The connection failed or was dropped.
 
     ``request_sent`` is False only when the failure happened before any byte
@@ -150,7 +150,7 @@ class ConnectionError(CampaignKitError, builtins.ConnectionError):  # noqa: A001
         super().__init__(message)
 
 
-class TimeoutError(CampaignKitError, builtins.TimeoutError):  # noqa: A001
+class TimeoutError(CampaignKitError, builtins.TimeoutError):
     """A request, or a whole operation, ran out of time.
 
     ``request_sent`` is as for :class:`ConnectionError`. A tracker's timeout
