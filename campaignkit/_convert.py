@@ -7,6 +7,8 @@ instead of being silently coerced.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
@@ -17,8 +19,8 @@ from cattrs.preconf.orjson import make_converter
 from cattrs.v import format_exception
 
 from .errors import ResponseError
-from .models import UnixSeconds
-from .status import CampaignState, DeploymentStatus
+from .models import Deployment, SessionMeta, SessionUser, UnixSeconds
+from .status import PUSH_NOTIFICATION_MISSPELLING, CampaignState, DeploymentStatus
 
 T = TypeVar("T")
 
@@ -103,9 +105,112 @@ converter.register_structure_hook_factory(is_sequence, _json_array_of)
 converter.register_unstructure_hook(datetime, lambda dt: int(dt.timestamp()))
 
 
+# Hand-written hooks for the classes that come by the hundred thousand (a
+# campaign's deployments, a page of sessions): cattrs' generated functions
+# with detailed validation cost about 4x orjson's parse. Each fast hook reads
+# only what it can check cheaply; anything else (a wrong type, an unknown
+# status, a missing optional field) goes to the detailed hook, which either
+# builds the object too or raises with the offending field's path.
+
+_KNOWN_STATUSES: dict[object, DeploymentStatus | None] = {
+    **{status.value: status for status in DeploymentStatus},
+    PUSH_NOTIFICATION_MISSPELLING: DeploymentStatus.PUSH_NOTIFICATION,
+    None: None,
+}
+
+
+# attrs' frozen __init__ sets each field through object.__setattr__; setting
+# the slots through their descriptors builds a Deployment in 30% less time.
+_new = object.__new__
+(
+    _set_conversation_id,
+    _set_service_id,
+    _set_cellphone,
+    _set_business_scope_id,
+    _set_username,
+    _set_status,
+) = (getattr(Deployment, field.name).__set__ for field in attrs.fields(Deployment))
+
+
+def _fast_deployment(value: dict[str, Any]) -> Deployment:
+    conversation_id = value["conversation_id"]
+    service_id = value["service_id"]
+    cellphone = value["cellphone"]
+    scope = value["business_scope_id"]
+    username = value["username"]
+    if not (
+        type(conversation_id) is str
+        and type(service_id) is str
+        and type(cellphone) is str
+        and (scope is None or type(scope) is str)
+        and (username is None or type(username) is str)
+    ):
+        raise TypeError
+    deployment: Deployment = _new(Deployment)
+    _set_conversation_id(deployment, conversation_id)
+    _set_service_id(deployment, service_id)
+    _set_cellphone(deployment, cellphone)
+    _set_business_scope_id(deployment, scope)
+    _set_username(deployment, username)
+    _set_status(deployment, _KNOWN_STATUSES[value["status"]])
+    return deployment
+
+
+def _fast_session_meta(value: dict[str, Any]) -> SessionMeta:
+    session_id = value["id"]
+    user = value["user"]
+    country_code = user["country_code"]
+    cellphone = user["cellphone"]
+    finished_at = value["finished_at"]
+    if not (type(session_id) is str and type(country_code) is str and type(cellphone) is str):
+        raise TypeError
+    return SessionMeta(
+        session_id,
+        _text_datetime(value["created_at"], None),
+        SessionUser(country_code, cellphone),
+        None if finished_at is None else _text_datetime(finished_at, None),
+    )
+
+
+def _register_fast(cls: type[T], fast: Callable[[dict[str, Any]], T]) -> None:
+    """Use ``fast`` for ``cls`` and for arrays of it, the detailed hooks as fallback."""
+    array = tuple[cls, ...]  # type: ignore[valid-type]
+
+    def fast_array(items: Any) -> tuple[T, ...]:
+        if type(items) is not list:
+            raise TypeError
+        return tuple([fast(item) for item in items])
+
+    converter.register_structure_hook(cls, _falling_back(fast, converter.get_structure_hook(cls)))
+    converter.register_structure_hook_func(
+        lambda type_: type_ == array,
+        _falling_back(fast_array, converter.get_structure_hook(array)),
+    )
+
+
+def _falling_back(
+    fast: Callable[[Any], T], detailed: Callable[[Any, Any], T]
+) -> Callable[[Any, Any], T]:
+    def structure(value: Any, type_: Any) -> T:
+        try:
+            return fast(value)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return detailed(value, type_)
+
+    return structure
+
+
+_register_fast(Deployment, _fast_deployment)
+_register_fast(SessionMeta, _fast_session_meta)
+
+
 def structure(data: Any, cls: type[T]) -> T:
     """Build ``cls`` from decoded JSON, or raise a :class:`ResponseError`
     naming the first offending field's path."""
+    # Pausing the collector while up to a few hundred thousand objects are
+    # built saves it from scanning them again and again (10-50% of a decode).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return converter.structure(data, cls)
     except BaseValidationError as exc:
@@ -114,6 +219,9 @@ def structure(data: Any, cls: type[T]) -> T:
         raise ResponseError(f"unexpected response shape: {message}", path=path or "$") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ResponseError(f"unexpected response shape: {exc}", path="$") from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _describe(exc: BaseException, type_: Any) -> str:
