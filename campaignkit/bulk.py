@@ -509,17 +509,6 @@ def _as_user(item: Any) -> tuple[User | None, str | None]:
     return None, f"expected a User or a dict, got {type(item).__name__}"
 
 
-async def _aiterate(users: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:
-    if isinstance(users, AsyncIterable):
-        async for item in users:
-            yield item
-        return
-    for count, item in enumerate(users, 1):
-        yield item
-        if count % 500 == 0:
-            await asyncio.sleep(0)  # a long synchronous input must not starve the loop
-
-
 class _RateLimiter:
     """Spaces request starts at least ``1 / rate`` seconds apart."""
 
@@ -569,6 +558,9 @@ class _BulkSend:
         self._last_progress = 0.0
         self._input_error: BaseException | None = None
         self._chunks = 0
+        self._wires: list[dict[str, Any]] = []
+        self._users: list[User] = []
+        self._positions: array[int] = array("Q")
 
     # -- progress
 
@@ -603,49 +595,63 @@ class _BulkSend:
             await self.queue.put(None)
 
     async def _read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
-        report, seen = self.report, self.seen
-        wires: list[dict[str, Any]] = []
-        chunk_users: list[User] = []
-        positions: array[int] = array("Q")
-        position = -1
-        progress = self.progress
-        async for item in _aiterate(users):
-            position += 1
-            report.total += 1
-            progress["validated"] += 1
-            if not position & 255:
-                self._advance()
-            if isinstance(item, InvalidInput):
-                report.invalid.append(InvalidUser(position, item.reason, item.row, item))
-                progress["invalid"] += 1
-                continue
-            user, reason = _as_user(item)
-            entry = None
-            if user is not None:
-                problems: Problems = []
-                entry = user_wire(user, f"users[{position}]", problems)
-                reason = "; ".join(f"{path}: {message}" for path, message in problems)
-            if entry is None or user is None:
-                report.invalid.append(InvalidUser(position, reason or "invalid", None, item))
-                progress["invalid"] += 1
-                continue
-            phone = entry["country_code"] + entry["cellphone"]
-            if not seen.add(phone):
-                report.duplicates.append(DuplicateUser(position, phone, user))
-                progress["duplicates"] += 1
-                continue
-            wires.append(entry)
-            chunk_users.append(user)
-            positions.append(position)
-            if len(wires) == self.chunk_size:
-                await self._emit(wires, chunk_users, positions)
-                wires, chunk_users, positions = [], [], array("Q")
-        if wires:
-            await self._emit(wires, chunk_users, positions)
+        # The per-user work is synchronous (_take); the loop awaits only to hand
+        # over a full chunk, and now and then so a long input cannot starve it.
+        take, chunk_size = self._take, self.chunk_size
+        if isinstance(users, AsyncIterable):
+            async for item in users:
+                if take(item) == chunk_size:
+                    await self._emit()
+                elif not self.report.total & 511:
+                    await asyncio.sleep(0)
+        else:
+            for item in users:
+                if take(item) == chunk_size:
+                    await self._emit()
+                elif not self.report.total & 511:
+                    await asyncio.sleep(0)
+        if self._wires:
+            await self._emit()
 
-    async def _emit(
-        self, wires: list[dict[str, Any]], users: list[User], positions: array[int]
-    ) -> None:
+    def _take(self, item: Any) -> int:
+        """Validate one input and file it; the size of the chunk being built."""
+        report, progress = self.report, self.progress
+        position = report.total
+        report.total += 1
+        progress["validated"] += 1
+        if not position & 255:
+            self._advance()
+        if isinstance(item, InvalidInput):
+            report.invalid.append(InvalidUser(position, item.reason, item.row, item))
+            progress["invalid"] += 1
+            return len(self._wires)
+        user, reason = _as_user(item)
+        entry = None
+        if user is not None:
+            problems: Problems = []
+            # A constant path while valid; the real one is only built for a message.
+            entry = user_wire(user, "users[]", problems)
+            if entry is None:
+                problems = []
+                user_wire(user, f"users[{position}]", problems)
+                reason = "; ".join(f"{path}: {message}" for path, message in problems)
+        if entry is None or user is None:
+            report.invalid.append(InvalidUser(position, reason or "invalid", None, item))
+            progress["invalid"] += 1
+            return len(self._wires)
+        phone = entry["country_code"] + entry["cellphone"]
+        if not self.seen.add(phone):
+            report.duplicates.append(DuplicateUser(position, phone, user))
+            progress["duplicates"] += 1
+            return len(self._wires)
+        self._wires.append(entry)
+        self._users.append(user)
+        self._positions.append(position)
+        return len(self._wires)
+
+    async def _emit(self) -> None:
+        wires, users, positions = self._wires, self._users, self._positions
+        self._wires, self._users, self._positions = [], [], array("Q")
         index = self._chunks
         self._chunks += 1
         users_json = orjson.dumps(wires, option=orjson.OPT_SORT_KEYS)

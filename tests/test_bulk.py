@@ -602,3 +602,12 @@ async def test_send_bulk_from_csv_async(
     assert [(i.position, i.row) for i in report.invalid] == [(2, 5), (3, 6), (4, 7)]
     assert [d.position for d in report.duplicates] == [6]
     assert service.requests[1][0]["deployment_eta"] == 1893456000
+
+
+async def test_empty_input_sends_nothing(client: CampaignClient, mocked: aioresponses):
+    service = serve(mocked, FakeService())
+    report = await client.send_bulk(7, iter(()))
+    assert service.requests == []
+    assert report.total == 0
+    assert report.complete
+    assert report.counts == dict.fromkeys(report.counts, 0)
