@@ -558,6 +558,7 @@ class _BulkSend:
         self._last_progress = 0.0
         self._input_error: BaseException | None = None
         self._chunks = 0
+        self._callbacks: set[asyncio.Future[Any]] = set()
         self._wires: list[dict[str, Any]] = []
         self._users: list[User] = []
         self._positions: array[int] = array("Q")
@@ -577,10 +578,16 @@ class _BulkSend:
             result = self.on_progress(BulkProgress(**self.progress))
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
-                task.add_done_callback(_log_callback_failure)
+                self._callbacks.add(task)
+                task.add_done_callback(self._callback_done)
         except Exception:
             # Stopping a send half-way would leave chunks in flight: log instead.
             logger.exception("on_progress raised; the bulk send goes on")
+
+    def _callback_done(self, task: asyncio.Future[Any]) -> None:
+        self._callbacks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("on_progress raised; the bulk send goes on", exc_info=task.exception())
 
     # -- reading and chunking
 
@@ -769,6 +776,8 @@ class _BulkSend:
             getattr(report, name).sort(key=lambda chunk: chunk.index)
         report.elapsed = time.monotonic() - started
         self._advance(force=True)
+        if self._callbacks:  # async on_progress calls still running
+            await asyncio.gather(*self._callbacks, return_exceptions=True)
         if self._input_error is not None:
             error = self._input_error
             error.add_note(
@@ -777,11 +786,6 @@ class _BulkSend:
             )
             raise error
         return report
-
-
-def _log_callback_failure(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        logger.error("on_progress raised; the bulk send goes on", exc_info=task.exception())
 
 
 async def send_bulk(
