@@ -26,6 +26,7 @@ How it works (the contract is the Tracker section of DESIGN.md):
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import random
 import sys
@@ -33,6 +34,8 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from itertools import compress, repeat
+from operator import itemgetter, ne, or_
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 from urllib.parse import quote, unquote, urlsplit
@@ -258,6 +261,28 @@ def _build_deployment(
     return Deployment(conversation_id, service_id, cellphone, business_scope_id, username, status)
 
 
+_CONVERSATION_ID = itemgetter("conversation_id")
+_STATUS = itemgetter("status")
+
+
+def _deployment(entry: dict[str, Any], status: DeploymentStatus | None) -> Deployment:
+    """The typed Deployment of a changed entry (fast when well formed)."""
+    cid = entry.get("conversation_id")
+    sid = entry.get("service_id")
+    cell = entry.get("cellphone")
+    scope = entry.get("business_scope_id")
+    user = entry.get("username")
+    if (
+        type(cid) is str
+        and type(sid) is str
+        and type(cell) is str
+        and (scope is None or type(scope) is str)
+        and (user is None or type(user) is str)
+    ):
+        return Deployment(cid, sid, cell, scope, user, status)
+    return _build_deployment(entry, status, "")
+
+
 class _View:
     """The tracker's state without I/O: one dict of current wire statuses and
     the counts by status. ``apply`` diffs one answer and returns its changes.
@@ -294,75 +319,119 @@ class _View:
         if not candidates:
             self.state = answer.state
             return []
-        # Phase 1: check and build (no state is touched, so an error leaves it whole).
+        # A burst of small allocations next to a huge decoded answer would make
+        # the cyclic GC walk all of it (10-50% of a poll); nothing here makes
+        # cycles and nothing awaits, so it is paused for the burst only.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._apply_candidates(answer, candidates, observed_at)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _apply_candidates(
+        self, answer: _Answer, candidates: list[Any], observed_at: datetime
+    ) -> list[tuple[str, DeploymentChange]]:
         current = self.current
-        checked: list[tuple[str, str | None, DeploymentStatus | None, Deployment]] = []
-        for entry in candidates:
-            try:
-                key = _entry_key(entry, "")
-                raw = _entry_status(entry, "")
-                old_raw = current.get(key, _MISSING)
-                if old_raw is not _MISSING and old_raw == raw:
-                    continue  # reached through the checked path only
-                status = _status(raw)
-                checked.append((key, raw, status, _build_deployment(entry, status, "")))
-            except errors.ResponseError as exc:
-                # The hot loop keeps no index: find it for the message only.
-                index = next(i for i, item in enumerate(deployments) if item is entry)
-                raise errors.ResponseError(
-                    str(exc.args[0]).rpartition(" at ")[0],
-                    path=f"$.deployments[{index}]{exc.path}",
-                ) from None
-        # Phase 2: apply.
         counts = self.counts
+        get = current.get
+        missing = _MISSING
         launch = self.launch_request_id
+        stale = self.stale
         changes: list[tuple[str, DeploymentChange]] = []
-        for key, raw, status, deployment in checked:
-            old_raw = current.get(key, _MISSING)
-            if old_raw is _MISSING:
-                current[key] = raw
-                counts[status] += 1
-                if status is not None:
-                    changes.append(
-                        (key, DeploymentChange(deployment, None, status, observed_at, launch))
-                    )
-                continue
-            previous = _status(old_raw)
-            if status is previous:
-                current[key] = raw  # the other spelling of the same status
-                continue
-            if _rank(status) <= _rank(previous):
-                self.stale += 1
-                continue
-            current[key] = raw
-            counts[previous] -= 1
-            if not counts[previous]:
-                del counts[previous]
-            counts[status] += 1
-            assert status is not None
-            changes.append(
-                (key, DeploymentChange(deployment, previous, status, observed_at, launch))
-            )
+        undo: list[tuple[str, Any]] = []  # (key, previous wire status or missing)
+        entry: Any = None
+        try:
+            for entry in candidates:
+                key = entry.get("conversation_id")
+                raw = entry.get("status")
+                if type(key) is not str or not key or (raw is not None and type(raw) is not str):
+                    key = _entry_key(entry, "")
+                    raw = _entry_status(entry, "")
+                old_raw = get(key, missing)
+                if old_raw is missing:
+                    status = _status(raw)
+                    undo.append((key, missing))
+                    current[key] = raw
+                    counts[status] += 1
+                    if status is None:
+                        continue  # known from now on; not a change yet
+                    previous = None
+                else:
+                    if old_raw == raw:
+                        continue
+                    status = _status(raw)
+                    previous = _status(old_raw)
+                    if status is previous:  # the other spelling of the same status
+                        undo.append((key, old_raw))
+                        current[key] = raw
+                        continue
+                    if _rank(status) <= _rank(previous):
+                        stale += 1  # a stale read going backwards, or a final status
+                        continue
+                    undo.append((key, old_raw))
+                    current[key] = raw
+                    counts[previous] -= 1
+                    if not counts[previous]:
+                        del counts[previous]
+                    counts[status] += 1
+                assert status is not None
+                deployment = _deployment(entry, status)
+                changes.append(
+                    (key, DeploymentChange(deployment, previous, status, observed_at, launch))
+                )
+        except errors.ResponseError as exc:
+            self._rollback(undo)
+            # The hot loop keeps no index: find it for the message only.
+            index = next(i for i, item in enumerate(answer.deployments) if item is entry)
+            raise errors.ResponseError(
+                str(exc.args[0]).rpartition(" at ")[0],
+                path=f"$.deployments[{index}]{exc.path}",
+            ) from None
+        self.stale = stale
         self.state = answer.state
         return changes
 
-    def _candidates(self, deployments: list[Any]) -> list[Any]:
-        """The entries whose (key, status) differ from the current dict.
+    def _rollback(self, undo: list[tuple[str, Any]]) -> None:
+        """Undo a partly applied answer (only after a malformed entry)."""
+        current = self.current
+        for key, old_raw in reversed(undo):
+            if old_raw is _MISSING:
+                del current[key]
+            else:
+                current[key] = old_raw
+        self.counts = Counter(map(_status, current.values()))
 
-        The hot loop: no allocation for an unchanged entry. Anything unusual
-        (a missing key, a non-object entry) falls back to the checked scan.
+    def _candidates(self, deployments: list[Any]) -> list[Any]:
+        """The entries whose (key, status) may differ from the current dict.
+
+        The hot loop runs in C (map/compress), allocating nothing for an
+        unchanged entry. The current dict keeps the answer's order (first
+        sightings are inserted in answer order), so entries are first
+        compared by position with its keys and values: no hashing. If the
+        service reordered the answer (many mismatches), they are looked up by
+        key instead. Anything unusual (a missing field, a non-object entry)
+        falls back to the checked scan, which names the offending path.
         """
-        get = self.current.get
-        missing = _MISSING
-        candidates: list[Any] = []
-        append = candidates.append
+        current = self.current
         try:
-            for entry in deployments:
-                if get(entry["conversation_id"], missing) != entry["status"]:
-                    append(entry)
+            if current:
+                flags = map(
+                    or_,
+                    map(ne, map(_CONVERSATION_ID, deployments), current),
+                    map(ne, map(_STATUS, deployments), current.values()),
+                )
+                candidates = list(compress(deployments, flags))
+                known = len(current)
+                if len(deployments) > known:
+                    candidates.extend(deployments[known:])
+                if len(candidates) * 4 <= len(deployments):
+                    return candidates
+            old = map(current.get, map(_CONVERSATION_ID, deployments), repeat(_MISSING))
+            return list(compress(deployments, map(ne, old, map(_STATUS, deployments))))
         except (KeyError, TypeError):
             return self._candidates_checked(deployments)
-        return candidates
 
     def _candidates_checked(self, deployments: list[Any]) -> list[Any]:
         get = self.current.get
