@@ -48,14 +48,17 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
         return None
     before = len(problems)
     country_code = user.country_code
-    if not isinstance(country_code, str) or not _COUNTRY_CODE.fullmatch(country_code):
-        problems.append(
-            (f"{path}.country_code", f"must be '+' and 1 to 4 digits, got {country_code!r}")
-        )
+    if country_code not in _VALID_COUNTRY_CODES:
+        if isinstance(country_code, str) and _COUNTRY_CODE.fullmatch(country_code):
+            _VALID_COUNTRY_CODES.add(country_code)
+        else:
+            problems.append(
+                (f"{path}.country_code", f"must be '+' and 1 to 4 digits, got {country_code!r}")
+            )
     cellphone = user.cellphone
-    if isinstance(cellphone, str):
+    if isinstance(cellphone, str) and not (cellphone.isascii() and cellphone.isdigit()):
         cellphone = _CELLPHONE_SEPARATORS.sub("", cellphone)
-    if not isinstance(cellphone, str) or not _CELLPHONE.fullmatch(cellphone):
+    if not (isinstance(cellphone, str) and _CELLPHONE.fullmatch(cellphone)):
         problems.append((f"{path}.cellphone", _cellphone_problem(user.cellphone)))
     keys = session_keys_wire(user.user_session_keys, f"{path}.user_session_keys", problems)
     wire: dict[str, Any] = {
@@ -70,6 +73,11 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
     return wire if len(problems) == before else None
 
 
+# Valid country codes seen so far: a campaign has few distinct ones, and a set
+# lookup is cheaper than the pattern. There are at most 10**1 + ... + 10**4.
+_VALID_COUNTRY_CODES: set[str] = set()
+
+
 def _cellphone_problem(cellphone: object) -> str:
     if not isinstance(cellphone, str):
         return f"must be a string, got {type(cellphone).__name__}"
@@ -81,29 +89,47 @@ def _cellphone_problem(cellphone: object) -> str:
 
 def session_keys_wire(keys: Any, path: str, problems: Problems) -> list[dict[str, str]]:
     """The wire form of session variables (a mapping or SessionKey items)."""
-    if isinstance(keys, Mapping) or (
-        isinstance(keys, Iterable) and not isinstance(keys, str | bytes)
-    ):
-        keys = session_keys(keys)
-    else:
-        problems.append((path, f"expected session keys, got {type(keys).__name__}"))
-        return []
-    wire = []
-    for index, item in enumerate(keys):
-        item_path = f"{path}[{index}]"
-        if not isinstance(item, SessionKey):
-            problems.append((item_path, f"expected a SessionKey, got {type(item).__name__}"))
-            continue
-        if not is_text(item.key) or not item.key:
-            problems.append((f"{item_path}.key", "must be a non-empty UTF-8 string"))
-        if not is_text(item.value):
-            problems.append(
-                (f"{item_path}.value", f"must be a UTF-8 string, got {type(item.value).__name__}")
-            )
-        elif item.key == DEPLOYMENT_SQUAD and not _SQUAD.fullmatch(item.value):
-            problems.append((f"{item_path}.value", "deployment_squad must be DS_<cellphone>"))
-        wire.append({"key": item.key, "value": item.value})
+    if not isinstance(keys, tuple):
+        if isinstance(keys, Mapping) or (
+            isinstance(keys, Iterable) and not isinstance(keys, str | bytes)
+        ):
+            keys = session_keys(keys)
+        else:
+            problems.append((path, f"expected session keys, got {type(keys).__name__}"))
+            return []
+    wire: list[dict[str, str]] = []
+    for item in keys:
+        # The common case, checked inline: ASCII text is always UTF-8 encodable,
+        # so only other text (and deployment_squad) needs the full checks.
+        if type(item) is SessionKey:
+            key, value = item.key, item.value
+            if (
+                type(key) is str
+                and type(value) is str
+                and key
+                and key.isascii()
+                and value.isascii()
+                and key != DEPLOYMENT_SQUAD
+            ):
+                wire.append({"key": key, "value": value})
+                continue
+        _session_key_problems(item, f"{path}[{len(wire)}]", problems)
+        wire.append({"key": getattr(item, "key", None), "value": getattr(item, "value", None)})  # type: ignore[dict-item]
     return wire
+
+
+def _session_key_problems(item: Any, path: str, problems: Problems) -> None:
+    if not isinstance(item, SessionKey):
+        problems.append((path, f"expected a SessionKey, got {type(item).__name__}"))
+        return
+    if not is_text(item.key) or not item.key:
+        problems.append((f"{path}.key", "must be a non-empty UTF-8 string"))
+    if not is_text(item.value):
+        problems.append(
+            (f"{path}.value", f"must be a UTF-8 string, got {type(item.value).__name__}")
+        )
+    elif item.key == DEPLOYMENT_SQUAD and not _SQUAD.fullmatch(item.value):
+        problems.append((f"{path}.value", "deployment_squad must be DS_<cellphone>"))
 
 
 def unix_seconds(value: Any, path: str, problems: Problems) -> int:
