@@ -279,3 +279,27 @@ async def test_early_break_against_the_sandbox_leaves_nothing_running(
     connector = client.session.connector
     assert connector is not None
     assert not connector._acquired
+
+
+@pytest.mark.timeout(60)
+def test_progress_bot_example_posts_throttled_messages_and_a_summary() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "progress_bot.py"
+    result = subprocess.run(
+        [sys.executable, str(example), "--users", "60", "--every", "0.3", "--speed", "10"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("bot> ")]
+    progress = [line for line in lines if line.startswith("bot> [")]
+    assert progress, result.stdout
+    assert "finished (DONE): " in lines[-1]
+    assert "0 still in progress" in lines[-1]
+    # throttled: far fewer progress messages than changes
+    assert len(progress) < 20
