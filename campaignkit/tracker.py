@@ -634,6 +634,7 @@ class CampaignTracker:
         self._quiet = 0  # polls in a row without a change
         self._failures = 0  # failed polls in a row
         self._polls = self._retries = self._changes = 0
+        self._ended: float | None = None
         self._finished = False
         self._closed = False
         self._busy = False
@@ -685,7 +686,9 @@ class CampaignTracker:
 
     @property
     def stats(self) -> TrackerStats:
-        elapsed = 0.0 if self._started is None else self._clock() - self._started
+        started, ended = self._started, self._ended
+        now = self._clock() if ended is None else ended
+        elapsed = 0.0 if started is None else now - started
         return TrackerStats(self._polls, self._retries, self._changes, self._view.stale, elapsed)
 
     @property
@@ -770,7 +773,7 @@ class CampaignTracker:
         """Stop tracking. Nothing runs between two changes, so this only
         marks the tracker closed; it is idempotent."""
         self._closed = True
-        self._finished = True
+        self._finish()
         self._buffer.clear()
         self._attempt = None
 
@@ -795,12 +798,17 @@ class CampaignTracker:
         try:
             self._attempt = await self._attempts.__anext__()
         except StopAsyncIteration:
-            self._finished = True
+            self._finish()
             return False
         except BaseException:
-            self._finished = True
+            self._finish()
             raise
         return True
+
+    def _finish(self) -> None:
+        self._finished = True
+        if self._ended is None and self._started is not None:
+            self._ended = self._clock()
 
     async def _sleep_until_due(self) -> None:
         delay = self._due - self._clock()
@@ -832,7 +840,7 @@ class CampaignTracker:
         try:
             changed = await self._apply(answer)
         except BaseException:
-            self._finished = True
+            self._finish()
             raise
         attempt.retry_state.set_result(changed)
 
@@ -843,10 +851,8 @@ class CampaignTracker:
         self._answer = answer
         self._result = None
         self._seen_answer = True
-        if self.until == "done":
-            self._finished = answer.state is CampaignState.DONE
-        else:
-            self._finished = answer.state is CampaignState.DONE and view.settled()
+        if answer.state is CampaignState.DONE and (self.until == "done" or view.settled()):
+            self._finish()
         self._buffer.extend(changes)
         self._quiet = 0 if changes else self._quiet + 1
         if answer.state is not previous_state and self._on_state is not None:

@@ -191,6 +191,8 @@ async def test_scripted_sequence_yields_each_change_once_with_state_counts_and_w
     assert 1.5 <= quiet2 <= 3.0  # ceiling 4 capped by max_interval=3, jitter in its upper half
     assert after_change2 == 1.0
     assert tracker.stats.elapsed == pytest.approx(sum(fake.sleeps))
+    fake.now += 100  # elapsed stops with the tracking
+    assert tracker.stats.elapsed == pytest.approx(sum(fake.sleeps))
 
 
 async def test_interval_grows_to_max_while_nothing_changes(
