@@ -48,7 +48,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
         return None
     before = len(problems)
     country_code = user.country_code
-    if country_code not in _VALID_COUNTRY_CODES:
+    if not (type(country_code) is str and country_code in _VALID_COUNTRY_CODES):
         if isinstance(country_code, str) and _COUNTRY_CODE.fullmatch(country_code):
             _VALID_COUNTRY_CODES.add(country_code)
         else:
