@@ -50,7 +50,9 @@ def may_have_reached_service(exc: BaseException) -> bool:
     if isinstance(exc, errors.ResponseError):
         # A 2xx whose body could not be read: the service most likely acted.
         return True
-    return isinstance(exc, errors.ServerError)
+    # A 3xx came from something that read the whole request (a proxy, or the
+    # service itself after acting on it): whether it took effect is unknown.
+    return isinstance(exc, errors.ServerError | errors.RedirectError)
 
 
 class _Backoff(tenacity.wait.wait_base):
@@ -98,7 +100,8 @@ class Transport:
     """Sends requests on one pooled ``aiohttp.ClientSession``.
 
     The session is created inside the running loop on first use, unless one
-    is injected; an injected session is never closed here.
+    is injected; an injected session is never closed here. ``sleep`` is the
+    wait between retries (and the tracker's between polls): tests inject one.
     """
 
     def __init__(
@@ -111,7 +114,7 @@ class Transport:
         self.config = config
         self._session = session
         self._owns_session = session is None
-        self._sleep = sleep
+        self.sleep = sleep
         self._closed = False
 
     @property
@@ -183,7 +186,7 @@ class Transport:
             stop=stop,
             wait=_Backoff(policy),
             retry=tenacity.retry_if_exception(lambda exc: is_retryable(request, exc)),
-            sleep=self._sleep,
+            sleep=self.sleep,
             reraise=True,
         )
         async for attempt in retrying:

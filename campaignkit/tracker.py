@@ -629,7 +629,7 @@ class CampaignTracker:
         self.not_found_grace = float(not_found_grace)
         self._on_state = on_state
         self._clock: Clock = clock or time.monotonic
-        self._sleep = self._transport._sleep
+        self._sleep = self._transport.sleep
         self._semaphore = _semaphore
         self._retry_after_cap = config.retry.retry_after_cap
         self._view = _View(launch_request_id)
@@ -971,7 +971,7 @@ class TrackerGroup:
                 tracker._restore(cp)
             self.trackers[tracker.launch_request_id] = tracker
         self._clock: Clock = options.get("clock") or time.monotonic
-        self._sleep = client._transport._sleep
+        self._sleep = client._transport.sleep
         self._buffer: deque[DeploymentChange] = deque()
         self._busy = False
         self._closed = False

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import orjson
-import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -76,7 +75,6 @@ async def test_export_sessions(tmp_path: Path) -> None:
     assert {"id", "created_at", "cellphone", "country_code"} <= set(first)
 
 
-@pytest.mark.skipif(not (EXAMPLES / "progress_bot.py").exists(), reason="not written yet")
 async def test_progress_bot() -> None:
     code, _out, err = await run_example("progress_bot.py")
     assert code == 0, err
