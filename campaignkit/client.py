@@ -5,13 +5,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
 from . import _sansio as wire
 from . import bulk as _bulk
+from ._closing import AsyncClosing
 from ._transport import Sleep, Transport
 from ._validation import (
     Problems,
@@ -55,7 +55,7 @@ def _session_page(data: Any) -> SessionPage:
     return page if page.next_id else SessionPage(page.results, None)
 
 
-class CampaignClient:
+class CampaignClient(AsyncClosing):
     """An async client of the Conversation Campaign and Session Service.
 
     Settings not given come from ``CAMPAIGNKIT_API_KEY``,
@@ -96,17 +96,6 @@ class CampaignClient:
 
     def __repr__(self) -> str:
         return f"<CampaignClient {self.config!r}>"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the connection pool (if the client owns it); idempotent."""

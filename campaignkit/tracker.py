@@ -36,7 +36,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from itertools import compress, repeat
 from operator import itemgetter, ne, or_
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 from urllib.parse import quote, unquote, urlsplit
 
@@ -45,6 +44,7 @@ import tenacity
 
 from . import _sansio as wire
 from . import errors
+from ._closing import AsyncClosing
 from ._transport import Transport, is_retryable
 from ._validation import path_segment, raise_problems
 from .models import CampaignAck, CampaignStatus, Deployment
@@ -549,7 +549,7 @@ def _origin(parts: Any) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower(), port
 
 
-class CampaignTracker:
+class CampaignTracker(AsyncClosing):
     """Every deployment status change of one campaign, as an async iterator.
 
     Build it with :meth:`CampaignClient.track`::
@@ -769,17 +769,6 @@ class CampaignTracker:
         finally:
             self._busy = False
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Stop tracking. Nothing runs between two changes, so this only
         marks the tracker closed; it is idempotent."""
@@ -932,7 +921,7 @@ class CampaignTracker:
         raise error from cause
 
 
-class TrackerGroup:
+class TrackerGroup(AsyncClosing):
     """One merged stream of the changes of many launches (see
     :meth:`CampaignClient.track_many`).
 
@@ -1057,17 +1046,6 @@ class TrackerGroup:
             while tracker._buffer:
                 tracker._changes += 1
                 self._buffer.append(tracker._buffer.popleft()[1])
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Stop every tracker; idempotent."""
