@@ -123,7 +123,12 @@ class Transport:
             raise errors.CampaignKitError("the client is closed")
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self.config.max_connections)
-            self._session = aiohttp.ClientSession(connector=connector)
+            session = aiohttp.ClientSession(connector=connector)
+            # aiohttp silently resends a GET once when a pooled connection
+            # drops: our retry policy is the only one, so max_retries bounds
+            # the requests a call makes (and the tracker counts every poll).
+            session._retry_connection = False
+            self._session = session
         return self._session
 
     async def aclose(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any, Literal
 
 import attrs
@@ -96,6 +97,9 @@ class Faults:
         self._default_seed = seed
         self._seed = seed
         self._rules: list[_Rule] = []
+        # Every service request seen, per route name: cumulative since start
+        # (not reset with the rules), so tests can count attempts.
+        self.requests: Counter[str] = Counter()
 
     def replace(self, payload: Any) -> None:
         """Set the rules from ``{"faults": [...], "seed": n}`` or a bare list."""
@@ -127,6 +131,7 @@ class Faults:
         self._seed = self._default_seed
 
     def pick(self, route: str, method: str) -> FaultSpec | None:
+        self.requests[route] += 1
         for rule in self._rules:
             if rule.fire(route, method):
                 return rule.spec
@@ -135,6 +140,7 @@ class Faults:
     def to_json(self) -> dict[str, Any]:
         return {
             "seed": self._seed,
+            "requests": dict(self.requests),
             "faults": [
                 {
                     **_converter.unstructure(rule.spec),
