@@ -55,7 +55,9 @@ def free_port() -> int:
 def running(*args: str, module: str = "benchmarks._floor_server") -> Iterator[str]:
     """Run ``module`` on a free port in a subprocess; yield its base URL."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), *args])
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--port", str(port), *args], stdout=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
