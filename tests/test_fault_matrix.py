@@ -14,6 +14,7 @@ sends how many times the sandbox received the users (never more than once).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -363,10 +364,12 @@ def print_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
         return seen if seen == want else f"**{seen}** (documented: {want})"
 
     text = "\nFault matrix (observed; see docs/reliability.md)\n" + render(cell) + "\n"
-    if reporter is not None:
-        reporter.write_line(text)
-    else:  # pragma: no cover - without the terminal plugin
-        sys.stdout.write(text)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        if reporter is not None:
+            reporter.write_line(text)
+        else:  # pragma: no cover - without the terminal plugin
+            sys.stdout.write(text)
 
 
 @pytest.fixture
