@@ -163,9 +163,7 @@ def _fast_campaign_status(value: dict[str, Any]) -> CampaignStatus:
     launch_request_id = value["launch_request_id"]
     poll_id = value["poll_id"]
     deployments = value["deployments"]
-    if not (
-        type(launch_request_id) is str and type(poll_id) is int and type(deployments) is list
-    ):
+    if not (type(launch_request_id) is str and type(poll_id) is int and type(deployments) is list):
         raise TypeError
     return CampaignStatus(
         launch_request_id,
@@ -234,21 +232,41 @@ _register_fast(SessionMeta, _fast_session_meta)
 def structure(data: Any, cls: type[T]) -> T:
     """Build ``cls`` from decoded JSON, or raise a :class:`ResponseError`
     naming the first offending field's path."""
-    # Pausing the collector while up to a few hundred thousand objects are
-    # built saves it from scanning them again and again (10-50% of a decode).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return converter.structure(data, cls)
-    except BaseValidationError as exc:
-        first = transform_error(exc, path="$", format_exception=_describe)[0]
-        message, _, path = first.partition(" @ ")
-        raise ResponseError(f"unexpected response shape: {message}", path=path or "$") from None
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise ResponseError(f"unexpected response shape: {exc}", path="$") from None
-    finally:
-        if collecting:
-            gc.enable()
+    return structurer(cls)(data)
+
+
+_structurers: dict[Any, Callable[[Any], Any]] = {}
+
+
+def structurer(cls: type[T]) -> Callable[[Any], T]:
+    """:func:`structure` for one class, with its hook looked up once."""
+    build = _structurers.get(cls)
+    if build is None:
+        build = _structurers[cls] = _make_structurer(cls)
+    return build
+
+
+def _make_structurer(cls: type[T]) -> Callable[[Any], T]:
+    hook = converter.get_structure_hook(cls)
+
+    def build(data: Any) -> T:
+        # Pausing the collector while up to a few hundred thousand objects are
+        # built saves it from scanning them again and again (10-50% of a decode).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return hook(data, cls)  # type: ignore[no-any-return]
+        except BaseValidationError as exc:
+            first = transform_error(exc, path="$", format_exception=_describe)[0]
+            message, _, path = first.partition(" @ ")
+            raise ResponseError(f"unexpected response shape: {message}", path=path or "$") from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ResponseError(f"unexpected response shape: {exc}", path="$") from None
+        finally:
+            if collecting:
+                gc.enable()
+
+    return build
 
 
 def _describe(exc: BaseException, type_: Any) -> str:

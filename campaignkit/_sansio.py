@@ -20,7 +20,7 @@ import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from . import errors
-from ._convert import structure
+from ._convert import structurer
 from ._version import __version__
 from .config import ClientConfig
 from .models import User
@@ -154,7 +154,7 @@ def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
 
 def decoder(cls: type[T]) -> Callable[[Any], T]:
     """A decode function for ``read_response`` that builds ``cls``."""
-    return lambda data: structure(data, cls)
+    return structurer(cls)
 
 
 def error_for(
