@@ -247,17 +247,13 @@ async def memory_probe(url: str, count: int) -> dict[str, float]:
 
     def generate() -> Iterator[User]:
         for i in range(count):
-            yield User(
-                cellphone=f"55{i:08d}", country_code="+52", user_session_keys={"n": str(i)}
-            )
+            yield User(cellphone=f"55{i:08d}", country_code="+52", user_session_keys={"n": str(i)})
 
     async with CampaignClient("bench-key", campaign_url=url) as client:
         await client.send_bulk(1, iter(make_users(10)), chunk_size=CHUNK)  # warm up
         baseline = _peak_mb()
         started = time.perf_counter()
-        report = await client.send_bulk(
-            1, generate(), chunk_size=CHUNK, concurrency=CONCURRENCY
-        )
+        report = await client.send_bulk(1, generate(), chunk_size=CHUNK, concurrency=CONCURRENCY)
         elapsed = time.perf_counter() - started
     assert report.counts["accepted"] == count, repr(report)
     return {"growth_mb": _peak_mb() - baseline, "elapsed_s": elapsed}

@@ -127,7 +127,8 @@ class Transport:
             # aiohttp silently resends a GET once when a pooled connection
             # drops: our retry policy is the only one, so max_retries bounds
             # the requests a call makes (and the tracker counts every poll).
-            session._retry_connection = False
+            if hasattr(session, "_retry_connection"):  # private: absent from some releases
+                session._retry_connection = False
             self._session = session
         return self._session
 
