@@ -41,41 +41,35 @@ were in flight as ambiguous, and sends only the rest.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import csv
 import hashlib
 import inspect
-import itertools
 import logging
 import os
-import sqlite3
 import time
 from array import array
 from collections.abc import (
     AsyncIterable,
-    AsyncIterator,
     Awaitable,
     Callable,
-    Generator,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 import orjson
 
 from . import _sansio as wire
+from ._csv import InvalidInput, ausers_from_csv, users_from_csv
+from ._journal import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Journal
+from ._phones import PhoneSet
 from ._validation import Problems, path_segment, raise_problems, user_wire
 from .errors import (
     AmbiguousSendError,
     AuthenticationError,
     CampaignKitError,
     NotFoundError,
-    ValidationError,
 )
 from .models import CampaignAck, SessionKey, User
 
@@ -117,19 +111,6 @@ _FATAL = (AuthenticationError, NotFoundError)
 
 
 # -- public records -----------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class InvalidInput:
-    """An input item that could not be read as a user (a bad CSV row).
-
-    :func:`users_from_csv` yields these instead of raising; ``send_bulk``
-    reports them as invalid, with ``row`` and ``reason``.
-    """
-
-    reason: str
-    row: int | None = None
-    """The 1-based line of the source file (the header is line 1)."""
 
 
 @attrs.frozen
@@ -273,195 +254,6 @@ class BulkReport:
         )
 
 
-# -- the seen-phone set ---------------------------------------------------------
-
-
-class _PhoneSet:
-    """Phones seen so far, packed as 64-bit ints in an open-addressing table.
-
-    A phone (``+`` then up to 18 digits, always so after validation) becomes
-    ``int("1" + digits)``: exact (the leading 1 keeps leading zeros apart) and
-    below 2**63. Longer ones, which validation allows up to 19 digits, go to a
-    plain set. 8 bytes a slot at most half full: about 16 bytes a phone.
-    """
-
-    __slots__ = ("_count", "_long", "_mask", "_shift", "_slots")
-    _GOLDEN = 0x9E3779B97F4A7C15
-    _BITS64 = (1 << 64) - 1
-
-    def __init__(self, bits: int = 12) -> None:
-        self._slots = array("Q", bytes(8 << bits))
-        self._mask = (1 << bits) - 1
-        self._shift = 64 - bits
-        self._count = 0
-        self._long: set[str] = set()
-
-    def __len__(self) -> int:
-        return self._count + len(self._long)
-
-    def add(self, phone: str) -> bool:
-        """Add ``phone``; False if it was already there."""
-        digits = phone[1:]
-        if len(digits) > 18 or not digits.isdigit():
-            if phone in self._long:
-                return False
-            self._long.add(phone)
-            return True
-        key = int("1" + digits)
-        slots, mask = self._slots, self._mask
-        index = ((key * self._GOLDEN) & self._BITS64) >> self._shift
-        while True:
-            found = slots[index]
-            if found == 0:
-                slots[index] = key
-                self._count += 1
-                if self._count * 2 > len(slots):
-                    self._grow()
-                return True
-            if found == key:
-                return False
-            index = (index + 1) & mask
-
-    def _grow(self) -> None:
-        old = self._slots
-        bits = 64 - self._shift + 1
-        self._slots = slots = array("Q", bytes(8 << bits))
-        self._mask = mask = (1 << bits) - 1
-        self._shift = shift = 64 - bits
-        golden, bits64 = self._GOLDEN, self._BITS64
-        for key in old:
-            if key:
-                index = ((key * golden) & bits64) >> shift
-                while slots[index]:
-                    index = (index + 1) & mask
-                slots[index] = key
-
-
-# -- the journal ----------------------------------------------------------------
-
-PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS = (
-    "planned",
-    "in_flight",
-    "accepted",
-    "rejected",
-    "ambiguous",
-)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY,
-    poll TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    detail TEXT,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-    poll TEXT PRIMARY KEY,
-    chunk_size INTEGER NOT NULL
-);
-"""
-
-
-class _Journal:
-    """Chunk states in an SQLite file, written from one worker thread.
-
-    fsync safety: the file is in WAL mode with ``synchronous=FULL``, and every
-    state change is its own committed transaction (autocommit). In WAL mode a
-    commit appends to the -wal file and, with FULL, fsyncs it before
-    ``execute`` returns. So the ``in_flight`` row is on disk before the
-    request leaves: a ``kill -9`` (which loses no OS buffers) or even a power
-    loss right after cannot make a resumed run resend that chunk. (NORMAL
-    would survive kill -9 too, since a WAL commit reaches the OS before it
-    returns, but a power cut could drop the last commits and so the in-flight
-    mark: we pay one fsync per state change, a few per 1,000 users.)
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="campaignkit-journal"
-        )
-        self._conn: sqlite3.Connection | None = None
-
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    async def open(self, poll: str, chunk_size: int) -> None:
-        await self._run(self._open, poll, chunk_size)
-
-    async def close(self) -> None:
-        try:
-            await asyncio.shield(self._run(self._close))
-        finally:
-            self._executor.shutdown(wait=False)
-
-    async def plan(self, chunk_id: str, poll: str, index: int, size: int) -> tuple[str, str | None]:
-        """The recorded state of the chunk, recording it as planned if new."""
-        return await self._run(self._plan, chunk_id, poll, index, size)
-
-    async def mark(self, chunk_id: str, state: str, detail: str | None = None) -> None:
-        await self._run(self._mark, chunk_id, state, detail)
-
-    # The methods below run on the journal thread only.
-
-    def _open(self, poll: str, chunk_size: int) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None)
-        try:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise CampaignKitError(f"the journal {self.path!r} cannot use WAL mode ({mode})")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT chunk_size FROM runs WHERE poll = ?", (poll,)).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO runs (poll, chunk_size) VALUES (?, ?)", (poll, chunk_size)
-                )
-            elif row[0] != chunk_size:
-                raise ValidationError(
-                    [
-                        (
-                            "chunk_size",
-                            f"the journal was written with chunk_size={row[0]} for this poll: "
-                            "resume with the same chunk_size (and the same input order), or "
-                            "chunks would be formed differently and could be sent twice",
-                        )
-                    ]
-                )
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def _plan(self, chunk_id: str, poll: str, index: int, size: int) -> tuple[str, str | None]:
-        assert self._conn is not None
-        row = self._conn.execute(
-            "SELECT state, detail FROM chunks WHERE id = ?", (chunk_id,)
-        ).fetchone()
-        if row is not None:
-            return str(row[0]), row[1]
-        self._conn.execute(
-            "INSERT INTO chunks (id, poll, idx, size, state, detail, updated) "
-            "VALUES (?, ?, ?, ?, ?, NULL, ?)",
-            (chunk_id, poll, index, size, PLANNED, time.time()),
-        )
-        return PLANNED, None
-
-    def _mark(self, chunk_id: str, state: str, detail: str | None) -> None:
-        assert self._conn is not None
-        self._conn.execute(
-            "UPDATE chunks SET state = ?, detail = ?, updated = ? WHERE id = ?",
-            (state, detail, time.time(), chunk_id),
-        )
-
-
 # -- send_bulk --------------------------------------------------------------------
 
 
@@ -534,7 +326,7 @@ class _BulkSend:
         chunk_size: int,
         concurrency: int,
         rate_limit: float | None,
-        journal: _Journal | None,
+        journal: Journal | None,
         on_progress: Callable[[BulkProgress], object] | None,
         keep_accepted_users: bool,
         timeout: float | None,
@@ -551,7 +343,7 @@ class _BulkSend:
         self.timeout = timeout
         self.max_retries = max_retries
         self.report = BulkReport(poll_id, keeps_accepted_users=keep_accepted_users)
-        self.seen = _PhoneSet()
+        self.seen = PhoneSet()
         self.queue: asyncio.Queue[_Chunk | None] = asyncio.Queue(maxsize=concurrency)
         self.fatal: CampaignKitError | None = None
         self.progress = {name: 0 for name in attrs.fields_dict(BulkProgress)}
@@ -706,7 +498,7 @@ class _BulkSend:
         if self.limiter is not None:
             await self.limiter.wait()
         if self.journal is not None:
-            # Durable before the request leaves (see _Journal).
+            # Durable before the request leaves (see Journal).
             await self.journal.mark(chunk.chunk_id, IN_FLIGHT)
         request = wire.build_request(
             self.client.config,
@@ -830,7 +622,7 @@ async def send_bulk(
     if isinstance(users, str | bytes | Mapping) or not isinstance(users, Iterable | AsyncIterable):
         problems.append(("users", f"expected an iterable of users, got {type(users).__name__}"))
     raise_problems(problems)
-    store = None if journal is None else _Journal(journal)
+    store = None if journal is None else Journal(journal)
     try:
         if store is not None:
             await store.open(segment, chunk_size)
@@ -851,146 +643,3 @@ async def send_bulk(
     finally:
         if store is not None:
             await store.close()
-
-
-# -- CSV input ---------------------------------------------------------------------
-
-
-@attrs.frozen
-class _CsvLayout:
-    header: tuple[str, ...]
-    country_code: int
-    cellphone: int
-    eta: int | None
-    keys: tuple[tuple[int, str], ...]
-
-
-def _csv_layout(header: list[str], eta_column: str) -> _CsvLayout:
-    names = [name.strip() for name in header]
-    problems: Problems = []
-    for required in ("country_code", "cellphone"):
-        if required not in names:
-            problems.append(("header", f"needs a {required!r} column"))
-    if any(not name for name in names):
-        problems.append(("header", "has an empty column name"))
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        problems.append(("header", f"repeats column(s): {', '.join(repeated)}"))
-    raise_problems(problems)
-    fixed = {"country_code", "cellphone", eta_column}
-    return _CsvLayout(
-        tuple(names),
-        names.index("country_code"),
-        names.index("cellphone"),
-        names.index(eta_column) if eta_column in names else None,
-        tuple((i, name) for i, name in enumerate(names) if name not in fixed),
-    )
-
-
-def _csv_eta(text: str) -> int | datetime | None:
-    text = text.strip()
-    if not text:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"deployment_eta: expected UNIX seconds or an ISO 8601 date-time, got {text!r}"
-        ) from None
-
-
-def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> User | InvalidInput:
-    if len(row) != len(layout.header):
-        return InvalidInput(
-            reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
-        )
-    try:
-        eta = None if layout.eta is None else _csv_eta(row[layout.eta])
-    except ValueError as exc:
-        return InvalidInput(reason=f"line {line}: {exc}", row=line)
-    user = User(
-        cellphone=row[layout.cellphone].strip(),
-        country_code=row[layout.country_code].strip(),
-        user_session_keys=tuple(SessionKey(name, row[i]) for i, name in layout.keys),
-        deployment_eta=eta,
-    )
-    if validate:
-        problems: Problems = []
-        if user_wire(user, "", problems) is None:
-            text = "; ".join(f"{path.lstrip('.')}: {message}" for path, message in problems)
-            return InvalidInput(reason=f"line {line}: {text}", row=line)
-    return user
-
-
-def users_from_csv(
-    path: str | os.PathLike[str],
-    *,
-    encoding: str = "utf-8-sig",
-    delimiter: str = ",",
-    eta_column: str = "deployment_eta",
-    validate: bool = True,
-) -> Iterator[User | InvalidInput]:
-    """Stream users from a CSV file with a header row.
-
-    Columns: ``country_code``, ``cellphone``, optionally ``deployment_eta``
-    (UNIX seconds or an ISO 8601 date-time with offset; empty for none), and
-    every other column is a session variable named by its header (its value
-    kept as written, empty included). Blank lines are skipped.
-
-    A row that cannot be read (wrong field count, bad date) or, with
-    ``validate`` (the default), fails validation, is yielded as an
-    :class:`InvalidInput` naming its line; ``send_bulk`` reports it as
-    invalid. A header without ``country_code``/``cellphone`` raises
-    :class:`ValidationError`.
-    """
-    return _csv_rows(path, encoding, delimiter, eta_column, validate)
-
-
-def _csv_rows(
-    path: str | os.PathLike[str], encoding: str, delimiter: str, eta_column: str, validate: bool
-) -> Generator[User | InvalidInput, None, None]:
-    with open(path, newline="", encoding=encoding) as file:
-        reader = csv.reader(file, delimiter=delimiter)
-        header = next(reader, None)
-        if header is None:
-            return
-        layout = _csv_layout(header, eta_column)
-        line = reader.line_num
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                line = reader.line_num
-                yield InvalidInput(reason=f"line {line}: {exc}", row=line)
-                continue
-            line = reader.line_num
-            if not row:
-                continue
-            yield _csv_item(row, line, layout, validate)
-
-
-async def ausers_from_csv(
-    path: str | os.PathLike[str],
-    *,
-    encoding: str = "utf-8-sig",
-    delimiter: str = ",",
-    eta_column: str = "deployment_eta",
-    validate: bool = True,
-    batch: int = 1000,
-) -> AsyncIterator[User | InvalidInput]:
-    """:func:`users_from_csv` reading in a worker thread, ``batch`` rows at a
-    time, so the event loop never waits on the disk."""
-    rows = _csv_rows(path, encoding, delimiter, eta_column, validate)
-    try:
-        while True:
-            items = await asyncio.to_thread(lambda: list(itertools.islice(rows, batch)))
-            for item in items:
-                yield item
-            if len(items) < batch:
-                return
-    finally:
-        await asyncio.to_thread(rows.close)

@@ -23,7 +23,8 @@ from campaignkit import (
     ausers_from_csv,
     users_from_csv,
 )
-from campaignkit.bulk import InvalidInput, _PhoneSet
+from campaignkit._phones import PhoneSet
+from campaignkit.bulk import InvalidInput
 from campaignkit.errors import (
     AmbiguousSendError,
     AuthenticationError,
@@ -435,7 +436,7 @@ def test_phone_set_matches_a_set() -> None:
         for _ in range(20_000)
     ]
     phones += [*phones[:3000], "+01234", "+1234", "+00001234", "+9" * 1 + "1" * 19]
-    packed, plain = _PhoneSet(bits=4), set()
+    packed, plain = PhoneSet(bits=4), set()
     for phone in phones:
         assert packed.add(phone) == (phone not in plain)
         plain.add(phone)

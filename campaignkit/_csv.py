@@ -1,0 +1,169 @@
+"""Users read from a CSV file, streamed; unreadable rows are yielded as
+:class:`InvalidInput` for ``send_bulk`` to report, never raised."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import itertools
+import os
+from collections.abc import AsyncIterator, Generator, Iterator
+from datetime import datetime
+
+import attrs
+
+from ._validation import Problems, raise_problems, user_wire
+from .models import SessionKey, User
+
+
+@attrs.frozen(kw_only=True)
+class InvalidInput:
+    """An input item that could not be read as a user (a bad CSV row).
+
+    :func:`users_from_csv` yields these instead of raising; ``send_bulk``
+    reports them as invalid, with ``row`` and ``reason``.
+    """
+
+    reason: str
+    row: int | None = None
+    """The 1-based line of the source file (the header is line 1)."""
+
+
+@attrs.frozen
+class _CsvLayout:
+    header: tuple[str, ...]
+    country_code: int
+    cellphone: int
+    eta: int | None
+    keys: tuple[tuple[int, str], ...]
+
+
+def _csv_layout(header: list[str], eta_column: str) -> _CsvLayout:
+    names = [name.strip() for name in header]
+    problems: Problems = []
+    for required in ("country_code", "cellphone"):
+        if required not in names:
+            problems.append(("header", f"needs a {required!r} column"))
+    if any(not name for name in names):
+        problems.append(("header", "has an empty column name"))
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        problems.append(("header", f"repeats column(s): {', '.join(repeated)}"))
+    raise_problems(problems)
+    fixed = {"country_code", "cellphone", eta_column}
+    return _CsvLayout(
+        tuple(names),
+        names.index("country_code"),
+        names.index("cellphone"),
+        names.index(eta_column) if eta_column in names else None,
+        tuple((i, name) for i, name in enumerate(names) if name not in fixed),
+    )
+
+
+def _csv_eta(text: str) -> int | datetime | None:
+    text = text.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"deployment_eta: expected UNIX seconds or an ISO 8601 date-time, got {text!r}"
+        ) from None
+
+
+def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> User | InvalidInput:
+    if len(row) != len(layout.header):
+        return InvalidInput(
+            reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
+        )
+    try:
+        eta = None if layout.eta is None else _csv_eta(row[layout.eta])
+    except ValueError as exc:
+        return InvalidInput(reason=f"line {line}: {exc}", row=line)
+    user = User(
+        cellphone=row[layout.cellphone].strip(),
+        country_code=row[layout.country_code].strip(),
+        user_session_keys=tuple(SessionKey(name, row[i]) for i, name in layout.keys),
+        deployment_eta=eta,
+    )
+    if validate:
+        problems: Problems = []
+        if user_wire(user, "", problems) is None:
+            text = "; ".join(f"{path.lstrip('.')}: {message}" for path, message in problems)
+            return InvalidInput(reason=f"line {line}: {text}", row=line)
+    return user
+
+
+def users_from_csv(
+    path: str | os.PathLike[str],
+    *,
+    encoding: str = "utf-8-sig",
+    delimiter: str = ",",
+    eta_column: str = "deployment_eta",
+    validate: bool = True,
+) -> Iterator[User | InvalidInput]:
+    """Stream users from a CSV file with a header row.
+
+    Columns: ``country_code``, ``cellphone``, optionally ``deployment_eta``
+    (UNIX seconds or an ISO 8601 date-time with offset; empty for none), and
+    every other column is a session variable named by its header (its value
+    kept as written, empty included). Blank lines are skipped.
+
+    A row that cannot be read (wrong field count, bad date) or, with
+    ``validate`` (the default), fails validation, is yielded as an
+    :class:`InvalidInput` naming its line; ``send_bulk`` reports it as
+    invalid. A header without ``country_code``/``cellphone`` raises
+    :class:`ValidationError`.
+    """
+    return _csv_rows(path, encoding, delimiter, eta_column, validate)
+
+
+def _csv_rows(
+    path: str | os.PathLike[str], encoding: str, delimiter: str, eta_column: str, validate: bool
+) -> Generator[User | InvalidInput, None, None]:
+    with open(path, newline="", encoding=encoding) as file:
+        reader = csv.reader(file, delimiter=delimiter)
+        header = next(reader, None)
+        if header is None:
+            return
+        layout = _csv_layout(header, eta_column)
+        line = reader.line_num
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                line = reader.line_num
+                yield InvalidInput(reason=f"line {line}: {exc}", row=line)
+                continue
+            line = reader.line_num
+            if not row:
+                continue
+            yield _csv_item(row, line, layout, validate)
+
+
+async def ausers_from_csv(
+    path: str | os.PathLike[str],
+    *,
+    encoding: str = "utf-8-sig",
+    delimiter: str = ",",
+    eta_column: str = "deployment_eta",
+    validate: bool = True,
+    batch: int = 1000,
+) -> AsyncIterator[User | InvalidInput]:
+    """:func:`users_from_csv` reading in a worker thread, ``batch`` rows at a
+    time, so the event loop never waits on the disk."""
+    rows = _csv_rows(path, encoding, delimiter, eta_column, validate)
+    try:
+        while True:
+            items = await asyncio.to_thread(lambda: list(itertools.islice(rows, batch)))
+            for item in items:
+                yield item
+            if len(items) < batch:
+                return
+    finally:
+        await asyncio.to_thread(rows.close)
