@@ -20,7 +20,7 @@ from cattrs.v import format_exception
 
 from .errors import ResponseError
 from .models import CampaignStatus, Deployment, SessionMeta, SessionUser, UnixSeconds
-from .status import PUSH_NOTIFICATION_MISSPELLING, CampaignState, DeploymentStatus
+from .status import KNOWN_WIRE_STATUSES, CampaignState, DeploymentStatus
 
 T = TypeVar("T")
 
@@ -29,13 +29,13 @@ converter = make_converter(detailed_validation=True, forbid_extra_keys=False)
 
 def _strict_str(value: object, _: object) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {_json_type(value)}")
+        raise TypeError(f"expected a string, got {json_type(value)}")
     return value
 
 
 def _strict_int(value: object, _: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"expected an integer, got {_json_type(value)}")
+        raise TypeError(f"expected an integer, got {json_type(value)}")
     return value
 
 
@@ -50,7 +50,7 @@ def _campaign_state(value: object, _: object) -> CampaignState:
 def _unix_datetime(value: object, _: object) -> datetime:
     """UNIX seconds (a JSON number) as an aware UTC datetime."""
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise TypeError(f"expected UNIX seconds, got {_json_type(value)}")
+        raise TypeError(f"expected UNIX seconds, got {json_type(value)}")
     return datetime.fromtimestamp(value, UTC)
 
 
@@ -75,7 +75,7 @@ def _json_array_of(sequence_type: Any) -> Any:
 
     def structure(value: object, type_: Any) -> Any:
         if not isinstance(value, list):
-            raise TypeError(f"expected an array, got {_json_type(value)}")
+            raise TypeError(f"expected an array, got {json_type(value)}")
         return build(value, type_)
 
     return structure
@@ -88,7 +88,7 @@ def _json_object_of(cls: Any) -> Any:
         # Checked here so that a null or a string in place of an object is
         # reported at its own path, not at its first field's.
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {_json_type(value)}")
+            raise TypeError(f"expected an object, got {json_type(value)}")
         return build(value, type_)
 
     return structure
@@ -111,12 +111,6 @@ converter.register_unstructure_hook(datetime, lambda dt: int(dt.timestamp()))
 # only what it can check cheaply; anything else (a wrong type, an unknown
 # status, a missing optional field) goes to the detailed hook, which either
 # builds the object too or raises with the offending field's path.
-
-_KNOWN_STATUSES: dict[object, DeploymentStatus | None] = {
-    **{status.value: status for status in DeploymentStatus},
-    PUSH_NOTIFICATION_MISSPELLING: DeploymentStatus.PUSH_NOTIFICATION,
-    None: None,
-}
 
 
 # attrs' frozen __init__ sets each field through object.__setattr__; setting
@@ -152,7 +146,7 @@ def _fast_deployment(value: dict[str, Any]) -> Deployment:
     _set_cellphone(deployment, cellphone)
     _set_business_scope_id(deployment, scope)
     _set_username(deployment, username)
-    _set_status(deployment, _KNOWN_STATUSES[value["status"]])
+    _set_status(deployment, KNOWN_WIRE_STATUSES[value["status"]])
     return deployment
 
 
@@ -276,7 +270,8 @@ def _describe(exc: BaseException, type_: Any) -> str:
     return format_exception(exc, type_)
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """How a decoded JSON value is named in error messages."""
     if value is None:
         return "null"
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(

@@ -6,7 +6,7 @@ import enum
 import threading
 import warnings
 
-__all__ = ["CampaignState", "DeploymentStatus", "is_in_progress"]
+__all__ = ["CampaignState", "DeploymentStatus", "is_in_progress", "status_from_wire"]
 
 
 class CampaignState(enum.StrEnum):
@@ -120,6 +120,24 @@ def _unknown_status(cls: type[DeploymentStatus], value: str) -> DeploymentStatus
         stacklevel=3,
     )
     return member
+
+
+# Wire text to member for the known values, the misspelling and null: a dict
+# lookup, cheaper than the enum's own, for the hot paths that read every
+# deployment (decoding, the tracker's diff).
+KNOWN_WIRE_STATUSES: dict[str | None, DeploymentStatus | None] = {
+    **{status.value: status for status in DeploymentStatus},
+    PUSH_NOTIFICATION_MISSPELLING: DeploymentStatus.PUSH_NOTIFICATION,
+    None: None,
+}
+
+
+def status_from_wire(raw: str | None) -> DeploymentStatus | None:
+    """The status for a wire value; an unknown text becomes an unknown status."""
+    if raw is None:
+        return None
+    known = KNOWN_WIRE_STATUSES.get(raw)
+    return known if known is not None else DeploymentStatus(raw)
 
 
 def is_in_progress(status: DeploymentStatus | None) -> bool:

@@ -45,10 +45,11 @@ import tenacity
 from . import _sansio as wire
 from . import errors
 from ._closing import AsyncClosing
+from ._convert import json_type
 from ._transport import Transport, is_retryable
 from ._validation import path_segment, raise_problems
 from .models import CampaignAck, CampaignStatus, Deployment
-from .status import PUSH_NOTIFICATION_MISSPELLING, CampaignState, DeploymentStatus
+from .status import CampaignState, DeploymentStatus, status_from_wire
 
 if TYPE_CHECKING:
     from .client import CampaignClient
@@ -81,17 +82,6 @@ _RANKS: dict[DeploymentStatus | None, int] = {
     _S.RETRY: 3,
     _S.SUCCESS: 4,
 }
-# Wire text -> member, for the known values (and the misspelling).
-_BY_WIRE: dict[str, DeploymentStatus] = {member.value: member for member in _S}
-_BY_WIRE[PUSH_NOTIFICATION_MISSPELLING] = _S.PUSH_NOTIFICATION
-
-
-def _status(raw: str | None) -> DeploymentStatus | None:
-    """The member for a wire status (unknown values kept with their text)."""
-    if raw is None:
-        return None
-    member = _BY_WIRE.get(raw)
-    return member if member is not None else DeploymentStatus(raw)
 
 
 def _rank(status: DeploymentStatus | None) -> int:
@@ -179,7 +169,7 @@ class _Answer(NamedTuple):
 def _decode_answer(data: Any) -> _Answer:
     """Cheap top-level check of a campaign status record (entries untouched)."""
     if not isinstance(data, dict):
-        raise errors.ResponseError(f"expected an object, got {_json_type(data)}", path="$")
+        raise errors.ResponseError(f"expected an object, got {json_type(data)}", path="$")
     launch_request_id = data.get("launch_request_id")
     if not isinstance(launch_request_id, str):
         raise _shape("a string", launch_request_id, "$.launch_request_id")
@@ -203,15 +193,7 @@ def _decode_answer(data: Any) -> _Answer:
 
 def _shape(expected: str, value: object, path: str) -> errors.ResponseError:
     return errors.ResponseError(
-        f"unexpected response shape: expected {expected}, got {_json_type(value)}", path=path
-    )
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), type(value).__name__
+        f"unexpected response shape: expected {expected}, got {json_type(value)}", path=path
     )
 
 
@@ -303,7 +285,7 @@ class _View:
     def restore(self, statuses: Mapping[str, str | None]) -> None:
         for key, raw in statuses.items():
             self.current[key] = raw
-            self.counts[_status(raw)] += 1
+            self.counts[status_from_wire(raw)] += 1
 
     def apply(self, answer: _Answer, observed_at: datetime) -> list[tuple[str, DeploymentChange]]:
         """Diff ``answer`` against the current statuses; update them; return
@@ -351,7 +333,7 @@ class _View:
                     raw = _entry_status(entry, "")
                 old_raw = get(key, missing)
                 if old_raw is missing:
-                    status = _status(raw)
+                    status = status_from_wire(raw)
                     undo.append((key, missing))
                     current[key] = raw
                     counts[status] += 1
@@ -361,8 +343,8 @@ class _View:
                 else:
                     if old_raw == raw:
                         continue
-                    status = _status(raw)
-                    previous = _status(old_raw)
+                    status = status_from_wire(raw)
+                    previous = status_from_wire(old_raw)
                     if status is previous:  # the other spelling of the same status
                         undo.append((key, old_raw))
                         current[key] = raw
@@ -401,7 +383,7 @@ class _View:
                 del current[key]
             else:
                 current[key] = old_raw
-        self.counts = Counter(map(_status, current.values()))
+        self.counts = Counter(map(status_from_wire, current.values()))
 
     def _candidates(self, deployments: list[Any]) -> list[Any]:
         """The entries whose (key, status) may differ from the current dict.
@@ -467,7 +449,7 @@ class _View:
                 raw = get(key, _MISSING)
                 if raw is _MISSING:
                     raw = _entry_status(entry, f"$.deployments[{index}]")
-                status = _status(raw)
+                status = status_from_wire(raw)
                 try:
                     built.append(_deployment(entry, status))
                 except errors.ResponseError:
