@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers.processes import run_process
 
 from campaignkit import User, cli
 from campaignkit.sandbox import Sandbox
@@ -78,21 +79,7 @@ async def run(sb: Sandbox | None, *argv: str) -> Result:
 async def subprocess(*argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
     full_env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
     full_env.update(env or {})
-    proc = await asyncio.create_subprocess_exec(
-        str(SCRIPT),
-        *argv,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=full_env,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode is not None
-    return Result(proc.returncode, out.decode(), err.decode())
+    return Result(*await run_process(str(SCRIPT), *argv, env=full_env, timeout=timeout))
 
 
 def closed_port() -> int:

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
 
 import orjson
+from helpers.processes import Finished, run_process
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-async def run_example(name: str, *args: str, timeout: float = 90) -> tuple[int, str, str]:
+async def run_example(name: str, *args: str, timeout: float = 90) -> Finished:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(EXAMPLES / name),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_process(sys.executable, str(EXAMPLES / name), *args, env=env, timeout=timeout)
 
 
 async def test_send_and_track() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 import pytest
+from helpers.fakes import FakeTime
 
 from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User
 from campaignkit.errors import AmbiguousSendError
@@ -112,9 +113,19 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         **{
             fault: ("AmbiguousSendError 1 rx1", "AmbiguousSendError 1 rx1")
             for fault in (
-                "500", "502", "503", "504", "latency > timeout", "closed before answer",
-                "closed mid-body", "HTML page, 502", "HTML page, 200", "truncated JSON",
-                "empty body", "JSON of wrong type", "302 to another host",
+                "500",
+                "502",
+                "503",
+                "504",
+                "latency > timeout",
+                "closed before answer",
+                "closed mid-body",
+                "HTML page, 502",
+                "HTML page, 200",
+                "truncated JSON",
+                "empty body",
+                "JSON of wrong type",
+                "302 to another host",
             )
         },
         "JSON as text/plain": ("ok +0 rx1", "ok +0 rx1"),
@@ -126,8 +137,17 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         **{
             fault: ("ok +1", f"TimeoutError {TRACK_POLLS}")
             for fault in (
-                "429", "500", "502", "503", "504", "latency > timeout", "closed before answer",
-                "closed mid-body", "HTML page, 502", "HTML page, 200", "truncated JSON",
+                "429",
+                "500",
+                "502",
+                "503",
+                "504",
+                "latency > timeout",
+                "closed before answer",
+                "closed mid-body",
+                "HTML page, 502",
+                "HTML page, 200",
+                "truncated JSON",
                 "empty body",
             )
         },
@@ -141,9 +161,19 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         **{
             fault: ("ambiguous 1 rx1", "ambiguous 1 rx1")
             for fault in (
-                "500", "502", "503", "504", "latency > timeout", "closed before answer",
-                "closed mid-body", "HTML page, 502", "HTML page, 200", "truncated JSON",
-                "empty body", "JSON of wrong type", "302 to another host",
+                "500",
+                "502",
+                "503",
+                "504",
+                "latency > timeout",
+                "closed before answer",
+                "closed mid-body",
+                "HTML page, 502",
+                "HTML page, 200",
+                "truncated JSON",
+                "empty body",
+                "JSON of wrong type",
+                "302 to another host",
             )
         },
         "JSON as text/plain": ("accepted +0 rx1", "accepted +0 rx1"),
@@ -195,23 +225,6 @@ def render(cell: Callable[[str, str, str], object] = expected) -> str:
 # ---- running one cell ----------------------------------------------------------
 
 
-class FakeTime:
-    """The client's ``sleep=`` and the tracker's ``clock=``: waits are recorded
-    and pass at once, advancing the fake clock."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
-
-
 USERS = [User(cellphone=f"55100{n}1234", country_code="+52") for n in range(3)]
 PHONES = [user.country_code + user.cellphone for user in USERS]
 
@@ -239,9 +252,7 @@ async def _setup(call: str, sb: Any, client: CampaignClient) -> dict[str, Any]:
     return context
 
 
-async def _invoke(
-    call: str, client: CampaignClient, ctx: dict[str, Any], fake: FakeTime
-) -> str:
+async def _invoke(call: str, client: CampaignClient, ctx: dict[str, Any], fake: FakeTime) -> str:
     """Run the call; the outcome word of the notation (errors propagate)."""
     if call == "send_campaign":
         ack = await client.send_campaign(1001, USERS)

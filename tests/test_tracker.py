@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aioresponses import aioresponses
+from helpers.fakes import FakeTime
 
 from campaignkit import (
     CampaignAck,
@@ -41,22 +42,6 @@ KEY = "sk_test_tracker_123456"
 CAMPAIGN = "https://campaigns.example.com"
 URL = f"{CAMPAIGN}/v2/send-campaign/lr-1"
 ACK = CampaignAck("queued", "12", "b-1", "lr-1", "/v2/send-campaign/lr-1")
-
-
-class FakeTime:
-    """A clock and a sleep that advances it (and yields to the loop)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 def dep(i: int | str, status: str | None, **extra: Any) -> dict[str, Any]:
@@ -332,9 +317,7 @@ async def test_not_found_after_the_grace_period_is_raised(
 async def test_not_found_after_a_successful_read_is_raised_at_once(
     client: CampaignClient, mocked: aioresponses, fake: FakeTime
 ) -> None:
-    script(
-        mocked, answer("CLAIMED", dep(1, "RECEIVED")), (404, '{"detail": "gone"}', {})
-    )
+    script(mocked, answer("CLAIMED", dep(1, "RECEIVED")), (404, '{"detail": "gone"}', {}))
     tracker = client.track(ACK, clock=fake.clock)
     got: list[DeploymentChange] = []
     with pytest.raises(NotFoundError):
@@ -347,8 +330,9 @@ async def test_timeout_raises_campaignkit_timeout_with_the_last_status(
     client: CampaignClient, mocked: aioresponses, fake: FakeTime
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "DELIVERED")))
-    mocked.get(URL, payload=answer("CLAIMED", dep(1, "RECEIVED_BY_WORKER"), dep(2, "SUCCESS")),
-               repeat=True)
+    mocked.get(
+        URL, payload=answer("CLAIMED", dep(1, "RECEIVED_BY_WORKER"), dep(2, "SUCCESS")), repeat=True
+    )
     tracker = client.track(ACK, clock=fake.clock, timeout=20.0, max_interval=8.0)
     got: list[DeploymentChange] = []
     with pytest.raises(TimeoutError) as info:
@@ -432,10 +416,14 @@ async def test_malformed_entry_after_a_good_poll_reports_its_index(
     [
         ([1, 2], "$"),
         ({"launch_request_id": "lr-1", "status": "DONE", "poll_id": 1}, "$.deployments"),
-        ({"launch_request_id": "lr-1", "status": "WHAT", "poll_id": 1, "deployments": []},
-         "$.status"),
-        ({"launch_request_id": "lr-1", "status": "DONE", "poll_id": "1", "deployments": []},
-         "$.poll_id"),
+        (
+            {"launch_request_id": "lr-1", "status": "WHAT", "poll_id": 1, "deployments": []},
+            "$.status",
+        ),
+        (
+            {"launch_request_id": "lr-1", "status": "DONE", "poll_id": "1", "deployments": []},
+            "$.poll_id",
+        ),
     ],
 )
 async def test_wrong_top_level_shape(
@@ -504,8 +492,12 @@ async def test_status_url_forms_and_path_prefix(fake: FakeTime, mocked: aiorespo
 
 
 async def test_invalid_options_are_validation_errors(client: CampaignClient) -> None:
-    for options in ({"until": "forever"}, {"poll_interval": 0}, {"timeout": -1},
-                    {"not_found_grace": -1}):
+    for options in (
+        {"until": "forever"},
+        {"poll_interval": 0},
+        {"timeout": -1},
+        {"not_found_grace": -1},
+    ):
         with pytest.raises(CampaignKitError):
             client.track(ACK, **options)
     with pytest.raises(CampaignKitError):
@@ -549,8 +541,7 @@ async def test_until_done_stops_at_done_even_with_deployments_in_progress(
 async def test_until_settled_times_out_on_stuck_deployments(
     client: CampaignClient, mocked: aioresponses, fake: FakeTime
 ) -> None:
-    mocked.get(URL, payload=answer("DONE", dep(1, "RECEIVED"), dep(2, "DELIVERED")),
-               repeat=True)
+    mocked.get(URL, payload=answer("DONE", dep(1, "RECEIVED"), dep(2, "DELIVERED")), repeat=True)
     tracker = client.track(ACK, clock=fake.clock, until="settled", timeout=60)
     with pytest.raises(TimeoutError) as info:
         await collect(tracker)
@@ -601,8 +592,13 @@ async def test_checkpoint_resume_in_a_new_client_never_reyields(
 
 
 async def test_resume_refuses_another_launchs_checkpoint(client: CampaignClient) -> None:
-    checkpoint = {"version": 1, "launch_request_id": "other", "status_url": "other",
-                  "state": None, "statuses": {}}
+    checkpoint = {
+        "version": 1,
+        "launch_request_id": "other",
+        "status_url": "other",
+        "state": None,
+        "statuses": {},
+    }
     with pytest.raises(CampaignKitError, match="other"):
         client.track(ACK, resume=checkpoint)
     with pytest.raises(CampaignKitError):
@@ -612,8 +608,7 @@ async def test_resume_refuses_another_launchs_checkpoint(client: CampaignClient)
 async def test_early_break_and_aclose_leave_no_task(
     client: CampaignClient, mocked: aioresponses, fake: FakeTime
 ) -> None:
-    mocked.get(URL, payload=answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED")),
-               repeat=True)
+    mocked.get(URL, payload=answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED")), repeat=True)
     tracker = client.track(ACK, clock=fake.clock)
     async for _ in tracker:
         break
@@ -635,9 +630,7 @@ async def test_the_view_diffs_bytes_without_io() -> None:
     second = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
     second["deployments"][4]["status"] = "SUCCESS"
     changes = view.apply(_decode_answer(second), _now())
-    assert [(key, c.previous, c.current) for key, c in changes] == [
-        ("c4", S.RECEIVED, S.SUCCESS)
-    ]
+    assert [(key, c.previous, c.current) for key, c in changes] == [("c4", S.RECEIVED, S.SUCCESS)]
     assert view.apply(_decode_answer(second), _now()) == []
 
 
@@ -764,8 +757,9 @@ async def test_track_many_merges_launches_tags_changes_and_bounds_concurrency(
             answer("CLAIMED", dep(n, "RECEIVED"), launch=launch),
             answer("DONE", dep(n, "DELIVERED" if n % 2 else "FAILURE"), launch=launch),
         ]
-    acks = [CampaignAck("q", "1", "b", launch, f"/v2/send-campaign/{launch}")
-            for launch in launches]
+    acks = [
+        CampaignAck("q", "1", "b", launch, f"/v2/send-campaign/{launch}") for launch in launches
+    ]
     async with CampaignClient(KEY, campaign_url=url) as client:
         group = client.track_many(acks, concurrency=2, poll_interval=0.01, max_interval=0.02)
         assert isinstance(group, TrackerGroup)
@@ -775,8 +769,10 @@ async def test_track_many_merges_launches_tags_changes_and_bounds_concurrency(
     for change in changes:
         by_launch.setdefault(change.launch_request_id, []).extend(triples([change]))
     assert by_launch == {
-        launch: [(f"c{n}", None, "RECEIVED"),
-                 (f"c{n}", "RECEIVED", "DELIVERED" if n % 2 else "FAILURE")]
+        launch: [
+            (f"c{n}", None, "RECEIVED"),
+            (f"c{n}", "RECEIVED", "DELIVERED" if n % 2 else "FAILURE"),
+        ]
         for n, launch in enumerate(launches)
     }
     assert 1 <= state.max_in_flight <= 2
@@ -820,8 +816,7 @@ async def test_track_many_raises_the_first_failing_launchs_error(
     state, url = server
     state.scripts["lr-ok"] = [answer("CLAIMED", dep(1, "RECEIVED"), launch="lr-ok")]
     async with CampaignClient(KEY, campaign_url=url) as client:
-        group = client.track_many(["lr-ok", "lr-missing"], poll_interval=0.01,
-                                  not_found_grace=0)
+        group = client.track_many(["lr-ok", "lr-missing"], poll_interval=0.01, not_found_grace=0)
         with pytest.raises(NotFoundError):
             await asyncio.wait_for(collect(group), 5)
         assert leftover_tasks() == set()
