@@ -88,6 +88,23 @@ MODES = ("once", "persistent")  # count=1, or every request
 P = MAX_RETRIES + 1
 TRACK_POLLS = int(TRACK_TIMEOUT / TRACK_INTERVAL) + 1
 
+# Faults after which a send may have reached the service: never resent.
+MAY_HAVE_ARRIVED = (
+    "500",
+    "502",
+    "503",
+    "504",
+    "latency > timeout",
+    "closed before answer",
+    "closed mid-body",
+    "HTML page, 502",
+    "HTML page, 200",
+    "truncated JSON",
+    "empty body",
+    "JSON of wrong type",
+    "302 to another host",
+)
+
 EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     "read": {
         "429 + Retry-After": ("ok +1", f"RateLimitError {P}"),
@@ -112,21 +129,7 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         "429": ("ok +1 rx1", f"RateLimitError {P} rx0"),
         **{
             fault: ("AmbiguousSendError 1 rx1", "AmbiguousSendError 1 rx1")
-            for fault in (
-                "500",
-                "502",
-                "503",
-                "504",
-                "latency > timeout",
-                "closed before answer",
-                "closed mid-body",
-                "HTML page, 502",
-                "HTML page, 200",
-                "truncated JSON",
-                "empty body",
-                "JSON of wrong type",
-                "302 to another host",
-            )
+            for fault in MAY_HAVE_ARRIVED
         },
         "JSON as text/plain": ("ok +0 rx1", "ok +0 rx1"),
     },
@@ -158,24 +161,7 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     "bulk": {
         "429 + Retry-After": ("accepted +1 rx1", f"rejected {P} rx0"),
         "429": ("accepted +1 rx1", f"rejected {P} rx0"),
-        **{
-            fault: ("ambiguous 1 rx1", "ambiguous 1 rx1")
-            for fault in (
-                "500",
-                "502",
-                "503",
-                "504",
-                "latency > timeout",
-                "closed before answer",
-                "closed mid-body",
-                "HTML page, 502",
-                "HTML page, 200",
-                "truncated JSON",
-                "empty body",
-                "JSON of wrong type",
-                "302 to another host",
-            )
-        },
+        **{fault: ("ambiguous 1 rx1", "ambiguous 1 rx1") for fault in MAY_HAVE_ARRIVED},
         "JSON as text/plain": ("accepted +0 rx1", "accepted +0 rx1"),
     },
 }
