@@ -214,11 +214,13 @@ def _error(status: int, code: str, message: str) -> web.Response:
 
 
 class FirstReplyHandler:
-    """The first-reply webhook handler; build it with :func:`first_reply_handler`.
+    """The first-reply webhook handler (also named :data:`first_reply_handler`).
 
-    Call :meth:`install` to add it to an application (route plus shutdown
-    hook), or route :meth:`handle` yourself and ``await handler.aclose()`` on
-    shutdown.
+    ``on_reply`` receives a :class:`ReplyEvent`; it may be a coroutine
+    function (awaited in a background task) or a plain function (called in
+    that task, so keep it quick). :meth:`install` adds it to an application
+    (route plus a shutdown hook that finishes its tasks); or route
+    :meth:`handle` yourself and ``await handler.aclose()`` on shutdown.
     """
 
     def __init__(
@@ -351,32 +353,10 @@ class FirstReplyHandler:
             logger.exception("webhook: on_reply failed for %s", event.session_external_id)
 
 
-def first_reply_handler(
-    on_reply: OnReply,
-    *,
-    secret: str | None = None,
-    secret_header: str = DEFAULT_SECRET_HEADER,
-    secret_query: str | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    dedupe_size: int = 10_000,
-    shutdown_grace: float = 10.0,
-) -> FirstReplyHandler:
-    """A first-reply webhook handler to mount in your own aiohttp app.
-
-    ``on_reply`` receives a :class:`ReplyEvent`; it may be a coroutine
-    function (awaited in a background task) or a plain function (called in
-    that task, so keep it quick). Mount it with ``handler.install(app, path)``
-    so its tasks are finished on shutdown.
-    """
-    return FirstReplyHandler(
-        on_reply,
-        secret=secret,
-        secret_header=secret_header,
-        secret_query=secret_query,
-        max_body=max_body,
-        dedupe_size=dedupe_size,
-        shutdown_grace=shutdown_grace,
-    )
+first_reply_handler = FirstReplyHandler
+"""A first-reply webhook handler to mount in your own aiohttp app (the
+:class:`FirstReplyHandler` constructor): ``first_reply_handler(on_reply,
+secret=...).install(app, "/webhook")``."""
 
 
 WEBHOOK_HANDLER = web.AppKey("campaignkit_first_reply_handler", FirstReplyHandler)
@@ -399,7 +379,7 @@ def first_reply_app(
     Run it with ``web.run_app(app)`` or an ``AppRunner``; the handler is
     ``app[WEBHOOK_HANDLER]``.
     """
-    handler = first_reply_handler(
+    handler = FirstReplyHandler(
         on_reply,
         secret=secret,
         secret_header=secret_header,
