@@ -345,8 +345,6 @@ class FirstReplyHandler:
             result = self._on_reply(event)
             if inspect.isawaitable(result):
                 await result
-        except asyncio.CancelledError:
-            raise
         except Exception:
             # Forget the id so that a redelivery by the service is processed.
             self._seen.pop(event.session_external_id, None)
