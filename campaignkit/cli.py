@@ -76,14 +76,6 @@ class UsageError(Exception):
     """Bad arguments or input detected by the CLI itself (exit 2)."""
 
 
-class CommandFailed(Exception):
-    """A command finished with a non-zero exit code and has said why."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-        super().__init__(code)
-
-
 # -- output ------------------------------------------------------------------
 
 
@@ -1094,8 +1086,6 @@ def run(
             return EXIT["ok"]
         err.write("campaignkit: interrupted\n")
         return EXIT["interrupted"]
-    except CommandFailed as exc:
-        return exc.code
     except Exception as exc:
         if args.debug:
             err.write(redact("".join(traceback.format_exception(exc))))
