@@ -54,7 +54,7 @@ from .bulk import DEFAULT_CHUNK_SIZE
 from .client import CampaignClient
 from .config import ENV_API_KEY, ENV_URLS
 from .models import CampaignStatus, SessionKey, SessionMeta, User
-from .status import DeploymentStatus
+from .status import DeploymentStatus, is_in_progress
 
 __all__ = ["EXIT", "main", "run"]
 
@@ -209,7 +209,7 @@ class Progress:
             self._rich.update(self._task, completed=done, total=total, detail=detail)
             return
         if total:
-            filled = int(20 * done / total) if total else 0
+            filled = int(20 * done / total)
             bar = "#" * filled + "." * (20 - filled)
             text = f"{self._label} [{bar}] {done}/{total} {detail}".rstrip()
         else:
@@ -240,9 +240,7 @@ def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
 
 
 def settled(status: CampaignStatus) -> int:
-    return sum(
-        1 for d in status.deployments if d.status is not None and not d.status.is_in_progress
-    )
+    return sum(1 for d in status.deployments if not is_in_progress(d.status))
 
 
 def status_table(status: CampaignStatus) -> str:
