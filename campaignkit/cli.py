@@ -243,6 +243,15 @@ def settled(status: CampaignStatus) -> int:
     return sum(1 for d in status.deployments if not is_in_progress(d.status))
 
 
+def status_json(status: CampaignStatus) -> dict[str, Any]:
+    """``status`` as plain data, with its per-status ``counts``."""
+    return {**plain(status), "counts": counts_json(status)}
+
+
+def counts_json(status: CampaignStatus) -> dict[str, int]:
+    return {str(k): v for k, v in status_counts(status).items()}
+
+
 def status_table(status: CampaignStatus) -> str:
     counts = status_counts(status)
     total = sum(counts.values()) or 1
@@ -667,9 +676,7 @@ async def cmd_update_session(ctx: Ctx, client: CampaignClient) -> int:
 async def cmd_status(ctx: Ctx, client: CampaignClient) -> int:
     status = await client.get_campaign_status(ctx.args.launch_request_id)
     if ctx.json:
-        data = plain(status)
-        data["counts"] = {str(k): v for k, v in status_counts(status).items()}
-        ctx.emit(data)
+        ctx.emit(status_json(status))
         return 0
     ctx.print(
         f"launch request {status.launch_request_id}: {status.status.value}, poll {status.poll_id}, "
@@ -744,9 +751,7 @@ async def cmd_track(ctx: Ctx, client: CampaignClient) -> int:
 
 def report_status(ctx: Ctx, status: CampaignStatus) -> None:
     if ctx.json:
-        data = plain(status)
-        data["counts"] = {str(k): v for k, v in status_counts(status).items()}
-        ctx.emit(data)
+        ctx.emit(status_json(status))
     else:
         ctx.print(
             f"{status.status.value}: {len(status.deployments)} deployments, "
@@ -777,13 +782,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> int:
         return 0
     status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
     if ctx.json:
-        ctx.emit(
-            {
-                "ack": plain(ack),
-                "status": plain(status),
-                "counts": {str(k): v for k, v in status_counts(status).items()},
-            }
-        )
+        ctx.emit({"ack": plain(ack), "status": plain(status), "counts": counts_json(status)})
     else:
         report_status(ctx, status)
     return 0
