@@ -696,9 +696,7 @@ class CampaignTracker(AsyncClosing):
         from the iterator will be yielded again by a resumed tracker.
         """
         statuses = dict(self._view.current)
-        for key, change in self._buffer:
-            previous = change.previous
-            statuses[key] = None if previous is None else previous.value
+        _unyield(statuses, self._buffer)
         state = self._view.state
         return {
             "version": CHECKPOINT_VERSION,
@@ -943,7 +941,7 @@ class TrackerGroup(AsyncClosing):
             self.trackers[tracker.launch_request_id] = tracker
         self._clock: Clock = options.get("clock") or time.monotonic
         self._sleep = client._transport.sleep
-        self._buffer: deque[DeploymentChange] = deque()
+        self._buffer: deque[tuple[str, DeploymentChange]] = deque()
         self._busy = False
         self._closed = False
 
@@ -965,16 +963,13 @@ class TrackerGroup(AsyncClosing):
     def checkpoint(self) -> dict[str, Any]:
         """Every tracker's checkpoint; pass it as ``resume=`` to ``track_many``.
         Changes read but not yet yielded are yielded again after a resume."""
-        pending: dict[str, list[DeploymentChange]] = {}
-        for change in self._buffer:
-            pending.setdefault(change.launch_request_id, []).append(change)
+        pending: dict[str, list[tuple[str, DeploymentChange]]] = {}
+        for item in self._buffer:
+            pending.setdefault(item[1].launch_request_id, []).append(item)
         trackers = []
         for launch, tracker in self.trackers.items():
             cp = tracker.checkpoint()
-            for change in pending.get(launch, ()):
-                key = _key_of_change(change)
-                previous = change.previous
-                cp["statuses"][key] = None if previous is None else previous.value
+            _unyield(cp["statuses"], pending.get(launch, ()))
             trackers.append(cp)
         return {"version": CHECKPOINT_VERSION, "trackers": trackers}
 
@@ -990,7 +985,7 @@ class TrackerGroup(AsyncClosing):
                 if self._closed:
                     raise StopAsyncIteration
                 await self._step()
-            return self._buffer.popleft()
+            return self._buffer.popleft()[1]
         finally:
             self._busy = False
 
@@ -1025,9 +1020,9 @@ class TrackerGroup(AsyncClosing):
             if failures:
                 raise failures[0]
         for tracker in due:
-            while tracker._buffer:
-                tracker._changes += 1
-                self._buffer.append(tracker._buffer.popleft()[1])
+            tracker._changes += len(tracker._buffer)
+            self._buffer.extend(tracker._buffer)
+            tracker._buffer.clear()
 
     async def aclose(self) -> None:
         """Stop every tracker; idempotent."""
@@ -1037,6 +1032,11 @@ class TrackerGroup(AsyncClosing):
             await tracker.aclose()
 
 
-def _key_of_change(change: DeploymentChange) -> str:
-    deployment = change.deployment
-    return deployment.conversation_id or deployment.service_id or deployment.cellphone
+def _unyield(
+    statuses: dict[str, str | None], pending: Iterable[tuple[str, DeploymentChange]]
+) -> None:
+    """Set the checkpoint ``statuses`` of changes read but not yet yielded back
+    to their previous status, so that a resumed tracker yields them again."""
+    for key, change in pending:
+        previous = change.previous
+        statuses[key] = None if previous is None else previous.value
