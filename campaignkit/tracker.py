@@ -49,7 +49,7 @@ from ._convert import json_type
 from ._transport import Transport, is_retryable
 from ._validation import path_segment, raise_problems
 from .models import CampaignAck, CampaignStatus, Deployment
-from .status import CampaignState, DeploymentStatus, status_from_wire
+from .status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
 
 if TYPE_CHECKING:
     from .client import CampaignClient
@@ -431,7 +431,7 @@ class _View:
     def settled(self) -> bool:
         counts = self.counts
         return bool(counts) and not any(
-            counts.get(status) for status in (None, _S.RECEIVED, _S.RECEIVED_BY_WORKER, _S.RETRY)
+            count and is_in_progress(status) for status, count in counts.items()
         )
 
     def result(self, answer: _Answer) -> CampaignStatus:
