@@ -76,15 +76,14 @@ def _bad_request(reason: str) -> ServiceError:
     )
 
 
-def _poll_id(company: Company, raw: object, shape_detail: bool) -> int:
+def _poll_id(company: Company, raw: object) -> int:
     text = str(raw)
     if text.isdigit() and int(text) in company.polls:
         return int(text)
-    if shape_detail:
-        raise ServiceError(
-            404, "not_found", f"Poll {text} not found.", f"No se encontró la encuesta {text}."
-        )
-    raise ServiceError(404, "not_found", f"Poll {text} not found.")
+    # The Spanish text shows only on the {detail} routes (error_response picks it).
+    raise ServiceError(
+        404, "not_found", f"Poll {text} not found.", f"No se encontró la encuesta {text}."
+    )
 
 
 def _users(body: Any) -> list[UserIn]:
@@ -98,11 +97,10 @@ def _users(body: Any) -> list[UserIn]:
 async def send_campaign(request: web.Request) -> web.Response:
     company = _authenticate(request)
     raw_poll = request.match_info.get("poll_id")
-    if raw_poll is not None:
-        poll_id = _poll_id(company, raw_poll, True)
-        body = await _read_json(request, 400)
-    else:
-        body = await _read_json(request, 400)
+    # An unknown poll in the URL is a 404 before the body is read.
+    poll_id = None if raw_poll is None else _poll_id(company, raw_poll)
+    body = await _read_json(request, 400)
+    if poll_id is None:
         if not isinstance(body, dict) or body.get("poll_id") in (None, ""):
             raise ServiceError(
                 400,
@@ -110,7 +108,7 @@ async def send_campaign(request: web.Request) -> web.Response:
                 "The poll id is required either in the URL or in the body.",
                 "El id de la encuesta es obligatorio en la URL o en el cuerpo.",
             )
-        poll_id = _poll_id(company, body["poll_id"], True)
+        poll_id = _poll_id(company, body["poll_id"])
     launch = request.app[WORLD].launch(company, poll_id, _users(body), "send_campaign")
     request.app[REPLIES].schedule(company, launch)
     return json_response(
@@ -171,7 +169,7 @@ def _query_int(request: web.Request, name: str) -> int | None:
 async def list_sessions(request: web.Request) -> web.Response:
     company = _authenticate(request)
     world = request.app[WORLD]
-    poll_id = _poll_id(company, request.match_info["poll_id"], False)
+    poll_id = _poll_id(company, request.match_info["poll_id"])
     year_start, year_end = world.year_range_us()
     start, end, limit = (_query_int(request, name) for name in ("start", "end", "limit"))
     start_us = year_start if start is None else start * US
@@ -206,7 +204,7 @@ async def deploy_legacy(request: web.Request) -> web.Response:
             "use POST /v2/send-campaign/{poll_id} instead.",
         )
     company = _authenticate(request)
-    poll_id = _poll_id(company, request.match_info["poll_id"], False)
+    poll_id = _poll_id(company, request.match_info["poll_id"])
     launch = world.launch(company, poll_id, _users(await _read_json(request)), "deploy_legacy")
     request.app[REPLIES].schedule(company, launch)
     last = max(d.taken_at for d in launch.deployments)
