@@ -376,6 +376,13 @@ class _BulkSend:
             # Stopping a send half-way would leave chunks in flight: log instead.
             logger.exception("on_progress raised; the bulk send goes on")
 
+    async def _cancel_callbacks(self) -> None:
+        """The send has failed: leave no on_progress call running after it."""
+        callbacks = set(self._callbacks)
+        for task in callbacks:
+            task.cancel()
+        await asyncio.gather(*callbacks, return_exceptions=True)
+
     def _callback_done(self, task: asyncio.Future[Any]) -> None:
         self._callbacks.discard(task)
         if not task.cancelled() and task.exception() is not None:
@@ -559,8 +566,9 @@ class _BulkSend:
                 group.create_task(self.read(users))
                 for _ in range(self.concurrency):
                     group.create_task(self.send())
-        except BaseExceptionGroup as failed:
-            if len(failed.exceptions) == 1:
+        except BaseException as failed:  # a sender's error, or cancelled
+            await self._cancel_callbacks()
+            if isinstance(failed, BaseExceptionGroup) and len(failed.exceptions) == 1:
                 raise failed.exceptions[0] from None
             raise
         report = self.report

@@ -367,6 +367,31 @@ async def test_async_progress_callback_and_failing_callback_do_not_stop(
     assert "on_progress raised" in caplog.text
 
 
+async def test_cancelled_send_cancels_its_pending_progress_calls(
+    client: CampaignClient, mocked: aioresponses
+):
+    service = serve(mocked, FakeService())
+    service.gate = asyncio.Event()
+    started: list[asyncio.Task[Any]] = []
+
+    async def slow(progress: BulkProgress) -> None:
+        started.append(asyncio.current_task())  # type: ignore[arg-type]
+        await asyncio.sleep(60)
+
+    task = asyncio.create_task(
+        client.send_bulk(7, people(4), chunk_size=2, concurrency=1, on_progress=slow)
+    )
+    for _ in range(400):
+        await asyncio.sleep(0.005)
+        if service.arrived and started:
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert started
+    assert all(progress_call.done() for progress_call in started)
+
+
 # -- input ---------------------------------------------------------------------
 
 
