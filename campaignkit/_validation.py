@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .errors import ValidationError
-from .models import DEPLOYMENT_SQUAD, SessionKey, User, session_keys
+from .models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
 
 Problems = list[tuple[str, str]]
 
@@ -21,7 +21,7 @@ SESSION_PAGE_LIMIT = range(1, 10_001)
 _COUNTRY_CODE = re.compile(r"\+[0-9]{1,4}")
 _CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
 _CELLPHONE = re.compile(r"[0-9]{4,15}")
-_SQUAD = re.compile(r"DS_[0-9]+")
+_SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

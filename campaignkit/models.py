@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 DEPLOYMENT_SQUAD = "deployment_squad"
+DEPLOYMENT_SQUAD_PREFIX = "DS_"
 
 
 class UnixSeconds:
@@ -91,7 +92,7 @@ class User:
 def deployment_squad(cellphone: str | int) -> SessionKey:
     """The ``deployment_squad`` variable that makes the sending line
     ``cellphone`` deploy (value ``DS_<cellphone>``); give several for several lines."""
-    return SessionKey(DEPLOYMENT_SQUAD, f"DS_{cellphone}")
+    return SessionKey(DEPLOYMENT_SQUAD, f"{DEPLOYMENT_SQUAD_PREFIX}{cellphone}")
 
 
 @attrs.frozen

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import attrs
 import orjson
 
+from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX
 from ..status import CampaignState
 from ._clock import Clock
 from ._config import SandboxConfig
@@ -26,8 +27,6 @@ from ._users import SessionKeys, UserIn
 __all__ = ["Company", "Deployment", "Launch", "NotRepliable", "World"]
 
 JSON = dict[str, Any]
-SQUAD_KEY = "deployment_squad"
-SQUAD_PREFIX = "DS_"
 STATUS_SLICE = 5000
 
 
@@ -318,13 +317,13 @@ class World:
         """Outcome and sending line; an unknown ``DS_`` line fails validation."""
         # A plain loop: this runs once per user of a 100k-user send.
         for key, _ in user.keys:
-            if key == SQUAD_KEY:
+            if key == DEPLOYMENT_SQUAD:
                 break
         else:
             return outcome_for(user.cellphone), company.lines[index % len(company.lines)]
-        squads = [value for key, value in user.keys if key == SQUAD_KEY]
-        lines = [value.removeprefix(SQUAD_PREFIX) for value in squads]
-        if any(not v.startswith(SQUAD_PREFIX) for v in squads) or any(
+        squads = [value for key, value in user.keys if key == DEPLOYMENT_SQUAD]
+        lines = [value.removeprefix(DEPLOYMENT_SQUAD_PREFIX) for value in squads]
+        if any(not v.startswith(DEPLOYMENT_SQUAD_PREFIX) for v in squads) or any(
             line not in company.lines for line in lines
         ):
             return VALIDATION_ERROR, None
