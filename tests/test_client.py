@@ -21,6 +21,7 @@ from campaignkit import (
     AmbiguousSendError,
     CampaignAck,
     CampaignClient,
+    CampaignKitError,
     CampaignState,
     ConfigurationError,
     ConnectionError,
@@ -650,7 +651,7 @@ async def test_no_unclosed_session_warning(mocked: Any) -> None:
 async def test_closed_client_refuses_calls(mocked: Any) -> None:
     client = CampaignClient(KEY, base_url=BASE)
     await client.aclose()
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(CampaignKitError, match="closed"):
         await client.list_polls()
     assert count(mocked) == 0
 
