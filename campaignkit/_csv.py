@@ -130,20 +130,17 @@ def _csv_rows(
         if header is None:
             return
         layout = _csv_layout(header, eta_column)
-        line = reader.line_num
         while True:
+            # next() by hand: a csv.Error is one bad row, reported, not the end.
             try:
                 row = next(reader)
             except StopIteration:
                 return
             except csv.Error as exc:
-                line = reader.line_num
-                yield InvalidInput(reason=f"line {line}: {exc}", row=line)
+                yield InvalidInput(reason=f"line {reader.line_num}: {exc}", row=reader.line_num)
                 continue
-            line = reader.line_num
-            if not row:
-                continue
-            yield _csv_item(row, line, layout, validate)
+            if row:
+                yield _csv_item(row, reader.line_num, layout, validate)
 
 
 async def ausers_from_csv(
