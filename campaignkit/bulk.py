@@ -108,6 +108,8 @@ _USER_FIELDS: Final = frozenset(
 )
 _DECODE_ACK = wire.decoder(CampaignAck)
 _FATAL = (AuthenticationError, NotFoundError)
+# The BulkProgress count of each chunk outcome (users of rejected chunks "failed").
+_PROGRESS_FIELD: Final = {"accepted": "accepted", "rejected": "failed", "ambiguous": "ambiguous"}
 
 
 # -- public records -----------------------------------------------------------
@@ -556,8 +558,7 @@ class _BulkSend:
             users=chunk.users if keep else None,
         )
         getattr(self.report, outcome).append(result)
-        counter = {"accepted": "accepted", "rejected": "failed", "ambiguous": "ambiguous"}
-        self._advance({counter[outcome]: len(chunk.users)})
+        self._advance({_PROGRESS_FIELD[outcome]: len(chunk.users)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
