@@ -22,7 +22,7 @@ import yarl
 from . import errors
 from ._sansio import Request, read_response
 from ._validation import Problems, raise_problems
-from .config import ClientConfig, RetryPolicy
+from .config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -75,13 +75,9 @@ class _Backoff(tenacity.wait.wait_base):
 
 def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
     problems: Problems = []
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
-    ):
+    if timeout is not None and not is_positive_seconds(timeout):
         problems.append(("timeout", f"must be a positive number of seconds, got {timeout!r}"))
-    if max_retries is not None and (
-        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
-    ):
+    if max_retries is not None and not is_retry_count(max_retries):
         problems.append(("max_retries", f"must be an int >= 0, got {max_retries!r}"))
     raise_problems(problems)
 

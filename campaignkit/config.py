@@ -29,6 +29,16 @@ def _redacted(_: object) -> str:
     return "'***'"
 
 
+def is_positive_seconds(value: object) -> bool:
+    """A positive int or float: not a bool, a string or NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def is_retry_count(value: object) -> bool:
+    """An int >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 @attrs.frozen
 class SessionQueryNames:
     """Query parameter names of the session listing; the spec does not publish
@@ -55,6 +65,21 @@ class RetryPolicy:
     backoff_max: float = 8.0
     retry_after_cap: float = 60.0
     deadline: float | None = 120.0
+
+    def __attrs_post_init__(self) -> None:
+        # Checked here, not at the first retry, where a bad value would fail
+        # inside tenacity with a TypeError.
+        if not is_retry_count(self.max_retries):
+            raise ConfigurationError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        waits = (self.backoff_initial, self.backoff_max, self.retry_after_cap)
+        if not all(is_positive_seconds(wait) for wait in waits):
+            raise ConfigurationError(
+                "backoff_initial, backoff_max and retry_after_cap must be positive seconds"
+            )
+        if self.deadline is not None and not is_positive_seconds(self.deadline):
+            raise ConfigurationError(
+                f"deadline must be positive seconds or None, got {self.deadline!r}"
+            )
 
 
 @attrs.frozen
@@ -93,9 +118,9 @@ class ClientConfig:
             url = getattr(self, name)
             if url is not None:
                 object.__setattr__(self, name, _checked_url(name, url))
-        if not self.timeout > 0 or not self.connect_timeout > 0:
-            raise ConfigurationError("timeout and connect_timeout must be positive")
-        if self.max_connections < 1:
+        if not (is_positive_seconds(self.timeout) and is_positive_seconds(self.connect_timeout)):
+            raise ConfigurationError("timeout and connect_timeout must be positive seconds")
+        if not is_retry_count(self.max_connections) or self.max_connections < 1:
             raise ConfigurationError("max_connections must be at least 1")
 
     @classmethod

@@ -693,6 +693,29 @@ def test_bad_urls_fail_at_construction(url: str) -> None:
         CampaignClient(KEY, base_url=url)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"max_retries": -1}, {"max_retries": "3"}, {"max_retries": True}, {"timeout": "5"},
+     {"timeout": float("nan")}, {"connect_timeout": 0}, {"max_connections": 0},
+     {"max_connections": 2.5}],
+    ids=str,
+)
+def test_bad_client_options_fail_at_construction(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        CampaignClient(KEY, base_url=BASE, **options)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [{"max_retries": "2"}, {"backoff_initial": 0}, {"backoff_max": -1.0},
+     {"retry_after_cap": None}, {"deadline": 0}, {"deadline": "60"}],
+    ids=str,
+)
+def test_bad_retry_policy_fails_at_construction(policy: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        RetryPolicy(**policy)
+
+
 async def test_missing_host_fails_before_any_request(
     monkeypatch: pytest.MonkeyPatch, mocked: Any
 ) -> None:
