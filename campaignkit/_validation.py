@@ -146,12 +146,15 @@ def unix_seconds(value: Any, path: str, problems: Problems) -> int:
 
 
 def users_tuple(users: Any, problems: Problems) -> tuple[Any, ...]:
-    """``users`` read once into a tuple (empty, with a problem, if it is not an
-    iterable of users: a string or a mapping is refused, not iterated)."""
+    """``users`` read once into a tuple (empty, with a problem, if it is not a
+    non-empty iterable of users: a string or a mapping is refused, not iterated)."""
     if isinstance(users, str | bytes | Mapping) or not isinstance(users, Iterable):
         problems.append(("users", f"expected an iterable of User, got {type(users).__name__}"))
         return ()
-    return tuple(users)
+    given = tuple(users)
+    if not given:
+        problems.append(("users", "at least one user is required"))
+    return given
 
 
 def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any]]:
@@ -161,8 +164,6 @@ def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any
         entry = user_wire(user, f"users[{index}]", problems)
         if entry is not None:
             wire.append(entry)
-    if not users and not problems:
-        problems.append(("users", "at least one user is required"))
     return wire
 
 

@@ -546,13 +546,16 @@ async def test_validation_lists_every_problem_and_sends_nothing(
     assert count(mocked) == 0
 
 
-@pytest.mark.parametrize("users", [[], "3001234567", {"a": 1}, None, 5])
+@pytest.mark.parametrize("users", [[], iter([]), "3001234567", {"a": 1}, None, 5])
 async def test_users_must_be_a_nonempty_iterable(
     client: CampaignClient, mocked: Any, users: Any
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         await client.send_campaign(1, users)
     assert [path for path, _ in caught.value.problems] == ["users"]
+    with pytest.raises(ValidationError) as caught:
+        await client.send_campaign("", users)  # reported beside another problem too
+    assert [path for path, _ in caught.value.problems] == ["poll_id", "users"]
     assert count(mocked) == 0
 
 
