@@ -39,6 +39,7 @@ class Endpoint:
 
     ``is_send`` marks the operations that message people (or change a
     session): they are never resent after an ambiguous failure.
+    ``key_optional`` marks the one the spec shows without a credential.
     """
 
     name: str
@@ -47,6 +48,7 @@ class Endpoint:
     path: str
     is_send: bool = False
     retired_on_404: bool = False
+    key_optional: bool = False
 
 
 SEND_CAMPAIGN = Endpoint(
@@ -56,7 +58,12 @@ CAMPAIGN_STATUS = Endpoint(
     "campaign_status", "GET", "campaign_url", "/v2/send-campaign/{launch_request_id}"
 )
 UPDATE_SESSION = Endpoint(
-    "update_session", "POST", "base_url", "/session/{session_external_id}/update", is_send=True
+    "update_session",
+    "POST",
+    "base_url",
+    "/session/{session_external_id}/update",
+    is_send=True,
+    key_optional=True,  # the spec shows no Authorization header here
 )
 LIST_SESSIONS = Endpoint("list_sessions", "GET", "base_url", "/devapi/poll/{poll_id}/sessions")
 LIST_AGENTS = Endpoint("list_agents", "GET", "agent_url", "/agent/company/agents")
@@ -111,11 +118,9 @@ def build_request_to_url(
     users: tuple[User, ...] = (),
 ) -> Request:
     """A request to an already-built URL (the tracker's ``status_url``)."""
-    headers = {
-        "Accept": "application/json",
-        "User-Agent": USER_AGENT,
-        config.auth_header: config.authorization,
-    }
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if config.authorize_session_update or not endpoint.key_optional:
+        headers[config.auth_header] = config.authorization
     body = None
     if json is not None:
         headers["Content-Type"] = "application/json"

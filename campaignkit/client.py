@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import aiohttp
+import attrs
 
 from . import _sansio as wire
 from . import bulk as _bulk
@@ -25,7 +26,7 @@ from ._validation import (
     users_wire,
 )
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
-from .errors import ResponseError
+from .errors import ConfigurationError, ResponseError
 from .models import (
     Agent,
     CampaignAck,
@@ -63,7 +64,8 @@ class CampaignClient(AsyncClosing):
     ``CAMPAIGNKIT_AGENT_URL``. Use it as an async context manager (or call
     :meth:`aclose`); an injected ``session`` is left for its owner to close.
     ``timeout`` (seconds per request) and ``max_retries`` (retries after the
-    first attempt) may also be given per call.
+    first attempt) may also be given per call; other ``settings`` are fields of
+    :class:`ClientConfig`. Pass either a whole ``config=`` or settings, not both.
     """
 
     def __init__(
@@ -73,23 +75,36 @@ class CampaignClient(AsyncClosing):
         base_url: str | None = None,
         campaign_url: str | None = None,
         agent_url: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 2,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         session: aiohttp.ClientSession | None = None,
         config: ClientConfig | None = None,
         sleep: Sleep | None = None,
         **settings: Any,
     ) -> None:
-        if config is None:
-            settings.setdefault("retry", RetryPolicy(max_retries=max_retries))
-            config = ClientConfig.from_env(
-                api_key,
-                base_url=base_url,
-                campaign_url=campaign_url,
-                agent_url=agent_url,
-                timeout=timeout,
-                **settings,
-            )
+        named = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "campaign_url": campaign_url,
+            "agent_url": agent_url,
+            "timeout": timeout,
+        }
+        if config is not None:
+            given = [name for name, value in named.items() if value is not None]
+            given += [*settings, *(["max_retries"] if max_retries is not None else [])]
+            if given:
+                # A setting beside a whole config would be silently ignored.
+                raise ConfigurationError(
+                    f"pass either config= or settings ({', '.join(given)}), not both"
+                )
+        else:
+            if max_retries is not None:
+                retry = settings.get("retry", RetryPolicy())
+                if not isinstance(retry, RetryPolicy):
+                    raise ConfigurationError(f"retry must be a RetryPolicy, got {retry!r}")
+                settings["retry"] = attrs.evolve(retry, max_retries=max_retries)
+            settings.update((name, value) for name, value in named.items() if value is not None)
+            config = ClientConfig.from_env(**settings)
         self.config = config
         transport_options: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
         self._transport = Transport(config, session=session, **transport_options)

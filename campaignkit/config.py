@@ -87,9 +87,11 @@ class ClientConfig:
     """Everything a :class:`~campaignkit.CampaignClient` needs to reach the service.
 
     The API key travels as ``{auth_header}: {auth_scheme} {key}`` (the raw key
-    when ``auth_scheme`` is empty, as the spec's examples show). Base URLs may
-    carry a path prefix, which is kept. ``timeout`` bounds each request,
-    ``connect_timeout`` its connection phase.
+    when ``auth_scheme`` is empty, as the spec's examples show). The spec shows
+    no credential on the session update; the key is sent there too unless
+    ``authorize_session_update`` is False. Base URLs may carry a path prefix,
+    which is kept. ``timeout`` bounds each request, ``connect_timeout`` its
+    connection phase.
     """
 
     api_key: str = attrs.field(repr=_redacted)
@@ -101,6 +103,7 @@ class ClientConfig:
     retry: RetryPolicy = RetryPolicy()
     auth_header: str = "Authorization"
     auth_scheme: str = ""
+    authorize_session_update: bool = True
     session_query: SessionQueryNames = SessionQueryNames()
     max_response_bytes: int = 256 * 1024 * 1024
     max_connections: int = 100

@@ -23,6 +23,7 @@ from campaignkit import (
     CampaignClient,
     CampaignKitError,
     CampaignState,
+    ClientConfig,
     ConfigurationError,
     ConnectionError,
     DeploymentStatus,
@@ -168,6 +169,17 @@ async def test_update_session(client: CampaignClient, mocked: Any) -> None:
         b'{"user_session_keys":[{"key":"plan","value":"gold"},{"key":"n","value":"2"}]}'
     )
     assert_headers(kwargs, json_body=True)
+
+
+async def test_update_session_without_the_key_when_so_configured(mocked: Any) -> None:
+    mocked.post(f"{BASE}/session/e1/update", payload={"message": "ok", "session_id": "s9"})
+    mocked.get(f"{BASE}/poll/api/all", payload=[])
+    async with CampaignClient(KEY, base_url=BASE, authorize_session_update=False) as client:
+        await client.update_session("e1", {"a": "b"})
+        await client.list_polls()
+    [(_, _, update), (_, _, polls)] = sent(mocked)
+    assert "Authorization" not in update["headers"]
+    assert polls["headers"]["Authorization"] == KEY
 
 
 async def test_list_sessions_with_every_query(client: CampaignClient, mocked: Any) -> None:
@@ -727,3 +739,24 @@ async def test_missing_host_fails_before_any_request(
         with pytest.raises(ConfigurationError, match="CAMPAIGNKIT_AGENT_URL"):
             await client.list_agents()
     assert count(mocked) == 0
+
+
+async def test_a_config_and_settings_together_are_refused() -> None:
+    config = ClientConfig(KEY, base_url=BASE)
+    conflicts: list[dict[str, Any]] = [
+        {"timeout": 5.0},
+        {"max_retries": 1},
+        {"api_key": KEY},
+        {"auth_scheme": "Bearer"},
+    ]
+    for settings in conflicts:
+        with pytest.raises(ConfigurationError, match="either config= or settings"):
+            CampaignClient(config=config, **settings)
+    assert CampaignClient(config=config).config is config
+
+
+async def test_max_retries_joins_a_given_retry_policy() -> None:
+    client = CampaignClient(KEY, max_retries=5, retry=RetryPolicy(backoff_initial=0.1))
+    assert client.config.retry == RetryPolicy(max_retries=5, backoff_initial=0.1)
+    with pytest.raises(ConfigurationError, match="RetryPolicy"):
+        CampaignClient(KEY, max_retries=1, retry={"max_retries": 1})
