@@ -103,16 +103,27 @@ _SUCCESS = _FINAL_SUCCESS | {DeploymentStatus.SUCCESS}
 _unknown_lock = threading.Lock()
 
 
+MAX_CACHED_UNKNOWN = 256
+"""Distinct unknown values kept (and warned about once each); beyond this a
+misbehaving service cannot grow memory: further values are built afresh and
+not warned about."""
+_cached_unknown = 0
+
+
 def _unknown_status(cls: type[DeploymentStatus], value: str) -> DeploymentStatus:
     # Enum looks values up in _value2member_map_ before calling _missing_, so
     # caching the pseudo-member there makes each unknown value warn only once.
+    global _cached_unknown
+    member = str.__new__(cls, value)
+    member._name_ = value
+    member._value_ = value
     with _unknown_lock:
         existing = cls._value2member_map_.get(value)
         if isinstance(existing, cls):
             return existing
-        member = str.__new__(cls, value)
-        member._name_ = value
-        member._value_ = value
+        if _cached_unknown >= MAX_CACHED_UNKNOWN:
+            return member
+        _cached_unknown += 1
         cls._value2member_map_[value] = member
     warnings.warn(
         f"unknown deployment status {value!r}: kept as an unknown status",

@@ -7,6 +7,7 @@ import warnings
 import pytest
 
 from campaignkit import CampaignState, DeploymentStatus, is_in_progress
+from campaignkit import status as status_module
 
 # The spec's deployment-status table, in order.
 SPEC_STATUSES = [
@@ -65,7 +66,9 @@ def test_misspelling_is_the_same_member() -> None:
     assert not alias.is_unknown
 
 
-def test_unknown_status_is_kept_and_warned_once() -> None:
+def test_unknown_status_is_kept_and_warned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Room in the cache whatever other tests left in it.
+    monkeypatch.setattr(status_module, "MAX_CACHED_UNKNOWN", status_module._cached_unknown + 10)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = DeploymentStatus("FAILURE_BY_SOMETHING_NEW_7f3a")
@@ -100,3 +103,20 @@ def test_non_text_is_not_a_status(value: object) -> None:
 def test_unknown_campaign_state_raises() -> None:
     with pytest.raises(ValueError, match="CampaignState"):
         CampaignState("FINISHED")
+
+
+def test_unknown_statuses_cannot_grow_memory_without_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(status_module, "MAX_CACHED_UNKNOWN", status_module._cached_unknown + 2)
+    values = [f"FLOOD_{index}_9c1e" for index in range(5)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        statuses = [DeploymentStatus(value) for value in values]
+    assert [status.value for status in statuses] == values
+    assert all(status.is_unknown for status in statuses)
+    cached = [value for value in values if value in DeploymentStatus._value2member_map_]
+    assert cached == values[:2]
+    assert len(caught) == 2
+    # Beyond the cache, the same text still gives an equal (uncached) status.
+    assert DeploymentStatus(values[4]) == values[4]
