@@ -23,7 +23,8 @@ class DeploymentStatus(enum.StrEnum):
     The wire misspelling ``PUSH_NOTIFATION`` is the same member as
     ``PUSH_NOTIFICATION``. A value the SDK does not know never raises: it
     becomes an unknown status that keeps the raw text as its ``value``
-    (``is_unknown`` is true) and is warned about once per value.
+    (``is_unknown`` is true) and is warned about once per value (for the first
+    :data:`MAX_CACHED_UNKNOWN` distinct values).
     """
 
     RECEIVED = "RECEIVED"
