@@ -64,6 +64,7 @@ from . import _sansio as wire
 from ._csv import InvalidInput, ausers_from_csv, users_from_csv
 from ._journal import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Journal
 from ._phones import PhoneSet
+from ._transport import Sleep
 from ._validation import Problems, path_segment, raise_problems, user_wire
 from .errors import (
     AmbiguousSendError,
@@ -304,18 +305,20 @@ def _as_user(item: Any) -> tuple[User | None, str | None]:
 
 
 class _RateLimiter:
-    """Spaces request starts at least ``1 / rate`` seconds apart."""
+    """Spaces request starts at least ``1 / rate`` seconds apart, waiting with
+    the client's ``sleep`` (which tests inject)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, sleep: Sleep) -> None:
         self._interval = 1.0 / rate
         self._next = 0.0
+        self._sleep = sleep
 
     async def wait(self) -> None:
         now = asyncio.get_running_loop().time()
         slot = max(now, self._next)
         self._next = slot + self._interval
         if slot > now:
-            await asyncio.sleep(slot - now)
+            await self._sleep(slot - now)
 
 
 class _BulkSend:
@@ -338,7 +341,9 @@ class _BulkSend:
         self.segment = segment
         self.chunk_size = chunk_size
         self.concurrency = concurrency
-        self.limiter = None if rate_limit is None else _RateLimiter(rate_limit)
+        self.limiter = (
+            None if rate_limit is None else _RateLimiter(rate_limit, client._transport.sleep)
+        )
         self.journal = journal
         self.on_progress = on_progress
         self.keep_accepted_users = keep_accepted_users

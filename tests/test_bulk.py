@@ -297,13 +297,19 @@ async def test_bad_poll_id_and_options_fail_before_sending(
     assert service.requests == []
 
 
-async def test_rate_limit_spaces_requests(client: CampaignClient, mocked: aioresponses):
+async def test_rate_limit_spaces_requests(mocked: aioresponses):
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
     serve(mocked, FakeService())
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    report = await client.send_bulk(7, people(5), chunk_size=1, concurrency=5, rate_limit=20)
-    assert loop.time() - started >= 4 / 20 * 0.9
+    async with CampaignClient(KEY, campaign_url="http://campaign.test", sleep=record) as client:
+        report = await client.send_bulk(7, people(5), chunk_size=1, concurrency=5, rate_limit=20)
     assert report.counts["accepted"] == 5
+    # The five start together: the first goes at once, each next one 1/20 s
+    # after the one before (the waits pass at once, so they add up).
+    assert sorted(waits) == pytest.approx([0.05, 0.10, 0.15, 0.20], abs=0.02)
 
 
 # -- report --------------------------------------------------------------------
