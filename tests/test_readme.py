@@ -1,0 +1,40 @@
+"""The README's quickstart runs as written against the sandbox."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from helpers.processes import run_process
+
+from campaignkit.sandbox import Sandbox
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def quickstart() -> str:
+    block = re.search(r"## Quickstart\n\n```python\n(.*?)```", README.read_text(), re.S)
+    assert block is not None, "the README has no Quickstart python block"
+    return block.group(1)
+
+
+async def test_the_quickstart_runs_against_the_sandbox(tmp_path: Path) -> None:
+    script = tmp_path / "quickstart.py"
+    script.write_text(quickstart())
+    async with Sandbox(speed=50) as sb:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
+        env |= {
+            "CAMPAIGNKIT_API_KEY": sb.api_key,
+            "CAMPAIGNKIT_BASE_URL": sb.base_url,
+            "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
+            "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
+        }
+        code, out, err = await run_process(sys.executable, str(script), env=env, timeout=60)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "3001234567 None -> " in out  # the tracker saw the first user
+    assert any(line.startswith("DONE [") for line in lines)
+    assert sum(line.endswith(" messages") for line in lines) == 5  # the sandbox's sessions
+    assert lines[-1].startswith("['agent")
