@@ -12,29 +12,14 @@ an in-process sandbox is used.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import csv
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from campaignkit import CampaignClient
 from campaignkit.bulk import BulkProgress, users_from_csv
-
-
-@contextlib.asynccontextmanager
-async def connect() -> AsyncIterator[CampaignClient]:
-    if os.environ.get("CAMPAIGNKIT_API_KEY"):
-        async with CampaignClient() as client:
-            yield client
-        return
-    from campaignkit.sandbox import Sandbox
-
-    async with Sandbox(speed=20) as sb, sb.client() as client:
-        print(f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sb.root_url})")
-        yield client
+from campaignkit.sandbox import client_or_sandbox
 
 
 def sample_csv(path: Path, count: int = 2000) -> Path:
@@ -58,7 +43,9 @@ async def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="campaignkit-bulk-"))
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else sample_csv(workdir / "users.csv")
     journal = Path(sys.argv[2]) if len(sys.argv) > 2 else workdir / "journal.sqlite"
-    async with connect() as client:
+    async with client_or_sandbox(speed=20) as (client, sandbox):
+        if sandbox is not None:
+            print(f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sandbox.root_url})")
         poll_id = os.environ.get("POLL_ID") or (await client.list_polls())[0].id
         report = await client.send_bulk(
             poll_id,

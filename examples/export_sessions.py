@@ -11,37 +11,23 @@ extra sessions is used. The CLI does the same with
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 import orjson
 
-from campaignkit import CampaignClient
-
-
-@contextlib.asynccontextmanager
-async def connect() -> AsyncIterator[tuple[CampaignClient, Any]]:
-    if os.environ.get("CAMPAIGNKIT_API_KEY"):
-        async with CampaignClient() as client:
-            yield client, None
-        return
-    from campaignkit.sandbox import Sandbox
-
-    async with Sandbox() as sb, sb.client() as client:
-        print(
-            f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sb.root_url})",
-            file=sys.stderr,
-        )
-        yield client, sb
+from campaignkit.sandbox import client_or_sandbox
 
 
 async def main() -> None:
     days = float(sys.argv[2]) if len(sys.argv) > 2 else 30.0
-    async with connect() as (client, sandbox):
+    async with client_or_sandbox() as (client, sandbox):
+        if sandbox is not None:
+            print(
+                f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sandbox.root_url})",
+                file=sys.stderr,
+            )
         poll_id = os.environ.get("POLL_ID") or (await client.list_polls())[0].id
         end = int(time.time()) if sandbox is None else int(await sandbox.now())
         start = end - int(days * 86400)

@@ -10,28 +10,16 @@ own in-process sandbox, where cellphones ending 99NN end in status NN.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import AsyncIterator
 
-from campaignkit import CampaignClient, User
-
-
-@contextlib.asynccontextmanager
-async def connect() -> AsyncIterator[CampaignClient]:
-    if os.environ.get("CAMPAIGNKIT_API_KEY"):
-        async with CampaignClient() as client:
-            yield client
-        return
-    from campaignkit.sandbox import Sandbox
-
-    async with Sandbox(speed=20) as sb, sb.client() as client:
-        print(f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sb.root_url})")
-        yield client
+from campaignkit import User
+from campaignkit.sandbox import client_or_sandbox
 
 
 async def main() -> None:
-    async with connect() as client:
+    async with client_or_sandbox(speed=20) as (client, sandbox):
+        if sandbox is not None:
+            print(f"(no CAMPAIGNKIT_API_KEY: using an in-process sandbox at {sandbox.root_url})")
         poll_id = os.environ.get("POLL_ID") or (await client.list_polls())[0].id
         users = [
             User(cellphone="3001234501", country_code="+57", user_session_keys={"name": "Ana"}),

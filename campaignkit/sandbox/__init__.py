@@ -5,7 +5,8 @@ See the README for the magic cellphone numbers, admin routes and faults.
 """
 
 from ._config import SandboxConfig
+from ._connect import client_or_sandbox
 from ._faults import FaultSpec
 from ._server import Sandbox, serve
 
-__all__ = ["FaultSpec", "Sandbox", "SandboxConfig", "serve"]
+__all__ = ["FaultSpec", "Sandbox", "SandboxConfig", "client_or_sandbox", "serve"]
