@@ -14,6 +14,7 @@ $(STAMP): $(PY) pyproject.toml
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 types: $(STAMP)
 	$(PY) -m mypy --strict campaignkit

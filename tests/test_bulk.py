@@ -127,7 +127,11 @@ async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: a
     assert [list(chunk.positions) for chunk in report.accepted][2] == list(range(20, 25))
     assert report.launch_request_ids == ["lr-0", "lr-1", "lr-2"]
     assert report.counts == {
-        "accepted": 25, "rejected": 0, "ambiguous": 0, "invalid": 0, "duplicate": 0
+        "accepted": 25,
+        "rejected": 0,
+        "ambiguous": 0,
+        "invalid": 0,
+        "duplicate": 0,
     }
     assert report.total == 25
     assert report.complete
@@ -151,12 +155,18 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
         User(cellphone="555-100-0000", country_code="+1"),  # 0
         bad_user,  # 1 invalid
         {"cellphone": "5551000000", "country_code": "+1"},  # 2 duplicate of 0 (normalised)
-        {"cellphone": "5552000000", "country_code": "+1",
-         "user_session_keys": [{"key": "a", "value": "b"}]},  # 3 ok, dict
+        {
+            "cellphone": "5552000000",
+            "country_code": "+1",
+            "user_session_keys": [{"key": "a", "value": "b"}],
+        },  # 3 ok, dict
         {"cellphone": "5553000000", "country_code": "+1", "email": "x"},  # 4 unknown field
         "+15554000000",  # 5 not a user
-        {"cellphone": "5555000000", "country_code": "+44",
-         "user_session_keys": {"plan": "gold"}},  # 6 ok, mapping keys
+        {
+            "cellphone": "5555000000",
+            "country_code": "+44",
+            "user_session_keys": {"plan": "gold"},
+        },  # 6 ok, mapping keys
         User(cellphone="5552000000", country_code="+1"),  # 7 duplicate of 3
         InvalidInput(reason="line 9: broken", row=9),  # 8 invalid from a reader
         User(cellphone="5556000000", country_code="+1", deployment_eta=-5),  # 9 invalid eta
@@ -165,7 +175,11 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
     assert service.phones == ["+15551000000", "+15552000000", "+445555000000"]
     assert service.requests[1][0]["user_session_keys"] == [{"key": "plan", "value": "gold"}]
     assert [(i.position, i.row) for i in report.invalid] == [
-        (1, None), (4, None), (5, None), (8, 9), (9, None)
+        (1, None),
+        (4, None),
+        (5, None),
+        (8, 9),
+        (9, None),
     ]
     reasons = [i.reason for i in report.invalid]
     assert "users[1].country_code" in reasons[0]
@@ -175,7 +189,8 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
     assert reasons[3] == "line 9: broken"
     assert "users[9].deployment_eta" in reasons[4]
     assert [(d.position, d.phone) for d in report.duplicates] == [
-        (2, "+15551000000"), (7, "+15552000000")
+        (2, "+15551000000"),
+        (7, "+15552000000"),
     ]
     assert report.users_for("invalid")[0] is bad_user
     assert report.users_for("invalid")[2] == "+15554000000"
@@ -212,8 +227,10 @@ async def test_dropped_connection_after_sending_is_ambiguous(
     import aiohttp
 
     def respond(n: int, users: list[dict[str, Any]]) -> Any:
-        return aiohttp.ServerDisconnectedError() if n == 0 else CallbackResult(
-            status=202, payload=ack(n)
+        return (
+            aiohttp.ServerDisconnectedError()
+            if n == 0
+            else CallbackResult(status=202, payload=ack(n))
         )
 
     service = serve(mocked, FakeService(respond))
@@ -463,7 +480,7 @@ async def test_an_input_error_is_raised_after_sending_what_was_read(
 def test_phone_set_matches_a_set() -> None:
     rng = random.Random(5)
     phones = [
-        f"+{rng.randint(0, 9999)}{rng.randint(0, 10**rng.randint(4, 15)):0{rng.randint(4, 15)}d}"
+        f"+{rng.randint(0, 9999)}{rng.randint(0, 10 ** rng.randint(4, 15)):0{rng.randint(4, 15)}d}"
         for _ in range(20_000)
     ]
     phones += [*phones[:3000], "+01234", "+1234", "+00001234", "+9" * 1 + "1" * 19]
@@ -518,7 +535,10 @@ async def test_journal_resume_skips_accepted_and_reports_in_flight_ambiguous(
     second = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
     assert service.phones == [f"+1555{i:07d}" for i in (4, 5, 6, 7)]
     assert [(c.index, c.resumed) for c in second.accepted] == [
-        (0, True), (2, False), (3, False), (4, True)
+        (0, True),
+        (2, False),
+        (3, False),
+        (4, True),
     ]
     assert second.accepted[0].ack == first.accepted[0].ack
     assert [(c.index, c.resumed) for c in second.ambiguous] == [(1, True)]

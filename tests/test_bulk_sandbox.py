@@ -56,8 +56,12 @@ def child_cellphone(item: Any) -> str:
 
 def assert_partition(report: BulkReport) -> None:
     """Every input position is in exactly one bucket."""
-    positions = [p for name in ("accepted", "rejected", "ambiguous")
-                 for c in getattr(report, name) for p in c.positions]
+    positions = [
+        p
+        for name in ("accepted", "rejected", "ambiguous")
+        for c in getattr(report, name)
+        for p in c.positions
+    ]
     positions += [i.position for i in report.invalid] + [d.position for d in report.duplicates]
     assert sorted(positions) == list(range(report.total))
     assert sum(report.counts.values()) == report.total
@@ -97,8 +101,10 @@ async def test_faults_every_user_in_one_bucket_none_received_twice(sb: Sandbox) 
         poll = await first_poll(client)
         report = await client.send_bulk(poll, iter(users), chunk_size=100, concurrency=4)
     assert_partition(report)
-    fired = {rule["kind"] + str(rule.get("when")): rule["fired"]
-             for rule in (await sb.admin("GET", "/faults"))["faults"]}
+    fired = {
+        rule["kind"] + str(rule.get("when")): rule["fired"]
+        for rule in (await sb.admin("GET", "/faults"))["faults"]
+    }
     assert sum(fired.values()) >= 0.1 * len(report.accepted + report.rejected + report.ambiguous)
     assert report.ambiguous, fired
     got = await received(sb)

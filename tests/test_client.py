@@ -48,31 +48,86 @@ BASE = "https://main.example.com/api"
 CAMPAIGN = "https://campaigns.example.com"
 AGENTS = "https://agents.example.com"
 
-ACK = {"message": "queued", "id": "12", "batch_id": "b-1", "launch_request_id": "lr-1",
-       "status_url": "/v2/send-campaign/lr-1"}
-STATUS = {"launch_request_id": "lr-1", "status": "CLAIMED", "poll_id": 12, "deployments": [
-    {"conversation_id": "c1", "service_id": "s1", "cellphone": "3001234567",
-     "business_scope_id": None, "username": None, "status": None},
-    {"conversation_id": "c2", "service_id": "s2", "cellphone": "3001234568",
-     "business_scope_id": "bs", "username": "ana", "status": "PUSH_NOTIFATION"},
-]}
-SESSION = {"id": "s1", "created_at": "2024-03-01 10:20:30.123456",
-           "finished_at": "2024-03-01 11:00:00.000000",
-           "user": {"country_code": "+57", "cellphone": "3001234567"}}
-HISTORY = [{"type": "MESSAGE", "message": {"type": "TEXT", "sender": "AI", "text": "hola",
-            "file_url": None, "created_at": 1700000000, "delivered_at": 1700000005,
-            "read_at": None, "extra": {"k": [1]}}}]
-AGENT_LIST = [{"id": 3, "first_name": "Ana", "last_name": "Ruiz", "email": "ana@x.co",
-               "tags": [{"id": 1, "name": "sales"}]}]
-LEGACY = {"message": "ok", "id": "12", "batch_id": "b", "conversations_id": ["c1"],
-          "new_last_scheduleded_deployment": "2026-01-02T03:04:05Z"}
+ACK = {
+    "message": "queued",
+    "id": "12",
+    "batch_id": "b-1",
+    "launch_request_id": "lr-1",
+    "status_url": "/v2/send-campaign/lr-1",
+}
+STATUS = {
+    "launch_request_id": "lr-1",
+    "status": "CLAIMED",
+    "poll_id": 12,
+    "deployments": [
+        {
+            "conversation_id": "c1",
+            "service_id": "s1",
+            "cellphone": "3001234567",
+            "business_scope_id": None,
+            "username": None,
+            "status": None,
+        },
+        {
+            "conversation_id": "c2",
+            "service_id": "s2",
+            "cellphone": "3001234568",
+            "business_scope_id": "bs",
+            "username": "ana",
+            "status": "PUSH_NOTIFATION",
+        },
+    ],
+}
+SESSION = {
+    "id": "s1",
+    "created_at": "2024-03-01 10:20:30.123456",
+    "finished_at": "2024-03-01 11:00:00.000000",
+    "user": {"country_code": "+57", "cellphone": "3001234567"},
+}
+HISTORY = [
+    {
+        "type": "MESSAGE",
+        "message": {
+            "type": "TEXT",
+            "sender": "AI",
+            "text": "hola",
+            "file_url": None,
+            "created_at": 1700000000,
+            "delivered_at": 1700000005,
+            "read_at": None,
+            "extra": {"k": [1]},
+        },
+    }
+]
+AGENT_LIST = [
+    {
+        "id": 3,
+        "first_name": "Ana",
+        "last_name": "Ruiz",
+        "email": "ana@x.co",
+        "tags": [{"id": 1, "name": "sales"}],
+    }
+]
+LEGACY = {
+    "message": "ok",
+    "id": "12",
+    "batch_id": "b",
+    "conversations_id": ["c1"],
+    "new_last_scheduleded_deployment": "2026-01-02T03:04:05Z",
+}
 
 USERS = [
-    User(cellphone="300 123-4567", country_code="+57",
-         user_session_keys={"name": "Ana"},
-         deployment_eta=datetime(2030, 1, 1, tzinfo=UTC)),
-    User(cellphone="(555) 0100", country_code="+1",
-         user_session_keys=[SessionKey("x", "y"), deployment_squad("5730012345")]),
+    User(
+        cellphone="300 123-4567",
+        country_code="+57",
+        user_session_keys={"name": "Ana"},
+        deployment_eta=datetime(2030, 1, 1, tzinfo=UTC),
+    ),
+    User(
+        cellphone="(555) 0100",
+        country_code="+1",
+        user_session_keys=[SessionKey("x", "y"), deployment_squad("5730012345")],
+    ),
 ]
 USERS_BODY = (
     b'{"users":[{"cellphone":"3001234567","country_code":"+57",'
@@ -99,8 +154,9 @@ def sleeps() -> Sleeps:
 
 @pytest.fixture
 async def client(sleeps: Sleeps) -> AsyncIterator[CampaignClient]:
-    async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
-                              sleep=sleeps) as c:
+    async with CampaignClient(
+        KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=sleeps
+    ) as c:
         yield c
 
 
@@ -111,8 +167,11 @@ def mocked() -> Any:
 
 
 def sent(m: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(method, str(url), call.kwargs)
-            for (method, url), calls in m.requests.items() for call in calls]
+    return [
+        (method, str(url), call.kwargs)
+        for (method, url), calls in m.requests.items()
+        for call in calls
+    ]
 
 
 def count(m: Any) -> int:
@@ -135,6 +194,7 @@ def connect_error() -> aiohttp.ClientConnectorError:
 
 
 # -- the eight calls ------------------------------------------------------------
+
 
 async def test_send_campaign(client: CampaignClient, mocked: Any) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
@@ -193,8 +253,12 @@ async def test_list_sessions_with_every_query(client: CampaignClient, mocked: An
     assert page.results[0].user.cellphone == "3001234567"
     [(method, sent_url, kwargs)] = sent(mocked)
     assert method == "GET"
-    assert URL(sent_url).query == {"start": "1700000000", "end": "1700003600", "limit": "50",
-                                   "next_id": "cur"}
+    assert URL(sent_url).query == {
+        "start": "1700000000",
+        "end": "1700003600",
+        "limit": "50",
+        "next_id": "cur",
+    }
     assert_headers(kwargs, json_body=False)
 
 
@@ -231,8 +295,11 @@ async def test_deploy_legacy(client: CampaignClient, mocked: Any) -> None:
 
 @pytest.mark.parametrize("status", [404, 410])
 async def test_deploy_legacy_retired(client: CampaignClient, mocked: Any, status: int) -> None:
-    mocked.post(f"{BASE}/deployment/api/poll/12", status=status,
-                payload={"error": "not_found", "message": "gone"})
+    mocked.post(
+        f"{BASE}/deployment/api/poll/12",
+        status=status,
+        payload={"error": "not_found", "message": "gone"},
+    )
     with (
         pytest.warns(DeprecationWarning, match="send_campaign"),
         pytest.raises(RetiredEndpointError) as caught,
@@ -274,6 +341,7 @@ async def test_path_traversal_stays_in_the_segment(client: CampaignClient, mocke
 
 
 # -- iter_sessions ----------------------------------------------------------------
+
 
 def page(ids: list[str], next_id: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"results": [{**SESSION, "id": i} for i in ids]}
@@ -324,6 +392,7 @@ async def test_iter_sessions_validates_before_any_request(
 
 # -- retries ----------------------------------------------------------------------
 
+
 async def test_429_retry_after_is_honoured(
     client: CampaignClient, mocked: Any, sleeps: Sleeps
 ) -> None:
@@ -335,8 +404,9 @@ async def test_429_retry_after_is_honoured(
 
 
 async def test_retry_after_is_capped(mocked: Any, sleeps: Sleeps) -> None:
-    async with CampaignClient(KEY, base_url=BASE, sleep=sleeps,
-                              retry=RetryPolicy(retry_after_cap=3.0)) as client:
+    async with CampaignClient(
+        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(retry_after_cap=3.0)
+    ) as client:
         mocked.get(f"{BASE}/poll/api/all", status=503, headers={"Retry-After": "3600"})
         mocked.get(f"{BASE}/poll/api/all", payload=[])
         await client.list_polls()
@@ -354,8 +424,13 @@ READS: list[tuple[str, str, tuple[Any, ...], Any]] = [
 
 @pytest.mark.parametrize(("name", "url", "args", "payload"), READS)
 async def test_reads_retry_503_then_succeed(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps,
-    name: str, url: str, args: tuple[Any, ...], payload: Any,
+    client: CampaignClient,
+    mocked: Any,
+    sleeps: Sleeps,
+    name: str,
+    url: str,
+    args: tuple[Any, ...],
+    payload: Any,
 ) -> None:
     mocked.get(url, status=503, body=b"<html>busy</html>")
     mocked.get(url, payload=payload)
@@ -390,8 +465,13 @@ async def test_send_campaign_5xx_is_ambiguous(
 
 
 @pytest.mark.parametrize(
-    "exception", [aiohttp.ServerDisconnectedError(), aiohttp.ServerTimeoutError(),
-                  TimeoutError(), aiohttp.ClientPayloadError("cut")]
+    "exception",
+    [
+        aiohttp.ServerDisconnectedError(),
+        aiohttp.ServerTimeoutError(),
+        TimeoutError(),
+        aiohttp.ClientPayloadError("cut"),
+    ],
 )
 async def test_send_campaign_dropped_is_ambiguous(
     client: CampaignClient, mocked: Any, exception: BaseException
@@ -443,8 +523,12 @@ async def test_send_campaign_connect_failures_exhausted(
 async def test_send_campaign_429_is_retried(
     client: CampaignClient, mocked: Any, sleeps: Sleeps
 ) -> None:
-    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "2"},
-                payload={"detail": "slow down"})
+    mocked.post(
+        f"{CAMPAIGN}/v2/send-campaign/12",
+        status=429,
+        headers={"Retry-After": "2"},
+        payload={"detail": "slow down"},
+    )
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
     await client.send_campaign(12, USERS)
     assert count(mocked) == 2
@@ -454,8 +538,9 @@ async def test_send_campaign_429_is_retried(
 async def test_send_campaign_429_exhausted_is_a_rate_limit(
     client: CampaignClient, mocked: Any
 ) -> None:
-    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "1"},
-                repeat=True)
+    mocked.post(
+        f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "1"}, repeat=True
+    )
     with pytest.raises(RateLimitError) as caught:
         await client.send_campaign(12, USERS, max_retries=1)
     assert caught.value.retry_after == 1.0
@@ -499,10 +584,10 @@ async def test_bad_per_call_timeout(client: CampaignClient, mocked: Any, timeout
 
 
 async def test_deadline_stops_a_wait_that_would_pass_it(mocked: Any, sleeps: Sleeps) -> None:
-    async with CampaignClient(KEY, base_url=BASE, sleep=sleeps,
-                              retry=RetryPolicy(deadline=5.0, max_retries=5)) as client:
-        mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "10"},
-                   repeat=True)
+    async with CampaignClient(
+        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(deadline=5.0, max_retries=5)
+    ) as client:
+        mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "10"}, repeat=True)
         with pytest.raises(RateLimitError):
             await client.list_polls()
     assert count(mocked) == 1
@@ -510,8 +595,9 @@ async def test_deadline_stops_a_wait_that_would_pass_it(mocked: Any, sleeps: Sle
 
 
 async def test_deadline_bounds_the_request_timeout(mocked: Any) -> None:
-    async with CampaignClient(KEY, base_url=BASE, timeout=30.0,
-                              retry=RetryPolicy(deadline=2.0)) as client:
+    async with CampaignClient(
+        KEY, base_url=BASE, timeout=30.0, retry=RetryPolicy(deadline=2.0)
+    ) as client:
         mocked.get(f"{BASE}/poll/api/all", payload=[])
         await client.list_polls()
     [(_, _, kwargs)] = sent(mocked)
@@ -536,24 +622,36 @@ async def test_response_size_cap(mocked: Any) -> None:
 
 # -- validation --------------------------------------------------------------------
 
+
 async def test_validation_lists_every_problem_and_sends_nothing(
     client: CampaignClient, mocked: Any
 ) -> None:
     users = [
         USERS[0],
         User(cellphone="300-ABC", country_code="57", deployment_eta=datetime(2030, 1, 1)),
-        User(cellphone=3001, country_code="+12345",  # type: ignore[arg-type]
-             user_session_keys=[SessionKey("k", 5), "nope"]),  # type: ignore[arg-type, list-item]
+        User(
+            cellphone=3001,
+            country_code="+12345",  # type: ignore[arg-type]
+            user_session_keys=[SessionKey("k", 5), "nope"],
+        ),  # type: ignore[arg-type, list-item]
         "not a user",
     ]
     with pytest.raises(ValidationError) as caught:
         await client.send_campaign("", users)  # type: ignore[arg-type]
     paths = [path for path, _ in caught.value.problems]
-    assert sorted(paths) == sorted([
-        "poll_id", "users[1].country_code", "users[1].cellphone", "users[1].deployment_eta",
-        "users[2].country_code", "users[2].cellphone", "users[2].user_session_keys[0].value",
-        "users[2].user_session_keys[1]", "users[3]",
-    ])
+    assert sorted(paths) == sorted(
+        [
+            "poll_id",
+            "users[1].country_code",
+            "users[1].cellphone",
+            "users[1].deployment_eta",
+            "users[2].country_code",
+            "users[2].cellphone",
+            "users[2].user_session_keys[0].value",
+            "users[2].user_session_keys[1]",
+            "users[3]",
+        ]
+    )
     assert "users[1].country_code" in str(caught.value)
     assert count(mocked) == 0
 
@@ -600,6 +698,7 @@ async def test_end_before_start_reported_with_other_problems(
 
 
 # -- cancellation and lifecycle ----------------------------------------------------
+
 
 async def test_cancelled_error_propagates_and_is_not_retried(
     client: CampaignClient, mocked: Any, sleeps: Sleeps
@@ -673,6 +772,7 @@ async def test_closed_client_refuses_calls(mocked: Any) -> None:
 
 # -- configuration ---------------------------------------------------------------------
 
+
 def test_configuration_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CAMPAIGNKIT_API_KEY", "env-key")
     monkeypatch.setenv("CAMPAIGNKIT_BASE_URL", "https://env-main.example/")
@@ -710,9 +810,16 @@ def test_bad_urls_fail_at_construction(url: str) -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"max_retries": -1}, {"max_retries": "3"}, {"max_retries": True}, {"timeout": "5"},
-     {"timeout": float("nan")}, {"connect_timeout": 0}, {"max_connections": 0},
-     {"max_connections": 2.5}],
+    [
+        {"max_retries": -1},
+        {"max_retries": "3"},
+        {"max_retries": True},
+        {"timeout": "5"},
+        {"timeout": float("nan")},
+        {"connect_timeout": 0},
+        {"max_connections": 0},
+        {"max_connections": 2.5},
+    ],
     ids=str,
 )
 def test_bad_client_options_fail_at_construction(options: dict[str, Any]) -> None:
@@ -722,8 +829,14 @@ def test_bad_client_options_fail_at_construction(options: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize(
     "policy",
-    [{"max_retries": "2"}, {"backoff_initial": 0}, {"backoff_max": -1.0},
-     {"retry_after_cap": None}, {"deadline": 0}, {"deadline": "60"}],
+    [
+        {"max_retries": "2"},
+        {"backoff_initial": 0},
+        {"backoff_max": -1.0},
+        {"retry_after_cap": None},
+        {"deadline": 0},
+        {"deadline": "60"},
+    ],
     ids=str,
 )
 def test_bad_retry_policy_fails_at_construction(policy: dict[str, Any]) -> None:

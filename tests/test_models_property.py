@@ -39,7 +39,9 @@ from campaignkit import _sansio as wire
 from campaignkit._convert import structure
 
 settings.register_profile(
-    "campaignkit-models", max_examples=60, deadline=None,
+    "campaignkit-models",
+    max_examples=60,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("campaignkit-models")
@@ -50,43 +52,80 @@ STATUS_VALUES = [m.value for m in DeploymentStatus] + ["PUSH_NOTIFATION"]
 Schema = dict[str, tuple[Any, bool, bool]]
 SCHEMAS: dict[type, Schema] = {
     Poll: {"id": ("int", True, False), "name": ("str", True, False)},
-    CampaignAck: {name: ("str", True, False)
-                  for name in ("message", "id", "batch_id", "launch_request_id", "status_url")},
-    Deployment: {"conversation_id": ("str", True, False), "service_id": ("str", True, False),
-                 "cellphone": ("str", True, False), "business_scope_id": ("str", False, True),
-                 "username": ("str", False, True), "status": ("status", False, True)},
-    CampaignStatus: {"launch_request_id": ("str", True, False), "status": ("state", True, False),
-                     "poll_id": ("int", True, False),
-                     "deployments": (("list", Deployment), True, False)},
+    CampaignAck: {
+        name: ("str", True, False)
+        for name in ("message", "id", "batch_id", "launch_request_id", "status_url")
+    },
+    Deployment: {
+        "conversation_id": ("str", True, False),
+        "service_id": ("str", True, False),
+        "cellphone": ("str", True, False),
+        "business_scope_id": ("str", False, True),
+        "username": ("str", False, True),
+        "status": ("status", False, True),
+    },
+    CampaignStatus: {
+        "launch_request_id": ("str", True, False),
+        "status": ("state", True, False),
+        "poll_id": ("int", True, False),
+        "deployments": (("list", Deployment), True, False),
+    },
     SessionUser: {"country_code": ("str", True, False), "cellphone": ("str", True, False)},
-    SessionMeta: {"id": ("str", True, False), "created_at": ("text_time", True, False),
-                  "finished_at": ("text_time", False, True),
-                  "user": (("obj", SessionUser), True, False)},
-    SessionPage: {"results": (("list", SessionMeta), True, False),
-                  "next_id": ("str", False, True)},
-    Message: {"type": ("str", True, False), "sender": ("str", True, False),
-              "text": ("str", True, False), "file_url": ("str", False, True),
-              "created_at": ("unix", True, False), "delivered_at": ("unix", False, True),
-              "read_at": ("unix", False, True), "extra": ("any", False, True)},
+    SessionMeta: {
+        "id": ("str", True, False),
+        "created_at": ("text_time", True, False),
+        "finished_at": ("text_time", False, True),
+        "user": (("obj", SessionUser), True, False),
+    },
+    SessionPage: {"results": (("list", SessionMeta), True, False), "next_id": ("str", False, True)},
+    Message: {
+        "type": ("str", True, False),
+        "sender": ("str", True, False),
+        "text": ("str", True, False),
+        "file_url": ("str", False, True),
+        "created_at": ("unix", True, False),
+        "delivered_at": ("unix", False, True),
+        "read_at": ("unix", False, True),
+        "extra": ("any", False, True),
+    },
     HistoryEntry: {"type": ("str", True, False), "message": (("obj", Message), True, False)},
     Tag: {"id": ("int", True, False), "name": ("str", True, False)},
-    Agent: {"id": ("int", True, False), "first_name": ("str", True, False),
-            "last_name": ("str", True, False), "email": ("str", True, False),
-            "tags": (("list", Tag), False, False)},
+    Agent: {
+        "id": ("int", True, False),
+        "first_name": ("str", True, False),
+        "last_name": ("str", True, False),
+        "email": ("str", True, False),
+        "tags": (("list", Tag), False, False),
+    },
     SessionUpdate: {"message": ("str", True, False), "session_id": ("str", True, False)},
-    LegacyDeployment: {"message": ("str", True, False), "id": ("str", True, False),
-                       "batch_id": ("str", True, False),
-                       "new_last_scheduleded_deployment": ("text_time", True, False),
-                       "conversations_id": ("list_str", True, False)},
+    LegacyDeployment: {
+        "message": ("str", True, False),
+        "id": ("str", True, False),
+        "batch_id": ("str", True, False),
+        "new_last_scheduleded_deployment": ("text_time", True, False),
+        "conversations_id": ("list_str", True, False),
+    },
 }
-RESOURCES = [CampaignAck, CampaignStatus, SessionPage, HistoryEntry, Agent, Poll,
-             SessionUpdate, LegacyDeployment]
+RESOURCES = [
+    CampaignAck,
+    CampaignStatus,
+    SessionPage,
+    HistoryEntry,
+    Agent,
+    Poll,
+    SessionUpdate,
+    LegacyDeployment,
+]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
 times = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2100, 1, 1))
@@ -125,8 +164,11 @@ def wire_dict(draw: st.DrawFn, cls: type) -> dict[str, Any]:
         if not required and draw(st.booleans()):
             continue
         data[name] = None if nullable and draw(st.booleans()) else draw(value_of(kind))
-    extras = draw(st.dictionaries(st.text(max_size=8).filter(lambda k: k not in schema),
-                                  json_values, max_size=2))
+    extras = draw(
+        st.dictionaries(
+            st.text(max_size=8).filter(lambda k: k not in schema), json_values, max_size=2
+        )
+    )
     return {**extras, **data}
 
 
@@ -158,9 +200,15 @@ def kind_at(cls: type, path: str) -> Any:
 def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
     """JSON values of another type than ``kind`` (never null: nulling is its own mutation)."""
     scalars = {
-        "str": st.integers() | st.booleans() | st.floats(allow_nan=False) | st.just([])
+        "str": st.integers()
+        | st.booleans()
+        | st.floats(allow_nan=False)
+        | st.just([])
         | st.just({}),
-        "int": st.text(max_size=5) | st.booleans() | st.floats(0.5, 1e6) | st.just([])
+        "int": st.text(max_size=5)
+        | st.booleans()
+        | st.floats(0.5, 1e6)
+        | st.just([])
         | st.just({}),
         "unix": st.text(max_size=5) | st.booleans() | st.just([1]) | st.just({}),
     }
@@ -211,12 +259,25 @@ def test_valid_wire_arrays_decode(cls: type, data: st.DataObject) -> None:
 
 
 def test_timestamps_are_aware_utc() -> None:
-    meta = decode({"id": "s", "created_at": "2024-03-01 10:20:30.500000",
-                   "user": {"country_code": "+1", "cellphone": "5"}}, SessionMeta)
+    meta = decode(
+        {
+            "id": "s",
+            "created_at": "2024-03-01 10:20:30.500000",
+            "user": {"country_code": "+1", "cellphone": "5"},
+        },
+        SessionMeta,
+    )
     assert meta.created_at == datetime(2024, 3, 1, 10, 20, 30, 500000, tzinfo=UTC)
-    legacy = decode({"message": "m", "id": "1", "batch_id": "b", "conversations_id": [],
-                     "new_last_scheduleded_deployment": "2026-01-01T00:00:00-05:00"},
-                    LegacyDeployment)
+    legacy = decode(
+        {
+            "message": "m",
+            "id": "1",
+            "batch_id": "b",
+            "conversations_id": [],
+            "new_last_scheduleded_deployment": "2026-01-01T00:00:00-05:00",
+        },
+        LegacyDeployment,
+    )
     assert legacy.new_last_scheduleded_deployment == datetime(2026, 1, 1, 5, tzinfo=UTC)
     assert legacy.new_last_scheduleded_deployment.tzinfo is UTC
 
@@ -251,8 +312,7 @@ def test_mutating_a_field_fails_with_its_path(cls: type, data: st.DataObject) ->
     assert caught.value.path in str(caught.value)
 
 
-@pytest.mark.parametrize("cls", [*RESOURCES, list[Poll], list[Agent], list[HistoryEntry]],
-                         ids=str)
+@pytest.mark.parametrize("cls", [*RESOURCES, list[Poll], list[Agent], list[HistoryEntry]], ids=str)
 @given(value=json_values)
 def test_any_json_decodes_or_raises_response_error(cls: type, value: Any) -> None:
     try:
@@ -290,6 +350,7 @@ def test_any_answer_reads_or_raises_a_campaignkit_error(status: int, body: bytes
 
 # -- user input ------------------------------------------------------------------
 
+
 class _Reached(Exception):
     """Raised by the stub session: validation passed and a request was built."""
 
@@ -304,26 +365,43 @@ class _StubSession:
         raise _Reached({"method": method, "url": str(url), **kwargs})
 
 
-anything = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12) \
-    | st.binary(max_size=4) | st.lists(st.integers(), max_size=2)
+anything = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=12)
+    | st.binary(max_size=4)
+    | st.lists(st.integers(), max_size=2)
+)
 phones = st.from_regex(r"[0-9 ()\-]{0,18}", fullmatch=True) | st.text(max_size=18) | anything
 codes = st.from_regex(r"\+?[0-9]{0,5}", fullmatch=True) | anything
-etas = st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) \
+etas = (
+    st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) | anything
+)
+keys = (
+    st.dictionaries(st.text(max_size=8), st.text(max_size=8) | anything, max_size=3)
+    | st.lists(
+        st.builds(SessionKey, st.text(max_size=8) | anything, st.text(max_size=8) | anything)
+        | anything,
+        max_size=3,
+    )
     | anything
-keys = (st.dictionaries(st.text(max_size=8), st.text(max_size=8) | anything, max_size=3)
-        | st.lists(st.builds(SessionKey, st.text(max_size=8) | anything,
-                             st.text(max_size=8) | anything) | anything, max_size=3)
-        | anything)
-users = st.builds(User, cellphone=phones, country_code=codes, user_session_keys=keys,
-                  deployment_eta=etas)
+)
+users = st.builds(
+    User, cellphone=phones, country_code=codes, user_session_keys=keys, deployment_eta=etas
+)
 user_lists = st.lists(users | anything, max_size=4) | anything
 
 
 def run(call: Any) -> Any:
     async def main() -> Any:
-        client = CampaignClient("k", base_url="https://x.example",
-                                campaign_url="https://c.example",
-                                session=cast(aiohttp.ClientSession, _StubSession()))
+        client = CampaignClient(
+            "k",
+            base_url="https://x.example",
+            campaign_url="https://c.example",
+            session=cast(aiohttp.ClientSession, _StubSession()),
+        )
         async with client:
             return await call(client)
 
@@ -367,12 +445,17 @@ def test_any_update_input_validates_or_raises_validation_error(
         assert orjson.loads(sent["data"])["user_session_keys"] is not None
 
 
-stamps = st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) \
-    | anything
+stamps = (
+    st.none() | st.integers(-5, 2**40) | st.datetimes(timezones=st.none() | st.just(UTC)) | anything
+)
 
 
-@given(start=stamps, end=stamps, limit=st.none() | st.integers(-2, 10_002) | anything,
-       cursor=st.none() | st.text(max_size=6) | anything)
+@given(
+    start=stamps,
+    end=stamps,
+    limit=st.none() | st.integers(-2, 10_002) | anything,
+    cursor=st.none() | st.text(max_size=6) | anything,
+)
 def test_any_listing_input_validates_or_raises_validation_error(
     start: Any, end: Any, limit: Any, cursor: Any
 ) -> None:

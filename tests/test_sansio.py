@@ -38,19 +38,43 @@ CONFIG = make_config()
 @pytest.mark.parametrize(
     ("endpoint", "params", "method", "url"),
     [
-        (wire.SEND_CAMPAIGN, {"poll_id": "12"}, "POST",
-         "https://campaigns.example.com/v2/send-campaign/12"),
-        (wire.CAMPAIGN_STATUS, {"launch_request_id": "lr-1"}, "GET",
-         "https://campaigns.example.com/v2/send-campaign/lr-1"),
-        (wire.UPDATE_SESSION, {"session_external_id": "ext9"}, "POST",
-         "https://main.example.com/api/session/ext9/update"),
-        (wire.LIST_SESSIONS, {"poll_id": "12"}, "GET",
-         "https://main.example.com/api/devapi/poll/12/sessions"),
+        (
+            wire.SEND_CAMPAIGN,
+            {"poll_id": "12"},
+            "POST",
+            "https://campaigns.example.com/v2/send-campaign/12",
+        ),
+        (
+            wire.CAMPAIGN_STATUS,
+            {"launch_request_id": "lr-1"},
+            "GET",
+            "https://campaigns.example.com/v2/send-campaign/lr-1",
+        ),
+        (
+            wire.UPDATE_SESSION,
+            {"session_external_id": "ext9"},
+            "POST",
+            "https://main.example.com/api/session/ext9/update",
+        ),
+        (
+            wire.LIST_SESSIONS,
+            {"poll_id": "12"},
+            "GET",
+            "https://main.example.com/api/devapi/poll/12/sessions",
+        ),
         (wire.LIST_AGENTS, {}, "GET", "http://agents.example.com:8080/v9/agent/company/agents"),
-        (wire.DEPLOY_LEGACY, {"poll_id": "12"}, "POST",
-         "https://main.example.com/api/deployment/api/poll/12"),
-        (wire.SESSION_HISTORY, {"session_id": "s1"}, "GET",
-         "https://main.example.com/api/devapi/session/s1/history"),
+        (
+            wire.DEPLOY_LEGACY,
+            {"poll_id": "12"},
+            "POST",
+            "https://main.example.com/api/deployment/api/poll/12",
+        ),
+        (
+            wire.SESSION_HISTORY,
+            {"session_id": "s1"},
+            "GET",
+            "https://main.example.com/api/devapi/session/s1/history",
+        ),
         (wire.LIST_POLLS, {}, "GET", "https://main.example.com/api/poll/api/all"),
     ],
 )
@@ -65,19 +89,37 @@ def test_each_endpoint_builds_method_host_and_prefixed_path(
 
 
 def test_sends_are_marked_and_reads_are_not() -> None:
-    sends = {e.name for e in (
-        wire.SEND_CAMPAIGN, wire.UPDATE_SESSION, wire.DEPLOY_LEGACY,
-        wire.CAMPAIGN_STATUS, wire.LIST_SESSIONS, wire.LIST_AGENTS,
-        wire.SESSION_HISTORY, wire.LIST_POLLS,
-    ) if e.is_send}
+    sends = {
+        e.name
+        for e in (
+            wire.SEND_CAMPAIGN,
+            wire.UPDATE_SESSION,
+            wire.DEPLOY_LEGACY,
+            wire.CAMPAIGN_STATUS,
+            wire.LIST_SESSIONS,
+            wire.LIST_AGENTS,
+            wire.SESSION_HISTORY,
+            wire.LIST_POLLS,
+        )
+        if e.is_send
+    }
     assert sends == {"send_campaign", "update_session", "deploy_legacy"}
 
 
 def test_headers_carry_raw_key_user_agent_and_json_body_bytes() -> None:
     request = wire.build_request(
-        CONFIG, wire.SEND_CAMPAIGN, path_params={"poll_id": "7"},
-        json={"users": [{"cellphone": "3001234567", "country_code": "+57",
-                         "user_session_keys": [{"key": "name", "value": "Añá"}]}]},
+        CONFIG,
+        wire.SEND_CAMPAIGN,
+        path_params={"poll_id": "7"},
+        json={
+            "users": [
+                {
+                    "cellphone": "3001234567",
+                    "country_code": "+57",
+                    "user_session_keys": [{"key": "name", "value": "Añá"}],
+                }
+            ]
+        },
     )
     assert request.headers["Authorization"] == KEY
     assert request.headers["Content-Type"] == "application/json"
@@ -90,7 +132,9 @@ def test_headers_carry_raw_key_user_agent_and_json_body_bytes() -> None:
     match = re.fullmatch(r"campaignkit/(\S+) python/(\S+) aiohttp/(\S+)", user_agent)
     assert match is not None
     assert match.groups() == (
-        campaignkit.__version__, platform.python_version(), aiohttp.__version__
+        campaignkit.__version__,
+        platform.python_version(),
+        aiohttp.__version__,
     )
 
 
@@ -109,7 +153,9 @@ def test_request_repr_hides_headers_and_body() -> None:
 
 def test_query_is_urlencoded() -> None:
     request = wire.build_request(
-        CONFIG, wire.LIST_SESSIONS, path_params={"poll_id": "3"},
+        CONFIG,
+        wire.LIST_SESSIONS,
+        path_params={"poll_id": "3"},
         query={"start": 10, "next_id": "a&b=c d"},
     )
     assert request.url == (
@@ -171,15 +217,24 @@ LEGACY_REQUEST = wire.build_request(CONFIG, wire.DEPLOY_LEGACY, path_params={"po
 JSON = {"Content-Type": "application/json"}
 
 
-def read(request: wire.Request, status: int, body: bytes, headers: dict[str, str] | None = None,
-         cls: type = Poll) -> object:
+def read(
+    request: wire.Request,
+    status: int,
+    body: bytes,
+    headers: dict[str, str] | None = None,
+    cls: type = Poll,
+) -> object:
     return wire.read_response(request, status, headers or JSON, body, wire.decoder(cls))
 
 
 def test_success_decodes_the_model() -> None:
-    ack = read(CAMPAIGN_REQUEST, 202, b'{"message":"queued","id":"5","batch_id":"b",'
-               b'"launch_request_id":"lr","status_url":"/v2/send-campaign/lr","x":1}',
-               cls=CampaignAck)
+    ack = read(
+        CAMPAIGN_REQUEST,
+        202,
+        b'{"message":"queued","id":"5","batch_id":"b",'
+        b'"launch_request_id":"lr","status_url":"/v2/send-campaign/lr","x":1}',
+        cls=CampaignAck,
+    )
     assert ack == CampaignAck("queued", "5", "b", "lr", "/v2/send-campaign/lr")
 
 
@@ -218,9 +273,16 @@ def test_spanish_detail_is_kept_as_sent() -> None:
 
 @pytest.mark.parametrize(
     ("status", "cls"),
-    [(400, errors.BadRequestError), (401, errors.AuthenticationError),
-     (404, errors.NotFoundError), (403, errors.APIError), (422, errors.APIError),
-     (410, errors.APIError), (500, errors.ServerError), (429, errors.RateLimitError)],
+    [
+        (400, errors.BadRequestError),
+        (401, errors.AuthenticationError),
+        (404, errors.NotFoundError),
+        (403, errors.APIError),
+        (422, errors.APIError),
+        (410, errors.APIError),
+        (500, errors.ServerError),
+        (429, errors.RateLimitError),
+    ],
 )
 def test_error_message_shape(status: int, cls: type[errors.APIError]) -> None:
     with pytest.raises(errors.APIError) as caught:
@@ -244,8 +306,9 @@ def test_redirects_are_errors(status: int) -> None:
 
 
 def test_error_url_has_no_query() -> None:
-    request = wire.build_request(CONFIG, wire.LIST_SESSIONS, path_params={"poll_id": "1"},
-                                 query={"next_id": "abc"})
+    request = wire.build_request(
+        CONFIG, wire.LIST_SESSIONS, path_params={"poll_id": "1"}, query={"next_id": "abc"}
+    )
     with pytest.raises(errors.APIError) as caught:
         read(request, 400, b"{}")
     assert caught.value.url == "https://main.example.com/api/devapi/poll/1/sessions"
@@ -288,12 +351,12 @@ def test_empty_error_body() -> None:
 
 def test_wrong_shape_names_the_path() -> None:
     with pytest.raises(errors.ResponseError) as caught:
-        read(POLLS_REQUEST, 200, b'[{"id":1,"name":"a"},{"id":"2","name":"b"}]',
-             cls=list[Poll])  # type: ignore[arg-type]
+        read(POLLS_REQUEST, 200, b'[{"id":1,"name":"a"},{"id":"2","name":"b"}]', cls=list[Poll])  # type: ignore[arg-type]
     assert caught.value.path == "$[1].id"
 
 
 # -- Retry-After ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("value", "seconds"), [("7", 7.0), (" 120 ", 120.0), ("0", 0.0)])
 def test_retry_after_seconds(value: str, seconds: float) -> None:

@@ -218,9 +218,12 @@ async def test_every_call_error_and_retry_keeps_the_key_and_phones_out(
         ctx["ack"] = await client.send_campaign(1001, USERS[:1])
         ctx["session"] = (await client.list_sessions(1001)).results[0].id
         await sb.set_clock(advance=60)
-        ctx["objects"] += [client, client.config, client.track(ctx["ack"]), client.track_many(
-            [ctx["ack"]]
-        )]
+        ctx["objects"] += [
+            client,
+            client.config,
+            client.track(ctx["ack"]),
+            client.track_many([ctx["ack"]]),
+        ]
         for _, invoke in CALLS.values():  # every call, no fault
             await invoke(client, ctx, fake)
             runs += 1

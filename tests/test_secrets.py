@@ -21,8 +21,13 @@ BASE = "https://main.example.com"
 CAMPAIGN = "https://campaigns.example.com"
 AGENTS = "https://agents.example.com"
 USERS = [User(cellphone=PHONE, country_code="+57", user_session_keys={"name": "Ana"})]
-ACK = {"message": "queued", "id": "1", "batch_id": "b", "launch_request_id": "lr",
-       "status_url": "/v2/send-campaign/lr"}
+ACK = {
+    "message": "queued",
+    "id": "1",
+    "batch_id": "b",
+    "launch_request_id": "lr",
+    "status_url": "/v2/send-campaign/lr",
+}
 
 
 async def no_sleep(_: float) -> None:
@@ -98,8 +103,9 @@ async def test_errors_and_retries_never_show_the_key(
     method, url, invoke = CALLS[call]
     with aioresponses() as mocked:
         mocked.add(url, method=method, repeat=True, **OUTCOMES[outcome])
-        async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
-                                  sleep=no_sleep) as client:
+        async with CampaignClient(
+            KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=no_sleep
+        ) as client:
             with pytest.raises(CampaignKitError) as caught:  # never aiohttp's or json's
                 await invoke(client)
             assert_clean([repr(client), str(client), repr(client.config)])
@@ -119,19 +125,34 @@ async def test_successes_log_no_key_and_no_phone(
 ) -> None:
     payloads: dict[str, Any] = {
         "send": ACK,
-        "status": {"launch_request_id": "lr", "status": "DONE", "poll_id": 1, "deployments": [
-            {"conversation_id": "c", "service_id": "s", "cellphone": PHONE, "status": "SUCCESS"}
-        ]},
+        "status": {
+            "launch_request_id": "lr",
+            "status": "DONE",
+            "poll_id": 1,
+            "deployments": [
+                {"conversation_id": "c", "service_id": "s", "cellphone": PHONE, "status": "SUCCESS"}
+            ],
+        },
         "update": {"message": "ok", "session_id": "s"},
-        "sessions": {"results": [{"id": "s", "created_at": "2024-01-01 00:00:00.000000",
-                                  "user": {"country_code": "+57", "cellphone": PHONE}}]},
-        "agents": [], "history": [], "polls": [],
+        "sessions": {
+            "results": [
+                {
+                    "id": "s",
+                    "created_at": "2024-01-01 00:00:00.000000",
+                    "user": {"country_code": "+57", "cellphone": PHONE},
+                }
+            ]
+        },
+        "agents": [],
+        "history": [],
+        "polls": [],
     }
     method, url, invoke = CALLS[call]
     with aioresponses() as mocked:
         mocked.add(url, method=method, payload=payloads[call])
-        async with CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS,
-                                  sleep=no_sleep) as client:
+        async with CampaignClient(
+            KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=no_sleep
+        ) as client:
             await invoke(client)
     logs = log_texts(debug_logs)
     assert any(method in line and "attempt=1" in line for line in logs)

@@ -11,15 +11,36 @@ from campaignkit import status as status_module
 
 # The spec's deployment-status table, in order.
 SPEC_STATUSES = [
-    "RECEIVED", "RECEIVED_BY_WORKER", "RETRY", "SUCCESS", "DELIVERED", "PUSH_NOTIFICATION",
-    "REVOKED", "VALIDATION_ERROR", "INVALID_PHONE", "INVALID_POLL", "MISSING_PARAMETER",
-    "PARAMETER_MISMATCH", "CHARACTER_LIMIT_HEADER", "CHARACTER_LIMIT_BODY", "FAILURE",
-    "FAILURE_BY_HUMAN_HANDOVER", "FAILURE_BY_RATE_LIMIT", "COMPANY_RATE_LIMIT",
-    "FAILURE_BY_TIER_CAPACITY", "FAILURE_BY_BLOCKED_CONTACT", "FAILURE_BY_OPTOUT_CONTACT",
-    "FAILURE_BY_DISABLED_HSM", "FAILURE_BY_SPAM_RATE_LIMIT", "FAILURE_BY_EXPERIMENT_NUMBER",
-    "FAILURE_BY_META_CHOSE_NOT_DELIVER", "FAILURE_BY_TEST_CHANNEL",
-    "FAILURE_BY_MEDIA_UPLOAD_ERROR", "FAILURE_BY_DEPLOYMENT_LIMIT_REACHED",
-    "FAILURE_BY_UNABLE_TO_CONTACT", "FAILURE_BY_PAYMENT_ISSUE",
+    "RECEIVED",
+    "RECEIVED_BY_WORKER",
+    "RETRY",
+    "SUCCESS",
+    "DELIVERED",
+    "PUSH_NOTIFICATION",
+    "REVOKED",
+    "VALIDATION_ERROR",
+    "INVALID_PHONE",
+    "INVALID_POLL",
+    "MISSING_PARAMETER",
+    "PARAMETER_MISMATCH",
+    "CHARACTER_LIMIT_HEADER",
+    "CHARACTER_LIMIT_BODY",
+    "FAILURE",
+    "FAILURE_BY_HUMAN_HANDOVER",
+    "FAILURE_BY_RATE_LIMIT",
+    "COMPANY_RATE_LIMIT",
+    "FAILURE_BY_TIER_CAPACITY",
+    "FAILURE_BY_BLOCKED_CONTACT",
+    "FAILURE_BY_OPTOUT_CONTACT",
+    "FAILURE_BY_DISABLED_HSM",
+    "FAILURE_BY_SPAM_RATE_LIMIT",
+    "FAILURE_BY_EXPERIMENT_NUMBER",
+    "FAILURE_BY_META_CHOSE_NOT_DELIVER",
+    "FAILURE_BY_TEST_CHANNEL",
+    "FAILURE_BY_MEDIA_UPLOAD_ERROR",
+    "FAILURE_BY_DEPLOYMENT_LIMIT_REACHED",
+    "FAILURE_BY_UNABLE_TO_CONTACT",
+    "FAILURE_BY_PAYMENT_ISSUE",
 ]
 IN_PROGRESS = {"RECEIVED", "RECEIVED_BY_WORKER", "RETRY"}
 SUCCESS = {"SUCCESS", "DELIVERED", "PUSH_NOTIFICATION"}
@@ -87,7 +108,10 @@ def test_unknown_status_is_kept_and_warned_once(monkeypatch: pytest.MonkeyPatch)
     assert all(issubclass(w.category, RuntimeWarning) for w in caught)
     # Unknown means unclassified: not in progress, not success, not failure, not final.
     assert (first.is_in_progress, first.is_success, first.is_failure, first.is_final) == (
-        False, False, False, False,
+        False,
+        False,
+        False,
+        False,
     )
     assert is_in_progress(first) is False
     assert len(DeploymentStatus) == 30

@@ -110,8 +110,10 @@ def check_consistent(
 
 
 def final_counts(users: dict[str, dict[str, Any]]) -> Counter[DeploymentStatus | None]:
-    return Counter(normal(user["history"][-1]["status"]) if user["history"] else None
-                   for user in users.values())
+    return Counter(
+        normal(user["history"][-1]["status"]) if user["history"] else None
+        for user in users.values()
+    )
 
 
 async def test_all_thirty_outcomes_match_the_sandbox_history(
@@ -137,9 +139,7 @@ async def test_all_thirty_outcomes_match_the_sandbox_history(
     transitions = [(c.deployment.conversation_id, c.previous, c.current) for c in everything]
     assert len(transitions) == len(set(transitions))
 
-    resumed_counts = Counter(
-        {c.deployment.conversation_id: c.current for c in everything}.values()
-    )
+    resumed_counts = Counter({c.deployment.conversation_id: c.current for c in everything}.values())
     assert resumed_counts == final_counts(users)
     finals = {c.deployment.cellphone[-4:]: c.current for c in everything}
     assert finals["9929"] is S.FAILURE_BY_PAYMENT_ISSUE
@@ -186,8 +186,9 @@ async def test_thirty_percent_of_status_calls_faulted() -> None:
         rest = [change async for change in resumed]
         users = await histories(sandbox, ack.launch_request_id)
         check_consistent(changes + rest, users, complete=True)
-        transitions = [(c.deployment.conversation_id, c.previous, c.current)
-                       for c in changes + rest]
+        transitions = [
+            (c.deployment.conversation_id, c.previous, c.current) for c in changes + rest
+        ]
         assert len(transitions) == len(set(transitions))
         stats = tracker.stats
         assert stats.polls >= 20, stats
@@ -218,8 +219,9 @@ async def test_until_settled_times_out_on_the_stuck_ones(
         await collect_into(tracker, [])
     last = info.value.last_status
     assert last is not None
-    stuck = {d.cellphone[-4:] for d in last.deployments if d.status is None
-             or d.status.is_in_progress}
+    stuck = {
+        d.cellphone[-4:] for d in last.deployments if d.status is None or d.status.is_in_progress
+    }
     assert stuck >= {"9900", "9901", "9902"}
     assert tracker.stats.elapsed >= 1.5
 
@@ -245,9 +247,7 @@ async def test_checkpoint_resume_across_a_new_client(sandbox: Sandbox) -> None:
     assert len(transitions) == len(set(transitions))
 
 
-async def test_track_many_over_twenty_launches(
-    sandbox: Sandbox, client: CampaignClient
-) -> None:
+async def test_track_many_over_twenty_launches(sandbox: Sandbox, client: CampaignClient) -> None:
     acks = [
         await send(client, magic_users([3 + n % 27, 4 + n % 25], prefix=f"31{n:02d}"))
         for n in range(20)

@@ -124,9 +124,7 @@ async def test_unreadable_answers_are_response_errors(
         await client.list_polls()
 
 
-async def test_json_with_a_wrong_content_type_is_read(
-    client: CampaignClient, sb: Sandbox
-) -> None:
+async def test_json_with_a_wrong_content_type_is_read(client: CampaignClient, sb: Sandbox) -> None:
     # Documented leniency: a body that parses as JSON of the right shape is
     # accepted whatever its Content-Type.
     await sb.set_faults({"kind": "wrong_content_type", "route": "list_polls"})
