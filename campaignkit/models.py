@@ -60,8 +60,11 @@ def session_keys(keys: Iterable[SessionKey] | Mapping[str, str]) -> tuple[Sessio
     Anything else is kept as given (in a tuple when iterable) for validation to
     report.
     """
-    if isinstance(keys, Mapping):
-        return tuple(SessionKey(k, v) for k, v in keys.items())
+    # Exact-type checks first: the common cases skip the ABC machinery.
+    if type(keys) is tuple:
+        return keys
+    if type(keys) is dict or isinstance(keys, Mapping):
+        return tuple([SessionKey(k, v) for k, v in keys.items()])
     if isinstance(keys, tuple):
         return keys
     if isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
