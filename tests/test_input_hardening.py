@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers.servers import serving
 
 from campaignkit import (
     AmbiguousSendError,
@@ -122,11 +123,7 @@ async def test_streamed_answer_over_the_cap_is_refused_and_a_send_is_ambiguous()
     app = web.Application()
     app.router.add_get("/poll/api/all", endless)
     app.router.add_post("/v2/send-campaign/{poll}", endless)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
+    async with serving(app) as url:
         async with CampaignClient(
             "key", base_url=url, campaign_url=url, max_response_bytes=64 * 1024
         ) as client:
@@ -137,6 +134,4 @@ async def test_streamed_answer_over_the_cap_is_refused_and_a_send_is_ambiguous()
             assert isinstance(caught.value.cause, ResponseError)
         async with CampaignClient("key", base_url=url) as client:
             assert len(await client.list_polls()) == 20_001  # the default cap takes it
-    finally:
-        await runner.cleanup()
     assert hits == ["GET", "POST", "GET"]

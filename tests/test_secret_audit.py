@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers.servers import serving
 
 from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User
 from campaignkit.sandbox import Sandbox
@@ -78,15 +79,9 @@ async def recorder() -> AsyncIterator[Recorder]:
     rec = Recorder()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", rec.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.2", 0)
-    await site.start()
-    rec.url = f"http://127.0.0.2:{runner.addresses[0][1]}"
-    try:
+    async with serving(app, "127.0.0.2") as url:
+        rec.url = url
         yield rec
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import pytest
 from aiohttp import web
 from aioresponses import aioresponses
 from helpers.fakes import FakeTime
+from helpers.servers import serving
 
 from campaignkit import (
     CampaignAck,
@@ -685,15 +686,8 @@ async def server() -> AsyncIterator[tuple[StatusServer, str]]:
     state = StatusServer()
     app = web.Application()
     app.router.add_get("/prefix/v2/send-campaign/{launch}", state.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield state, f"http://127.0.0.1:{port}/prefix"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield state, f"{url}/prefix"
 
 
 async def test_cancelling_the_consumer_mid_request_leaves_no_task_and_no_connection(

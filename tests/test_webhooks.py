@@ -12,6 +12,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from helpers.servers import serving
 
 from campaignkit import Agent, ServerError, SessionKey, Tag, User
 from campaignkit.sandbox import Sandbox
@@ -373,36 +374,26 @@ async def test_sandbox_webhook_reaches_the_app() -> None:
     """End to end: the sandbox's simulated first reply POSTs to a real server."""
     recorder = Recorder()
     app = first_reply_app(recorder, secret=None)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        async with Sandbox(speed=200) as sb, sb.client() as client:
-            await sb.set_webhook(f"http://127.0.0.1:{port}/webhook")
-            polls = await client.list_polls()
-            user = User(
-                cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"}
-            )
-            ack = await client.send_campaign(polls[0].id, [user])
-            for _ in range(200):
-                status = await client.get_campaign_status(ack.launch_request_id)
-                if status.deployments and all(
-                    d.status and d.status.is_final for d in status.deployments
-                ):
-                    break
-                await asyncio.sleep(0.02)
-            result = await sb.reply("3001234567", text="Hola")
-            assert result["webhook"]["status"] == 202
-            await asyncio.wait_for(recorder.got.wait(), 5)
-            event = recorder.events[0]
-            assert event.session_external_id == result["session_external_id"]
-            assert event.keys.get("name") == "Ana"
-            update = await client.update_session(event.session_external_id, {"plan": "gold"})
-            assert update.session_id
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url, Sandbox(speed=200) as sb, sb.client() as client:
+        await sb.set_webhook(f"{url}/webhook")
+        polls = await client.list_polls()
+        user = User(cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"})
+        ack = await client.send_campaign(polls[0].id, [user])
+        for _ in range(200):
+            status = await client.get_campaign_status(ack.launch_request_id)
+            if status.deployments and all(
+                d.status and d.status.is_final for d in status.deployments
+            ):
+                break
+            await asyncio.sleep(0.02)
+        result = await sb.reply("3001234567", text="Hola")
+        assert result["webhook"]["status"] == 202
+        await asyncio.wait_for(recorder.got.wait(), 5)
+        event = recorder.events[0]
+        assert event.session_external_id == result["session_external_id"]
+        assert event.keys.get("name") == "Ana"
+        update = await client.update_session(event.session_external_id, {"plan": "gold"})
+        assert update.session_id
 
 
 # -- AgentPicker --------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers.servers import serving
 
 from campaignkit.sandbox import Sandbox
 
@@ -34,13 +35,9 @@ async def receiver() -> AsyncIterator[Receiver]:
     receiver = Receiver()
     app = web.Application()
     app.router.add_post("/hook", receiver.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    receiver.url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
-    yield receiver
-    await runner.cleanup()
+    async with serving(app) as url:
+        receiver.url = f"{url}/hook"
+        yield receiver
 
 
 async def _delivered(api: Any, sb: Sandbox, *users: dict[str, Any]) -> str:
