@@ -16,11 +16,12 @@ from urllib.parse import urlencode
 
 import aiohttp
 import attrs
+import msgspec
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from . import errors
-from ._convert import structurer
+from ._convert import loader, structurer
 from ._version import __version__
 from .config import ClientConfig
 from .models import User
@@ -128,16 +129,20 @@ def build_request_to_url(
     return Request(endpoint, url, headers, body, users)
 
 
+Decode = Callable[[bytes, int, Mapping[str, str]], T]
+"""Reads a 2xx answer's body (given its status and headers) as a model."""
+
+
 def read_response(
     request: Request,
     status: int,
     headers: Mapping[str, str],
     body: bytes,
-    decode: Callable[[Any], T],
+    decode: Decode[T],
 ) -> T:
     """The decoded answer to ``request``, or the typed error it stands for."""
     if 200 <= status < 300:
-        return decode(parse_json(body, status, headers))
+        return decode(body, status, headers)
     raise error_for(request, status, headers, body)
 
 
@@ -157,9 +162,25 @@ def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
     raise errors.ResponseError(f"expected JSON, got {what}", status=status)
 
 
-def decoder(cls: type[T]) -> Callable[[Any], T]:
-    """A decode function for ``read_response`` that builds ``cls``."""
-    return structurer(cls)
+def decoder(cls: type[T]) -> Decode[T]:
+    """A decode function for ``read_response`` that builds ``cls``.
+
+    msgspec builds it straight from the bytes where it can; whatever it
+    refuses is parsed by orjson and built by the converter, which raise the
+    :class:`ResponseError` that names the problem and its path.
+    """
+    load = loader(cls)
+    build = structurer(cls)
+
+    def decode(body: bytes, status: int, headers: Mapping[str, str]) -> T:
+        if load is not None:
+            try:
+                return load(body)
+            except msgspec.MsgspecError:
+                pass
+        return build(parse_json(body, status, headers))
+
+    return decode
 
 
 def error_for(

@@ -13,14 +13,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiohttp
 import tenacity
 import yarl
 
 from . import errors
-from ._sansio import Request, read_response
+from ._sansio import Decode, Request, read_response
 from ._validation import Problems, raise_problems
 from .config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 
@@ -139,7 +139,7 @@ class Transport:
     async def call(
         self,
         request: Request,
-        decode: Callable[[Any], T],
+        decode: Decode[T],
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
@@ -173,7 +173,7 @@ class Transport:
     async def _retry(
         self,
         request: Request,
-        decode: Callable[[Any], T],
+        decode: Decode[T],
         first_failure: errors.CampaignKitError,
         retries: int,
         timeout: float,
@@ -205,7 +205,7 @@ class Transport:
     async def attempt(
         self,
         request: Request,
-        decode: Callable[[Any], T],
+        decode: Decode[T],
         timeout: float | None = None,
         attempt_number: int = 1,
     ) -> T:

@@ -50,8 +50,8 @@ SessionKeys = Iterable[SessionKey] | Mapping[str, str]
 _SESSION_PAGE = wire.decoder(SessionPage)
 
 
-def _session_page(data: Any) -> SessionPage:
-    page = _SESSION_PAGE(data)
+def _session_page(body: bytes, status: int, headers: Mapping[str, str]) -> SessionPage:
+    page = _SESSION_PAGE(body, status, headers)
     # The last page's cursor comes as "" (or absent): None is the one "no more".
     return page if page.next_id else SessionPage(page.results, None)
 

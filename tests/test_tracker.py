@@ -8,6 +8,7 @@ through ``clock=``, so backoffs of minutes run instantly and are asserted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import warnings
@@ -21,6 +22,8 @@ from aiohttp import web
 from aioresponses import aioresponses
 from helpers.fakes import FakeTime
 from helpers.servers import serving
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from campaignkit import (
     CampaignAck,
@@ -626,13 +629,33 @@ async def test_early_break_and_aclose_leave_no_task(
 
 async def test_the_view_diffs_bytes_without_io() -> None:
     view = _View("lr-1")
-    first = _decode_answer(answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)]))
-    assert len(view.apply(first, _now())) == 10
+    first = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
+    assert len(view.apply(decode(first), _now())) == 10
     second = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
     second["deployments"][4]["status"] = "SUCCESS"
-    changes = view.apply(_decode_answer(second), _now())
+    changes = view.apply(decode(second), _now())
     assert [(key, c.previous, c.current) for key, c in changes] == [("c4", S.RECEIVED, S.SUCCESS)]
-    assert view.apply(_decode_answer(second), _now()) == []
+    assert view.apply(decode(second), _now()) == []
+
+
+def decode(data: dict[str, Any]) -> Any:
+    return _decode_answer(json.dumps(data).encode(), 200, {})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(body=st.binary(max_size=64) | json_values.map(lambda v: json.dumps(v).encode()))
+@settings(max_examples=200, deadline=None)
+def test_any_answer_decodes_or_raises_a_response_error(body: bytes) -> None:
+    with contextlib.suppress(ResponseError):
+        _decode_answer(body, 200, {})
 
 
 def _now() -> Any:
