@@ -169,6 +169,16 @@ def decoder(cls: type[T]) -> Decode[T]:
     refuses is parsed by orjson and built by the converter, which raise the
     :class:`ResponseError` that names the problem and its path.
     """
+    decode = _decoders.get(cls)
+    if decode is None:
+        decode = _decoders[cls] = _make_decoder(cls)
+    return decode
+
+
+_decoders: dict[Any, Decode[Any]] = {}
+
+
+def _make_decoder(cls: type[T]) -> Decode[T]:
     load = loader(cls)
     build = structurer(cls)
 

@@ -112,6 +112,12 @@ class Transport:
         self._owns_session = session is None
         self.sleep = sleep
         self._closed = False
+        self._default_timeout = self._client_timeout(config.timeout)
+
+    def _client_timeout(self, timeout: float) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=timeout, connect=min(self.config.connect_timeout, timeout)
+        )
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -145,7 +151,8 @@ class Transport:
         max_retries: int | None = None,
     ) -> T:
         """Send ``request`` with retries and return its decoded answer."""
-        _check_call_options(timeout, max_retries)
+        if timeout is not None or max_retries is not None:
+            _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
         timeout = self.config.timeout if timeout is None else timeout
@@ -210,10 +217,10 @@ class Transport:
         attempt_number: int = 1,
     ) -> T:
         """One try of ``request``: exactly one HTTP exchange, no retry."""
-        timeout = self.config.timeout if timeout is None else timeout
-        client_timeout = aiohttp.ClientTimeout(
-            total=timeout, connect=min(self.config.connect_timeout, timeout)
-        )
+        if timeout is None or timeout == self.config.timeout:
+            timeout, client_timeout = self.config.timeout, self._default_timeout
+        else:
+            client_timeout = self._client_timeout(timeout)
         started = time.monotonic()
         status: int | str = "-"
         try:
@@ -263,12 +270,13 @@ class Transport:
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
         limit = self.config.max_response_bytes
-        if response.content_length is not None and response.content_length > limit:
-            raise errors.ResponseError(
-                f"answer of {response.content_length} bytes exceeds max_response_bytes={limit}",
-                status=response.status,
-            )
-        if response.content_length is not None:
+        length = response.content_length
+        if length is not None:
+            if length > limit:
+                raise errors.ResponseError(
+                    f"answer of {length} bytes exceeds max_response_bytes={limit}",
+                    status=response.status,
+                )
             return await response.read()
         chunks = []
         size = 0
