@@ -21,6 +21,7 @@ __all__ = [
     "BadRequestError",
     "CampaignKitError",
     "ConfigurationError",
+    "LedgerError",
     "ConnectionError",
     "NotFoundError",
     "RateLimitError",
@@ -39,6 +40,11 @@ class CampaignKitError(Exception):
 
 class ConfigurationError(CampaignKitError):
     """The client is missing a setting (API key, a host URL) or has a bad one."""
+
+
+class LedgerError(CampaignKitError):
+    """The delivery ledger could not be opened, read or written, or refused an
+    operation that could send somebody twice."""
 
 
 class ValidationError(CampaignKitError, ValueError):

@@ -1,0 +1,69 @@
+"""The delivery ledger: one record per recipient of a run, so that nobody is
+sent twice, whatever the input order, the process or the machine.
+
+A run (``run=``, named by the caller) has one record per recipient (country
+code + normalised cellphone): ``planned``, ``in_flight`` (taken by a claim for
+one request), ``accepted`` (with its ``launch_request_id``), ``rejected``
+(with the error) or ``ambiguous``. A recipient goes into a request only after
+the claim that moves it to ``in_flight`` is durably committed; a claim is
+atomic, so no two requests, processes or machines can send one recipient of a
+run. A claim whose sender dies is reported ambiguous once it expires
+(``claim_ttl``): never resent silently.
+
+Two stores share the same SQL: :class:`SqliteLedger` (a file, the embedded
+default of ``journal="run.db"``) and :class:`PostgresLedger` (extra
+``workers``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeAlias
+
+from ._postgres import PostgresLedger
+from ._records import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    STATES,
+    Claim,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
+from ._sqlite import SqliteLedger
+from ._store import SqlLedger as Ledger
+
+__all__ = [
+    "ACCEPTED",
+    "AMBIGUOUS",
+    "IN_FLIGHT",
+    "PLANNED",
+    "REJECTED",
+    "STATES",
+    "Claim",
+    "Journal",
+    "Ledger",
+    "PostgresLedger",
+    "Recipient",
+    "Record",
+    "RunInfo",
+    "Skipped",
+    "SqliteLedger",
+    "ledger_from",
+]
+
+Journal: TypeAlias = "str | os.PathLike[str] | Ledger"
+"""What ``journal=`` takes: an SQLite path, a ``postgresql://`` DSN, or a ledger."""
+
+
+def ledger_from(journal: Journal) -> Ledger:
+    """The ledger ``journal`` names: itself, a PostgreSQL DSN, or an SQLite path."""
+    if isinstance(journal, Ledger):
+        return journal
+    if isinstance(journal, str) and journal.startswith(("postgresql://", "postgres://")):
+        return PostgresLedger(journal)
+    return SqliteLedger(journal)

@@ -1,0 +1,122 @@
+"""The PostgreSQL ledger (asyncpg, extra ``workers``): one ledger for many
+processes and machines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import LedgerError
+from ._sqlite import DEFAULT_CLAIM_TTL
+from ._store import SqlLedger, Transaction
+
+if TYPE_CHECKING:
+    import asyncpg
+
+# Any fixed number: it names the lock that serialises schema creation.
+_SCHEMA_LOCK = 0x63616D70
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` without its password."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@lru_cache(maxsize=256)
+def _numbered(sql: str) -> str:
+    """``?`` placeholders as PostgreSQL's ``$1, $2, ...``."""
+    counter = iter(range(1, 10_000))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
+
+
+class PostgresLedger(SqlLedger):
+    """A ledger in PostgreSQL, shared by every producer and worker of a run.
+
+    Each operation is one transaction on a pooled connection; a claim is an
+    ``UPDATE ... WHERE state = 'planned' RETURNING``, which row locks make
+    atomic between any number of workers. Commits are durable as PostgreSQL's
+    ``synchronous_commit`` makes them (on by default). The schema is created
+    on first use under an advisory lock.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        claim_ttl: float = DEFAULT_CLAIM_TTL,
+        min_size: int = 1,
+        max_size: int = 4,
+    ) -> None:
+        super().__init__(claim_ttl=claim_ttl)
+        self.dsn = dsn
+        self._sizes = (min_size, max_size)
+        self._pool: asyncpg.Pool | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresLedger({redact_dsn(self.dsn)!r})"
+
+    async def _connect(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            import asyncpg
+        except ImportError:
+            raise LedgerError(
+                "PostgresLedger needs asyncpg: pip install 'campaignkit[workers]'"
+            ) from None
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn, min_size=self._sizes[0], max_size=self._sizes[1]
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+            raise LedgerError(
+                f"cannot connect to the ledger {redact_dsn(self.dsn)}: {type(exc).__name__}: "
+                f"{str(exc).replace(self.dsn, redact_dsn(self.dsn))}"
+            ) from None
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def _lock_schema(self, tx: Transaction) -> None:
+        await tx.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Transaction]:
+        import asyncpg
+
+        if self._pool is None:
+            raise LedgerError(f"the ledger {redact_dsn(self.dsn)} is not open")
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                yield _PostgresTransaction(conn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise LedgerError(
+                f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+class _PostgresTransaction:
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        await self._conn.execute(_numbered(sql), *args)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._conn.executemany(_numbered(sql), rows)
+
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *args)]
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        return f"{column} = ANY(?)", (list(values),)

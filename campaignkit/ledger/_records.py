@@ -1,0 +1,74 @@
+"""What a ledger holds, as plain frozen records."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+PLANNED: Final = "planned"
+IN_FLIGHT: Final = "in_flight"
+ACCEPTED: Final = "accepted"
+REJECTED: Final = "rejected"
+AMBIGUOUS: Final = "ambiguous"
+STATES: Final = (PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS)
+
+
+@attrs.frozen(order=True)
+class Recipient:
+    """One recipient of a run: ``phone`` is the country code and the
+    normalised cellphone (``+573001234567``); ``user`` the wire JSON of its user."""
+
+    phone: str
+    position: int
+    """Its 0-based position in the input that planned it."""
+    user: str = attrs.field(repr=False, order=False)
+
+
+@attrs.frozen
+class Record:
+    """A recipient's record: its state and what the ledger knows of it."""
+
+    phone: str
+    position: int
+    state: str
+    launch_request_id: str | None = None
+    detail: str | None = None
+    """Why it was rejected or is ambiguous."""
+    user: str | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen
+class Claim:
+    """Recipients taken for one request: ``token`` names the claim; it expires
+    (its recipients are then reported ambiguous) at ``expires`` (UNIX seconds)."""
+
+    token: str
+    chunk: str
+    recipients: tuple[Recipient, ...] = attrs.field(repr=lambda r: f"<{len(r)} recipients>")
+    expires: float = 0.0
+
+
+@attrs.frozen
+class RunInfo:
+    """A run: the poll it sends, when it started, and whether its producer has
+    planned the whole input (``total`` items) yet."""
+
+    run: str
+    poll: str
+    created: float
+    total: int | None = None
+    input_done: bool = False
+
+
+@attrs.frozen
+class Skipped:
+    """An input not sent: ``kind`` is ``invalid`` or ``duplicate``."""
+
+    position: int
+    kind: str
+    phone: str | None = None
+    reason: str | None = None
+    line: int | None = None
+    item: str | None = attrs.field(default=None, repr=False)
+    """The input as JSON, where it could be written so."""

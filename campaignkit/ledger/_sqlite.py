@@ -1,0 +1,152 @@
+"""The SQLite ledger: the embedded default of ``journal="run.db"``."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from ..errors import LedgerError
+from ._store import SqlLedger, Transaction
+
+T = TypeVar("T")
+
+DEFAULT_CLAIM_TTL = 600.0
+
+
+class SqliteLedger(SqlLedger):
+    """A ledger in an SQLite file, which several processes of one machine may share.
+
+    Durability: WAL mode with ``synchronous=FULL``, so a commit has reached
+    the disk (fsync of the -wal file) before it returns; a claim is committed
+    before its request leaves, and survives a ``kill -9`` or a power cut.
+    Each transaction starts with ``BEGIN IMMEDIATE``, which takes the file's
+    write lock at once: two processes' claims on one file are serialised, and
+    a process waits up to ``busy_timeout`` seconds for the lock.
+
+    The connection lives on one worker thread of its own, so the event loop
+    never waits on the disk.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        claim_ttl: float = DEFAULT_CLAIM_TTL,
+        busy_timeout: float = 60.0,
+    ) -> None:
+        super().__init__(claim_ttl=claim_ttl)
+        self.path = os.fspath(path)
+        self.busy_timeout = busy_timeout
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"SqliteLedger({self.path!r})"
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._executor is not None
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"the ledger {self.path!r} failed: {exc}") from exc
+
+    async def _connect(self) -> None:
+        if self._conn is not None:
+            return
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="campaignkit-ledger"
+        )
+        self._lock = asyncio.Lock()
+        try:
+            self._conn = await self._call(self._open_file)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+
+    def _open_file(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=self.busy_timeout, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open the ledger {self.path!r}: {exc}") from exc
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerError(f"the ledger {self.path!r} cannot use WAL mode ({mode})")
+            conn.execute("PRAGMA synchronous=FULL")
+            legacy = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'"
+            ).fetchone()
+            if legacy and conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+                raise LedgerError(
+                    f"{self.path!r} is a chunk journal of campaignkit before the delivery "
+                    "ledger: it does not name its recipients, so resuming from it could "
+                    "message people twice. Finish that run with the campaignkit that wrote "
+                    "it, or start a new journal file"
+                )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _lock_schema(self, tx: Transaction) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` already holds the file's write lock."""
+
+    async def close(self) -> None:
+        executor, conn = self._executor, self._conn
+        self._executor = self._conn = None
+        if executor is None:
+            return
+        try:
+            if conn is not None:
+                await asyncio.shield(
+                    asyncio.get_running_loop().run_in_executor(executor, conn.close)
+                )
+        finally:
+            executor.shutdown(wait=False)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Transaction]:
+        if self._conn is None or self._lock is None:
+            raise LedgerError(f"the ledger {self.path!r} is not open")
+        async with self._lock:
+            await self._call(self._conn.execute, "BEGIN IMMEDIATE")
+            try:
+                yield _SqliteTransaction(self)
+            except BaseException:
+                # Shielded: a cancelled caller must still leave the file unlocked.
+                await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
+                raise
+            await asyncio.shield(self._call(self._conn.execute, "COMMIT"))
+
+
+class _SqliteTransaction:
+    def __init__(self, ledger: SqliteLedger) -> None:
+        self._ledger = ledger
+        assert ledger._conn is not None
+        self._conn = ledger._conn
+
+    async def execute(self, sql: str, *args: Any) -> None:
+        await self._ledger._call(self._conn.execute, sql, args)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._ledger._call(self._conn.executemany, sql, rows)
+
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        return await self._ledger._call(self._fetch, sql, args)
+
+    def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._conn.execute(sql, args).fetchall()
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        if not values:
+            return "0 = 1", ()
+        return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)

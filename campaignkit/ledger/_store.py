@@ -1,0 +1,490 @@
+"""The ledger's logic, written once in SQL that SQLite and PostgreSQL both run.
+
+A store subclass supplies only a connection: :meth:`SqlLedger._transaction`
+yields a :class:`Transaction` whose statements use ``?`` placeholders (the
+PostgreSQL driver numbers them) and whose ``any_of`` spells "column is one of
+these values" in its dialect.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol
+
+from ..errors import LedgerError
+from ._records import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    STATES,
+    Claim,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
+
+SCHEMA_VERSION: Final = 1
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_runs (
+        run TEXT PRIMARY KEY,
+        poll TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        total BIGINT,
+        input_done INTEGER NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
+        run TEXT NOT NULL,
+        phone TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        chunk TEXT NOT NULL,
+        state TEXT NOT NULL,
+        claim TEXT,
+        user_wire TEXT NOT NULL,
+        launch_request_id TEXT,
+        detail TEXT,
+        updated DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run, phone)
+    )""",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
+    " ON campaignkit_recipients (run, chunk, state)",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_claim"
+    " ON campaignkit_recipients (run, claim)",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_state"
+    " ON campaignkit_recipients (run, state)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_claims (
+        run TEXT NOT NULL,
+        claim TEXT NOT NULL,
+        chunk TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        claimed DOUBLE PRECISION NOT NULL,
+        expires DOUBLE PRECISION NOT NULL,
+        state TEXT NOT NULL,
+        ack TEXT,
+        detail TEXT,
+        PRIMARY KEY (run, claim)
+    )""",
+    "CREATE INDEX IF NOT EXISTS campaignkit_claims_state ON campaignkit_claims (run, state)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_chunks (
+        run TEXT NOT NULL,
+        chunk TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        enqueued INTEGER NOT NULL DEFAULT 0,
+        created DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run, chunk)
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_skipped (
+        run TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        phone TEXT,
+        reason TEXT,
+        line BIGINT,
+        item TEXT,
+        PRIMARY KEY (run, position)
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_seen (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seen DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (namespace, key)
+    )""",
+)
+
+# The most values one "IN" list carries (SQLite allows 32,766 variables).
+_BATCH: Final = 5000
+
+EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
+
+
+class Transaction(Protocol):
+    async def execute(self, sql: str, *args: Any) -> None: ...
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        """``column IN (...)`` for ``values``: the SQL and its arguments."""
+        ...
+
+
+class SqlLedger(abc.ABC):
+    """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
+
+    claim_ttl: float
+    """Seconds a claim holds its recipients before they are reported ambiguous."""
+
+    def __init__(self, *, claim_ttl: float) -> None:
+        if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
+            raise LedgerError(f"claim_ttl must be a number of seconds > 0, got {claim_ttl!r}")
+        self.claim_ttl = float(claim_ttl)
+
+    @abc.abstractmethod
+    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """One transaction: committed durably on success, rolled back on error."""
+
+    @abc.abstractmethod
+    async def _connect(self) -> None: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection(s); idempotent."""
+
+    async def open(self) -> None:
+        """Connect and create the schema on first use; idempotent."""
+        await self._connect()
+        async with self._transaction() as tx:
+            await self._lock_schema(tx)
+            for statement in _SCHEMA:
+                await tx.execute(statement)
+            rows = await tx.fetch("SELECT version FROM campaignkit_schema")
+            if not rows:
+                await tx.execute(
+                    "INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION
+                )
+            elif rows[0][0] > SCHEMA_VERSION:
+                raise LedgerError(
+                    f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
+                    f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
+                )
+
+    @abc.abstractmethod
+    async def _lock_schema(self, tx: Transaction) -> None:
+        """Serialise schema creation between processes."""
+
+    async def __aenter__(self) -> SqlLedger:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- runs
+
+    async def start_run(self, run: str, poll: str) -> RunInfo:
+        """The run, created for ``poll`` if new; a run of another poll is refused."""
+        async with self._transaction() as tx:
+            await tx.execute(
+                "INSERT INTO campaignkit_runs (run, poll, created) VALUES (?, ?, ?)"
+                " ON CONFLICT (run) DO NOTHING",
+                run,
+                poll,
+                time.time(),
+            )
+            info = await self._run_info(tx, run)
+        assert info is not None
+        if info.poll != poll:
+            raise LedgerError(
+                f"run {run!r} of this ledger sends poll {info.poll}, not poll {poll}: "
+                "name another run (run=...)"
+            )
+        return info
+
+    async def run_info(self, run: str) -> RunInfo | None:
+        async with self._transaction() as tx:
+            return await self._run_info(tx, run)
+
+    async def _run_info(self, tx: Transaction, run: str) -> RunInfo | None:
+        rows = await tx.fetch(
+            "SELECT run, poll, created, total, input_done FROM campaignkit_runs WHERE run = ?", run
+        )
+        if not rows:
+            return None
+        name, poll, created, total, done = rows[0]
+        return RunInfo(name, poll, created, total, bool(done))
+
+    async def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT run, poll, created, total, input_done FROM campaignkit_runs"
+                " ORDER BY created DESC, run"
+            )
+        return [RunInfo(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
+
+    async def finish_input(self, run: str, total: int) -> None:
+        """Record that the run's whole input (``total`` items) has been planned."""
+        async with self._transaction() as tx:
+            await tx.execute(
+                "UPDATE campaignkit_runs SET total = ?, input_done = 1 WHERE run = ?", total, run
+            )
+
+    # -- planning and claiming
+
+    async def plan(
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+    ) -> list[Record]:
+        """File ``recipients`` as planned in ``chunk``.
+
+        A recipient new to the run, or held as planned (by an earlier,
+        interrupted producer), joins ``chunk``; a rejected one too with
+        ``retry_rejected``. Every other recipient keeps its record, and those
+        records are returned: the recipients this chunk will not send.
+        """
+        now = time.time()
+        async with self._transaction() as tx:
+            await tx.execute(
+                "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (run, chunk) DO NOTHING",
+                run,
+                chunk,
+                len(recipients),
+                now,
+            )
+            await tx.executemany(
+                "INSERT INTO campaignkit_recipients"
+                " (run, phone, position, chunk, state, user_wire, updated)"
+                " VALUES (?, ?, ?, ?, 'planned', ?, ?)"
+                " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+                " position = excluded.position, user_wire = excluded.user_wire,"
+                " state = 'planned', claim = NULL, detail = NULL, updated = excluded.updated"
+                " WHERE campaignkit_recipients.state = 'planned'"
+                + (" OR campaignkit_recipients.state = 'rejected'" if retry_rejected else ""),
+                [(run, r.phone, r.position, chunk, r.user, now) for r in recipients],
+            )
+            held: list[Record] = []
+            for start in range(0, len(recipients), _BATCH):
+                phones = [r.phone for r in recipients[start : start + _BATCH]]
+                condition, args = tx.any_of("phone", phones)
+                rows = await tx.fetch(
+                    "SELECT phone, position, state, launch_request_id, detail, user_wire"
+                    f" FROM campaignkit_recipients WHERE run = ? AND chunk <> ? AND {condition}",
+                    run,
+                    chunk,
+                    *args,
+                )
+                held.extend(Record(*row) for row in rows)
+        return held
+
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        """Atomically take the planned recipients of ``chunk`` (None if none are left).
+
+        Committed before it returns: only then may a request carry them.
+        """
+        token = uuid.uuid4().hex
+        now = time.time()
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"
+                " WHERE run = ? AND chunk = ? AND state = 'planned'"
+                " RETURNING phone, position, user_wire",
+                token,
+                now,
+                run,
+                chunk,
+            )
+            if not rows:
+                return None
+            await tx.execute(
+                "INSERT INTO campaignkit_claims"
+                " (run, claim, chunk, owner, size, claimed, expires, state)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')",
+                run,
+                token,
+                chunk,
+                owner,
+                len(rows),
+                now,
+                now + self.claim_ttl,
+            )
+        recipients = sorted((Recipient(phone, position, user) for phone, position, user in rows))
+        return Claim(token, chunk, tuple(recipients), now + self.claim_ttl)
+
+    async def settle(
+        self,
+        run: str,
+        claim: str,
+        state: str,
+        *,
+        launch_request_id: str | None = None,
+        ack: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Record what became of a claim's request: accepted, rejected or ambiguous.
+
+        A claim already reported ambiguous because it expired takes the
+        outcome its sender learnt after all.
+        """
+        if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
+            raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
+        async with self._transaction() as tx:
+            await tx.execute(
+                "UPDATE campaignkit_claims SET state = ?, ack = ?, detail = ?"
+                " WHERE run = ? AND claim = ? AND state IN ('in_flight', 'ambiguous')",
+                state,
+                ack,
+                detail,
+                run,
+                claim,
+            )
+            await tx.execute(
+                "UPDATE campaignkit_recipients SET state = ?, launch_request_id = ?, detail = ?,"
+                " updated = ? WHERE run = ? AND claim = ? AND state IN ('in_flight', 'ambiguous')",
+                state,
+                launch_request_id,
+                detail,
+                time.time(),
+                run,
+                claim,
+            )
+
+    async def expire(self, run: str, *, now: float | None = None) -> int:
+        """Report the recipients of expired claims ambiguous; how many there were."""
+        now = time.time() if now is None else now
+        async with self._transaction() as tx:
+            claims = await tx.fetch(
+                "UPDATE campaignkit_claims SET state = 'ambiguous', detail = ?"
+                " WHERE run = ? AND state = 'in_flight' AND expires < ? RETURNING claim",
+                EXPIRED,
+                run,
+                now,
+            )
+            expired = 0
+            for start in range(0, len(claims), _BATCH):
+                condition, args = tx.any_of("claim", [c[0] for c in claims[start : start + _BATCH]])
+                rows = await tx.fetch(
+                    "UPDATE campaignkit_recipients SET state = 'ambiguous', detail = ?, updated = ?"
+                    f" WHERE run = ? AND state = 'in_flight' AND {condition} RETURNING phone",
+                    EXPIRED,
+                    now,
+                    run,
+                    *args,
+                )
+                expired += len(rows)
+        return expired
+
+    # -- the producer's chunks
+
+    async def mark_enqueued(self, run: str, chunk: str) -> None:
+        async with self._transaction() as tx:
+            await tx.execute(
+                "UPDATE campaignkit_chunks SET enqueued = 1 WHERE run = ? AND chunk = ?", run, chunk
+            )
+
+    async def unenqueued_chunks(self, run: str) -> list[str]:
+        """Chunks with planned recipients whose message may never have been sent."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT c.chunk FROM campaignkit_chunks c WHERE c.run = ? AND c.enqueued = 0"
+                " AND EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = c.run"
+                " AND r.chunk = c.chunk AND r.state = 'planned') ORDER BY c.created",
+                run,
+            )
+        return [row[0] for row in rows]
+
+    async def skip(self, run: str, items: Sequence[Skipped]) -> None:
+        """Record inputs not sent (invalid or duplicate), for the run's report."""
+        if not items:
+            return
+        async with self._transaction() as tx:
+            await tx.executemany(
+                "INSERT INTO campaignkit_skipped (run, position, kind, phone, reason, line, item)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, position) DO NOTHING",
+                [(run, s.position, s.kind, s.phone, s.reason, s.line, s.item) for s in items],
+            )
+
+    # -- reading
+
+    async def counts(self, run: str) -> dict[str, int]:
+        """Recipients per state (every state present, zeros included)."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT state, COUNT(*) FROM campaignkit_recipients WHERE run = ? GROUP BY state",
+                run,
+            )
+            skipped = await tx.fetch(
+                "SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE run = ? GROUP BY kind", run
+            )
+        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
+        counts.update({state: int(n) for state, n in rows})
+        counts.update({kind: int(n) for kind, n in skipped})
+        return counts
+
+    async def records(
+        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
+    ) -> AsyncIterator[Record]:
+        """The run's recipients in those states, in input order, read page by page."""
+        position, phone = -1, ""
+        while True:
+            async with self._transaction() as tx:
+                condition, args = tx.any_of("state", list(states))
+                rows = await tx.fetch(
+                    "SELECT phone, position, state, launch_request_id, detail, user_wire"
+                    " FROM campaignkit_recipients WHERE run = ?"
+                    f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
+                    " ORDER BY position, phone LIMIT ?",
+                    run,
+                    position,
+                    position,
+                    phone,
+                    *args,
+                    page_size,
+                )
+            for row in rows:
+                yield Record(*row)
+            if len(rows) < page_size:
+                return
+            phone, position = rows[-1][0], rows[-1][1]
+
+    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
+        """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT claim, chunk, state, ack, detail FROM campaignkit_claims"
+                " WHERE run = ? ORDER BY claimed, claim",
+                run,
+            )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    async def skipped(self, run: str) -> list[Skipped]:
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT position, kind, phone, reason, line, item FROM campaignkit_skipped"
+                " WHERE run = ? ORDER BY position",
+                run,
+            )
+        return [Skipped(*row) for row in rows]
+
+    # -- webhook deliveries
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        """Remember ``key``; True the first time it is seen in ``namespace``."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "INSERT INTO campaignkit_seen (namespace, key, seen) VALUES (?, ?, ?)"
+                " ON CONFLICT (namespace, key) DO NOTHING RETURNING key",
+                namespace,
+                key,
+                time.time(),
+            )
+        return bool(rows)
+
+    async def forget(self, namespace: str, key: str) -> None:
+        """Forget ``key`` (its handling failed: a redelivery should be handled)."""
+        async with self._transaction() as tx:
+            await tx.execute(
+                "DELETE FROM campaignkit_seen WHERE namespace = ? AND key = ?", namespace, key
+            )
+
+
+__all__ = [
+    "ACCEPTED",
+    "AMBIGUOUS",
+    "IN_FLIGHT",
+    "PLANNED",
+    "REJECTED",
+    "SqlLedger",
+    "Transaction",
+]
