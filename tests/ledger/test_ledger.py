@@ -1,0 +1,451 @@
+"""The ledger store protocol: one suite, run against SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers.ledgers import NewLedger, journal_of
+
+from campaignkit.errors import LedgerError
+from campaignkit.ledger import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    Claim,
+    Ledger,
+    PostgresLedger,
+    Recipient,
+    Skipped,
+    SqliteLedger,
+)
+
+RUN = "run-1"
+CLAIMER = Path(__file__).parent.parent / "helpers" / "ledger_claimer.py"
+
+
+def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
+    """``count`` recipients numbered from ``first``, at input positions from ``position``."""
+    return [
+        Recipient(
+            f"+57300{n:07d}",
+            position + i,
+            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
+        )
+        for i, n in enumerate(range(first, first + count))
+    ]
+
+
+async def sql(ledger: Ledger, statement: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Run raw SQL in one of the ledger's own transactions (either dialect)."""
+    async with ledger._transaction() as tx:
+        return await tx.fetch(statement, *args)
+
+
+async def states(ledger: Ledger, run: str = RUN) -> dict[str, str]:
+    return {r.phone: r.state for r in [r async for r in ledger.records(run)]}
+
+
+async def claimed(ledger: Ledger, chunk: str, run: str = RUN) -> Claim:
+    claim = await ledger.claim(run, chunk)
+    assert claim is not None
+    return claim
+
+
+# -- schema
+
+
+async def test_schema_created_on_first_use_and_reopened(new_ledger: NewLedger) -> None:
+    async with new_ledger() as ledger:
+        await ledger.open()  # a second open of an open ledger changes nothing
+        await ledger.start_run(RUN, "poll-1")
+        await ledger.plan(RUN, "c1", people(3))
+    async with new_ledger() as reopened:
+        assert await sql(reopened, "SELECT version FROM campaignkit_schema") == [(1,)]
+        assert (await reopened.counts(RUN))[PLANNED] == 3
+        assert [r.run for r in await reopened.runs()] == [RUN]
+
+
+async def test_a_newer_schema_version_is_refused(new_ledger: NewLedger) -> None:
+    async with new_ledger() as ledger:
+        await sql(ledger, "UPDATE campaignkit_schema SET version = version + 1")
+    newer = new_ledger()
+    with pytest.raises(LedgerError, match="newer than this campaignkit"):
+        await newer.open()
+    await newer.close()
+
+
+async def test_operations_need_an_open_ledger(new_ledger: NewLedger) -> None:
+    ledger = new_ledger()
+    with pytest.raises(LedgerError, match="not open"):
+        await ledger.counts(RUN)
+    await ledger.close()
+    await ledger.close()
+
+
+@pytest.mark.parametrize("ttl", [0, -1.0, True, "60"])
+def test_claim_ttl_must_be_positive_seconds(new_ledger: NewLedger, ttl: Any) -> None:
+    with pytest.raises(LedgerError, match="claim_ttl"):
+        new_ledger(claim_ttl=ttl)
+
+
+async def test_database_errors_are_ledger_errors(ledger: Ledger) -> None:
+    await sql(ledger, "DROP TABLE campaignkit_recipients")
+    with pytest.raises(LedgerError) as caught:
+        await ledger.counts(RUN)
+    assert type(caught.value) is LedgerError
+
+
+# -- runs
+
+
+async def test_runs(ledger: Ledger) -> None:
+    first = await ledger.start_run(RUN, "poll-1")
+    assert (first.run, first.poll, first.total, first.input_done) == (RUN, "poll-1", None, False)
+    assert await ledger.start_run(RUN, "poll-1") == first
+    with pytest.raises(LedgerError, match="sends poll poll-1, not poll poll-2"):
+        await ledger.start_run(RUN, "poll-2")
+    await ledger.start_run("run-2", "poll-2")
+    await ledger.finish_input(RUN, 42)
+    assert await ledger.run_info("missing") is None
+    info = await ledger.run_info(RUN)
+    assert info is not None
+    assert (info.total, info.input_done) == (42, True)
+    assert [r.run for r in await ledger.runs()] == ["run-2", RUN]
+
+
+# -- planning
+
+
+async def test_plan_holds_sent_recipients_and_adopts_planned_ones(ledger: Ledger) -> None:
+    a, b, c, d, e, f = people(6)
+    await ledger.start_run(RUN, "poll-1")
+    for chunk, recipient in zip(["ca", "cb", "cc", "cd", "ce"], [a, b, c, d, e], strict=True):
+        assert await ledger.plan(RUN, chunk, [recipient]) == []
+    await ledger.settle(RUN, (await claimed(ledger, "ca")).token, ACCEPTED, launch_request_id="L1")
+    await claimed(ledger, "cb")
+    await ledger.settle(RUN, (await claimed(ledger, "cc")).token, AMBIGUOUS, detail="timeout")
+    await ledger.settle(RUN, (await claimed(ledger, "cd")).token, REJECTED, detail="400")
+
+    rerun = [Recipient(r.phone, 200 - r.position, r.user) for r in (a, b, c, d, e, f)]
+    held = await ledger.plan(RUN, "again", rerun)
+    assert {r.phone: (r.state, r.position) for r in held} == {
+        a.phone: (ACCEPTED, 0),
+        b.phone: (IN_FLIGHT, 1),
+        c.phone: (AMBIGUOUS, 2),
+        d.phone: (REJECTED, 3),
+    }
+    assert next(r for r in held if r.phone == a.phone).launch_request_id == "L1"
+    assert next(r for r in held if r.phone == d.phone).detail == "400"
+    assert await states(ledger) == {
+        a.phone: ACCEPTED,
+        b.phone: IN_FLIGHT,
+        c.phone: AMBIGUOUS,
+        d.phone: REJECTED,
+        e.phone: PLANNED,
+        f.phone: PLANNED,
+    }
+    # e (planned by an interrupted producer) and the new f go with the new chunk.
+    assert {(r.phone, r.position) for r in (await claimed(ledger, "again")).recipients} == {
+        (f.phone, 195),
+        (e.phone, 196),
+    }
+    assert await ledger.claim(RUN, "ce") is None
+
+    assert {r.phone for r in await ledger.plan(RUN, "retry", [d, a])} == {a.phone, d.phone}
+    assert await ledger.claim(RUN, "retry") is None
+    held = await ledger.plan(RUN, "retry", [d, a], retry_rejected=True)
+    assert [r.phone for r in held] == [a.phone]
+    assert [r.phone for r in (await claimed(ledger, "retry")).recipients] == [d.phone]
+
+
+async def test_runs_do_not_share_recipients(ledger: Ledger) -> None:
+    await ledger.plan(RUN, "c1", people(2))
+    assert await ledger.plan("run-2", "c1", people(2)) == []
+    await claimed(ledger, "c1")
+    assert len((await claimed(ledger, "c1", run="run-2")).recipients) == 2
+
+
+# -- claiming
+
+
+async def test_claim_takes_planned_recipients_once(ledger: Ledger) -> None:
+    planned = people(5)
+    await ledger.plan(RUN, "c1", planned[::-1])
+    claim = await claimed(ledger, "c1")
+    assert claim.chunk == "c1"
+    taken = sorted(claim.recipients, key=lambda r: r.position)
+    assert [(r.phone, r.position, r.user) for r in taken] == [
+        (r.phone, r.position, r.user) for r in planned
+    ]
+    assert claim.expires == pytest.approx(time.time() + ledger.claim_ttl, abs=5)
+    assert await ledger.claim(RUN, "c1") is None
+    assert await ledger.claim(RUN, "unknown") is None
+    assert set((await states(ledger)).values()) == {IN_FLIGHT}
+
+
+async def test_concurrent_claims_take_each_recipient_once(new_ledger: NewLedger) -> None:
+    chunks = {f"c{i}": people(20, first=20 * i) for i in range(8)}
+    async with new_ledger() as producer:
+        for chunk, recipients in chunks.items():
+            await producer.plan(RUN, chunk, recipients)
+    claimers = [new_ledger() for _ in range(4)]
+    try:
+        await asyncio.gather(*(c.open() for c in claimers))
+        results = await asyncio.gather(
+            *(c.claim(RUN, chunk) for chunk in chunks for c in claimers for _ in range(3))
+        )
+    finally:
+        await asyncio.gather(*(c.close() for c in claimers))
+    won = [claim for claim in results if claim is not None]
+    taken = Counter(r.phone for claim in won for r in claim.recipients)
+    assert taken == Counter(r.phone for recipients in chunks.values() for r in recipients)
+    assert max(taken.values()) == 1
+    assert sorted(claim.chunk for claim in won) == sorted(chunks)
+
+
+async def test_processes_claim_each_recipient_once(ledger: Ledger) -> None:
+    chunks = {f"c{i}": people(25, first=25 * i) for i in range(12)}
+    for chunk, recipients in chunks.items():
+        await ledger.plan(RUN, chunk, recipients)
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(CLAIMER),
+            journal_of(ledger),
+            RUN,
+            str(seed),
+            *chunks,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for seed in range(4)
+    ]
+    try:
+        async with asyncio.timeout(40):
+            # Every process has its ledger open before any claims: they race.
+            for proc in procs:
+                assert proc.stdout is not None
+                assert await proc.stdout.readline() == b"ready\n"
+            outputs = await asyncio.gather(*(proc.communicate(b"go\n") for proc in procs))
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert [proc.returncode for proc in procs] == [0] * len(procs)
+    won = [orjson.loads(out) for out, _ in outputs]
+    taken = Counter(phone for claims in won for phones in claims.values() for phone in phones)
+    assert taken == Counter(r.phone for recipients in chunks.values() for r in recipients)
+    assert max(taken.values()) == 1
+    assert len(await ledger.claims(RUN)) == len(chunks)
+
+
+# -- settling and expiry
+
+
+async def test_settle(ledger: Ledger) -> None:
+    for chunk, first in [("ok", 0), ("no", 10), ("maybe", 20)]:
+        await ledger.plan(RUN, chunk, people(2, first=first))
+    ok, no, maybe = [await claimed(ledger, chunk) for chunk in ("ok", "no", "maybe")]
+    await ledger.settle(RUN, ok.token, ACCEPTED, launch_request_id="L1", ack='{"id": 1}')
+    await ledger.settle(RUN, no.token, REJECTED, detail="400 bad poll")
+    await ledger.settle(RUN, maybe.token, AMBIGUOUS, detail="connection reset")
+    # A settled claim keeps its outcome.
+    await ledger.settle(RUN, ok.token, REJECTED, detail="late")
+    records = {r.phone: r async for r in ledger.records(RUN)}
+    assert {(r.state, r.launch_request_id, r.detail) for r in records.values()} == {
+        (ACCEPTED, "L1", None),
+        (REJECTED, None, "400 bad poll"),
+        (AMBIGUOUS, None, "connection reset"),
+    }
+    assert [r.state for r in records.values()].count(ACCEPTED) == 2
+    assert [c[1:4] for c in await ledger.claims(RUN)] == [
+        ("ok", ACCEPTED, '{"id": 1}'),
+        ("no", REJECTED, None),
+        ("maybe", AMBIGUOUS, None),
+    ]
+    with pytest.raises(LedgerError, match="not 'planned'"):
+        await ledger.settle(RUN, ok.token, PLANNED)
+
+
+async def test_expire_only_claims_past_their_deadline(new_ledger: NewLedger) -> None:
+    async with new_ledger(claim_ttl=30) as ledger:
+        for chunk, first in [("settled", 0), ("open", 10)]:
+            await ledger.plan(RUN, chunk, people(3, first=first))
+            await ledger.plan("other-run", chunk, people(3, first=first))
+        settled = await claimed(ledger, "settled")
+        await ledger.settle(RUN, settled.token, ACCEPTED, launch_request_id="L1")
+        late = await claimed(ledger, "open")
+        await claimed(ledger, "open", run="other-run")
+
+        assert await ledger.expire(RUN, now=late.expires - 1) == 0
+        assert await ledger.expire(RUN, now=late.expires + 1) == 3
+        assert await ledger.expire(RUN, now=late.expires + 1) == 0
+        records = [r async for r in ledger.records(RUN, [AMBIGUOUS])]
+        assert {r.phone for r in records} == {r.phone for r in late.recipients}
+        assert all("claim expired" in (r.detail or "") for r in records)
+        assert (await ledger.counts("other-run"))[IN_FLIGHT] == 3
+
+        # The sender learnt the outcome after all: it wins over the expiry.
+        await ledger.settle(RUN, late.token, ACCEPTED, launch_request_id="L2")
+        counts = await ledger.counts(RUN)
+        assert (counts[ACCEPTED], counts[AMBIGUOUS]) == (6, 0)
+
+
+# -- reading
+
+
+async def test_counts_list_every_state(ledger: Ledger) -> None:
+    assert await ledger.counts(RUN) == {
+        PLANNED: 0,
+        IN_FLIGHT: 0,
+        ACCEPTED: 0,
+        REJECTED: 0,
+        AMBIGUOUS: 0,
+        "invalid": 0,
+        "duplicate": 0,
+    }
+    await ledger.plan(RUN, "c1", people(3))
+    await ledger.plan(RUN, "c2", people(2, first=3, position=3))
+    await claimed(ledger, "c2")
+    await ledger.skip(RUN, [Skipped(5, "invalid", reason="bad phone"), Skipped(6, "duplicate")])
+    counts = await ledger.counts(RUN)
+    assert (counts[PLANNED], counts[IN_FLIGHT], counts["invalid"], counts["duplicate"]) == (
+        3,
+        2,
+        1,
+        1,
+    )
+
+
+async def test_records_are_paged_in_input_order(ledger: Ledger) -> None:
+    # Two recipients at each position (a rerun can plan them so): ties are
+    # ordered by phone, and must not be lost at a page boundary.
+    recipients = [Recipient(r.phone, r.position // 2, r.user) for r in people(24, first=1000)[::-1]]
+    await ledger.plan(RUN, "c1", recipients[:12])
+    await ledger.plan(RUN, "c2", recipients[12:])
+    await claimed(ledger, "c2")
+    expected = sorted((r.position, r.phone) for r in recipients)
+    for page_size in (1, 4, 5, 24, 100):
+        read = [(r.position, r.phone) async for r in ledger.records(RUN, page_size=page_size)]
+        assert read == expected, page_size
+    in_flight = [r async for r in ledger.records(RUN, [IN_FLIGHT], page_size=5)]
+    assert sorted(r.phone for r in in_flight) == sorted(r.phone for r in recipients[12:])
+    assert [r async for r in ledger.records(RUN, [])] == []
+    assert [r async for r in ledger.records("other-run")] == []
+
+
+async def test_skipped(ledger: Ledger) -> None:
+    items = [
+        Skipped(7, "duplicate", phone="+573000000001"),
+        Skipped(2, "invalid", reason="no cellphone", line=3, item='{"x": 1}'),
+    ]
+    await ledger.skip(RUN, items)
+    await ledger.skip(RUN, [Skipped(2, "duplicate")])  # a resumed producer repeats itself
+    await ledger.skip(RUN, [])
+    assert await ledger.skipped(RUN) == items[::-1]
+    assert await ledger.skipped("other-run") == []
+
+
+# -- the producer's chunks
+
+
+async def test_unenqueued_chunks(ledger: Ledger) -> None:
+    for i, chunk in enumerate(["c1", "c2", "c3", "c4"]):
+        await ledger.plan(RUN, chunk, people(2, first=2 * i))
+    await ledger.mark_enqueued(RUN, "c1")
+    await claimed(ledger, "c3")  # claimed: its message was delivered after all
+    assert await ledger.unenqueued_chunks(RUN) == ["c2", "c4"]
+    await ledger.mark_enqueued(RUN, "c4")
+    assert await ledger.unenqueued_chunks(RUN) == ["c2"]
+    assert await ledger.unenqueued_chunks("other-run") == []
+
+
+# -- webhook deliveries
+
+
+async def test_first_sighting_and_forget(new_ledger: NewLedger) -> None:
+    async with new_ledger() as one, new_ledger() as other:
+        assert await one.first_sighting("hooks", "s-1")
+        assert not await other.first_sighting("hooks", "s-1")
+        assert await other.first_sighting("elsewhere", "s-1")
+        await one.forget("hooks", "s-1")
+        await one.forget("hooks", "never-seen")
+        assert await other.first_sighting("hooks", "s-1")
+        assert not await one.first_sighting("hooks", "s-1")
+
+
+async def test_concurrent_first_sightings_have_one_winner(new_ledger: NewLedger) -> None:
+    ledgers = [new_ledger() for _ in range(4)]
+    try:
+        await asyncio.gather(*(ledger.open() for ledger in ledgers))
+        seen = await asyncio.gather(
+            *(ledger.first_sighting("hooks", key) for key in "abc" for ledger in ledgers)
+        )
+    finally:
+        await asyncio.gather(*(ledger.close() for ledger in ledgers))
+    assert sum(seen) == 3
+
+
+# -- store specifics
+
+
+async def test_sqlite_refuses_an_old_chunk_journal(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, state TEXT)")
+    async with SqliteLedger(path):  # an empty table holds no run: accepted
+        pass
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO chunks VALUES ('abc', 'sent')")
+    ledger = SqliteLedger(path)
+    with pytest.raises(LedgerError, match="chunk journal"):
+        await ledger.open()
+    await ledger.close()
+
+
+@pytest.mark.parametrize("where", ["missing/dir/ledger.db", "."])
+async def test_sqlite_bad_path_is_a_ledger_error(tmp_path: Path, where: str) -> None:
+    ledger = SqliteLedger(tmp_path / where)
+    with pytest.raises(LedgerError) as caught:
+        await ledger.open()
+    assert type(caught.value) is LedgerError
+    await ledger.close()
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://ck:s3cr3t@127.0.0.1:1/test",
+        pytest.param(
+            "postgresql://ck:s3cr3t@[::1/test",
+            marks=pytest.mark.xfail(
+                raises=ValueError,
+                strict=True,
+                reason="known bug, reported: redact_dsn() raises urllib's ValueError",
+            ),
+        ),
+    ],
+)
+async def test_postgres_unreachable_or_bad_dsn_is_a_ledger_error(dsn: str) -> None:
+    ledger = PostgresLedger(dsn)
+    with pytest.raises(LedgerError) as caught:
+        await ledger.open()
+    assert type(caught.value) is LedgerError
+    assert "s3cr3t" not in str(caught.value)
+    await ledger.close()
+
+
+def test_postgres_repr_hides_the_password() -> None:
+    ledger = PostgresLedger("postgresql://ck:s3cr3t@db.example:5432/runs")
+    assert repr(ledger) == "PostgresLedger('postgresql://ck:***@db.example:5432/runs')"
