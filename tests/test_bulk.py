@@ -25,10 +25,12 @@ from campaignkit import (
 )
 from campaignkit._phones import PhoneSet
 from campaignkit.bulk import InvalidInput
+from campaignkit.ledger import SqliteLedger
 from campaignkit.errors import (
     AmbiguousSendError,
     AuthenticationError,
     BadRequestError,
+    LedgerError,
     RateLimitError,
     ValidationError,
 )
@@ -493,67 +495,100 @@ def test_phone_set_matches_a_set() -> None:
     assert not packed.add("+91111111111111111111")
 
 
-# -- journal ----------------------------------------------------------------------
+# -- journal (the delivery ledger) --------------------------------------------------
 
 
-def journal_states(path: Path) -> list[tuple[int, str]]:
-    with sqlite3.connect(path) as conn:
-        return list(conn.execute("SELECT idx, state FROM chunks ORDER BY idx"))
+async def ledger_counts(path: Path, run: str = "poll-7") -> dict[str, int]:
+    async with SqliteLedger(path) as ledger:
+        return await ledger.counts(run)
 
 
-async def test_journal_records_each_chunk_outcome(
+def respond_by_phone(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+    """Chunk of ...02 answers 502 (ambiguous), of ...04 answers 400 (rejected)."""
+    if users[0]["cellphone"] == "5550000002":
+        return CallbackResult(status=502, payload={"detail": "gw"})
+    if users[0]["cellphone"] == "5550000004":
+        return CallbackResult(status=400, payload={"detail": "bad"})
+    return CallbackResult(status=202, payload=ack(n))
+
+
+async def test_journal_records_each_recipient_outcome(
     client: CampaignClient, mocked: aioresponses, tmp_path: Path
 ):
-    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
-        if users[0]["cellphone"] == "5550000002":
-            return CallbackResult(status=502, payload={"detail": "gw"})
-        if users[0]["cellphone"] == "5550000004":
-            return CallbackResult(status=400, payload={"detail": "bad"})
-        return CallbackResult(status=202, payload=ack(n))
-
-    serve(mocked, FakeService(respond))
+    serve(mocked, FakeService(respond_by_phone))
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
-    assert journal_states(journal) == [(0, "accepted"), (1, "ambiguous"), (2, "rejected")]
+    counts = await ledger_counts(journal)
+    assert (counts["accepted"], counts["ambiguous"], counts["rejected"]) == (2, 2, 2)
+    assert counts["planned"] == counts["in_flight"] == 0
     with sqlite3.connect(journal) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_journal_resume_skips_accepted_and_reports_in_flight_ambiguous(
+async def test_rerun_in_another_order_sends_nobody_again(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService(respond_by_phone))
+    journal = tmp_path / "run.db"
+    first = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+    service.requests.clear()
+    again = list(reversed(people(6)))
+    second = await client.send_bulk(7, again, chunk_size=4, concurrency=1, journal=journal)
+    assert service.requests == []
+    assert second.counts == {
+        "accepted": 2,
+        "rejected": 2,
+        "ambiguous": 2,
+        "invalid": 0,
+        "duplicate": 0,
+    }
+    assert all(chunk.resumed for chunk in second.accepted + second.rejected + second.ambiguous)
+    assert second.acks == first.acks
+    assert "retry_rejected=True" in str(second.rejected[0].error)
+    assert isinstance(second.ambiguous[0].error, AmbiguousSendError)
+    # Asked to, it sends the rejected recipients again, and only them.
+    service.respond = lambda n, users: CallbackResult(status=202, payload=ack(n))
+    third = await client.send_bulk(
+        7, again, chunk_size=4, concurrency=1, journal=journal, retry_rejected=True
+    )
+    assert sorted(service.phones) == ["+15550000004", "+15550000005"]
+    assert third.counts["accepted"] == 4 and third.counts["ambiguous"] == 2
+
+
+async def test_rerun_sends_only_users_added_and_not_the_removed_ones(
     client: CampaignClient, mocked: aioresponses, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
-    first = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
-    assert len(service.requests) == 5
-    # As if the first run had been killed: chunk 1 in flight, chunk 2 not yet sent,
-    # chunk 3 rejected (surely not taken: sent again).
+    await client.send_bulk(7, people(5), chunk_size=2, journal=journal)
+    service.requests.clear()
+    changed = [*people(1, start=9), *people(3, start=2)]  # 0 and 1 removed, 9 added
+    report = await client.send_bulk(7, changed, chunk_size=3, journal=journal)
+    assert service.phones == ["+15550000009"]
+    assert report.counts["accepted"] == 4
+    assert [chunk.resumed for chunk in report.accepted].count(False) == 1
+
+
+async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    journal = tmp_path / "run.db"
+    await client.send_bulk(7, people(4), chunk_size=2, concurrency=1, journal=journal)
+    # As if the run had been killed while +15550000002/3 were in their request.
     with sqlite3.connect(journal) as conn:
-        for idx, state in ((1, "in_flight"), (2, "planned"), (3, "rejected")):
-            conn.execute("UPDATE chunks SET state = ?, detail = NULL WHERE idx = ?", (state, idx))
+        conn.execute(
+            "UPDATE campaignkit_recipients SET state = 'in_flight', launch_request_id = NULL"
+            " WHERE phone IN ('+15550000002', '+15550000003')"
+        )
     service.requests.clear()
-    second = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
-    assert service.phones == [f"+1555{i:07d}" for i in (4, 5, 6, 7)]
-    assert [(c.index, c.resumed) for c in second.accepted] == [
-        (0, True),
-        (2, False),
-        (3, False),
-        (4, True),
-    ]
-    assert second.accepted[0].ack == first.accepted[0].ack
-    assert [(c.index, c.resumed) for c in second.ambiguous] == [(1, True)]
-    assert isinstance(second.ambiguous[0].error, AmbiguousSendError)
-    assert "in flight" in str(second.ambiguous[0].error)
-    assert [u.cellphone for u in second.users_for("ambiguous")] == ["5550000002", "5550000003"]
-    assert journal_states(journal)[1] == (1, "ambiguous")
-    # A third run sends nothing at all.
-    service.requests.clear()
-    third = await client.send_bulk(7, people(10), chunk_size=2, concurrency=1, journal=journal)
-    assert service.requests == []
-    assert third.counts["ambiguous"] == 2
+    report = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+    assert service.phones == ["+15550000004", "+15550000005"]
+    assert [u.cellphone for u in report.users_for("ambiguous")] == ["5550000002", "5550000003"]
+    assert "in flight" in str(report.ambiguous[0].error)
 
 
-async def test_journal_cancelled_mid_request_leaves_chunk_ambiguous(
+async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
     client: CampaignClient, mocked: aioresponses, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
@@ -569,25 +604,39 @@ async def test_journal_cancelled_mid_request_leaves_chunk_ambiguous(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert journal_states(journal)[0] == (0, "in_flight")
+    assert (await ledger_counts(journal))["in_flight"] == 2
     service.gate = None
-    report = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
-    assert [c.index for c in report.ambiguous] == [0]
+    report = await client.send_bulk(7, people(6), chunk_size=3, concurrency=1, journal=journal)
+    assert [u.cellphone for u in report.users_for("ambiguous")] == ["5550000000", "5550000001"]
     assert service.phones == [f"+1555{i:07d}" for i in (2, 3, 4, 5)]
 
 
-async def test_journal_refuses_another_chunk_size(
+async def test_a_run_belongs_to_one_poll(
     client: CampaignClient, mocked: aioresponses, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
-    await client.send_bulk(7, people(4), chunk_size=2, journal=journal)
-    with pytest.raises(ValidationError, match="chunk_size=2"):
-        await client.send_bulk(7, people(4), chunk_size=3, journal=journal)
+    await client.send_bulk(7, people(2), journal=journal, run="spring")
+    with pytest.raises(LedgerError, match="run 'spring'"):
+        await client.send_bulk(8, people(2), journal=journal, run="spring")
+    # Another poll without run= is another run: its users are sent.
+    await client.send_bulk(8, people(2), journal=journal)
     assert len(service.requests) == 2
-    # Another poll is another identity: it is sent.
-    await client.send_bulk(8, people(4), chunk_size=3, journal=journal)
-    assert len(service.requests) == 4
+    with pytest.raises(ValidationError, match="need a journal"):
+        await client.send_bulk(8, people(2), run="spring")
+
+
+async def test_an_old_chunk_journal_is_refused(
+    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+):
+    service = serve(mocked, FakeService())
+    journal = tmp_path / "old.db"
+    with sqlite3.connect(journal) as conn:
+        conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, state TEXT)")
+        conn.execute("INSERT INTO chunks VALUES ('x', 'accepted')")
+    with pytest.raises(LedgerError, match="chunk journal"):
+        await client.send_bulk(7, people(2), journal=journal)
+    assert service.requests == []
 
 
 # -- CSV ----------------------------------------------------------------------------

@@ -36,6 +36,8 @@ class Record:
     detail: str | None = None
     """Why it was rejected or is ambiguous."""
     user: str | None = attrs.field(default=None, repr=False)
+    claim: str | None = None
+    """The claim that last took it into a request."""
 
 
 @attrs.frozen

@@ -13,9 +13,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
-from ..errors import LedgerError
+import orjson
+
+from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
+from .._user_input import as_user
+from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
+from ..models import CampaignAck, User
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
@@ -99,6 +104,29 @@ _SCHEMA: Final = (
         PRIMARY KEY (namespace, key)
     )""",
 )
+
+_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
+    PLANNED: "rejected",
+    IN_FLIGHT: "ambiguous",
+    ACCEPTED: "accepted",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+_UNSETTLED: Final = {
+    PLANNED: "not sent: still planned (no worker has claimed it yet)",
+    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
+    ACCEPTED: "",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+
+
+def _user_of(text: str | None) -> User:
+    user, reason = as_user(orjson.loads(text or "{}"))
+    if user is None:
+        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
+    return user
+
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
@@ -259,7 +287,7 @@ class SqlLedger(abc.ABC):
                 phones = [r.phone for r in recipients[start : start + _BATCH]]
                 condition, args = tx.any_of("phone", phones)
                 rows = await tx.fetch(
-                    "SELECT phone, position, state, launch_request_id, detail, user_wire"
+                    "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
                     f" FROM campaignkit_recipients WHERE run = ? AND chunk <> ? AND {condition}",
                     run,
                     chunk,
@@ -421,7 +449,7 @@ class SqlLedger(abc.ABC):
             async with self._transaction() as tx:
                 condition, args = tx.any_of("state", list(states))
                 rows = await tx.fetch(
-                    "SELECT phone, position, state, launch_request_id, detail, user_wire"
+                    "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
                     " FROM campaignkit_recipients WHERE run = ?"
                     f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
                     " ORDER BY position, phone LIMIT ?",
@@ -456,6 +484,56 @@ class SqlLedger(abc.ABC):
                 run,
             )
         return [Skipped(*row) for row in rows]
+
+    async def report(self, run: str) -> BulkReport:
+        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
+
+        One chunk per request (claim); recipients still planned count as
+        rejected (surely not sent), those still in flight as ambiguous.
+        """
+        info = await self.run_info(run)
+        if info is None:
+            raise LedgerError(f"this ledger has no run {run!r}")
+        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
+        groups: dict[tuple[str | None, str], list[Record]] = {}
+        async for record in self.records(run):
+            groups.setdefault((record.claim, record.state), []).append(record)
+        report = BulkReport(info.poll)
+        for index, ((claim, state), records) in enumerate(groups.items()):
+            outcome = _OUTCOME[state]
+            users = tuple(_user_of(record.user) for record in records)
+            error: CampaignKitError | None = None
+            detail = records[0].detail or _UNSETTLED[state]
+            if outcome == "ambiguous":
+                error = AmbiguousSendError(detail, users=users)
+            elif outcome == "rejected":
+                error = CampaignKitError(detail)
+            ack = acks.get(claim or "") if outcome == "accepted" else None
+            chunk = BulkChunk(
+                index,
+                claim,
+                outcome,
+                len(records),
+                ack=CampaignAck(**orjson.loads(ack)) if ack else None,
+                error=error,
+                resumed=True,
+                positions=tuple(record.position for record in records),
+                users=None if outcome == "accepted" else users,
+            )
+            getattr(report, outcome).append(chunk)
+        for item in await self.skipped(run):
+            value = None if item.item is None else orjson.loads(item.item)
+            if item.kind == "duplicate":
+                report.duplicates.append(
+                    DuplicateUser(item.position, item.phone or "", _user_of(item.item))
+                )
+            else:
+                report.invalid.append(
+                    InvalidUser(item.position, item.reason or "invalid", item.line, value)
+                )
+        counted = sum(report.counts.values())
+        report.total = max(info.total or 0, counted)
+        return report
 
     # -- webhook deliveries
 

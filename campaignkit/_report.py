@@ -1,0 +1,149 @@
+"""What became of every input of a bulk send: the records of a
+:class:`BulkReport`, built by ``send_bulk`` as it goes or read back from a
+delivery ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from .errors import CampaignKitError
+from .models import CampaignAck, User
+
+Outcome = Literal["accepted", "rejected", "ambiguous", "invalid", "duplicate"]
+OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+
+
+@attrs.frozen
+class InvalidUser:
+    """An input that was not sent: its 0-based input ``position`` and why."""
+
+    position: int
+    reason: str
+    row: int | None = None
+    value: Any = attrs.field(default=None, repr=False, eq=False)
+    """The input item as given (a User, a dict or an :class:`InvalidInput`)."""
+
+
+@attrs.frozen
+class DuplicateUser:
+    """A user not sent because its phone came earlier in the input."""
+
+    position: int
+    phone: str
+    user: User = attrs.field(repr=False, eq=False)
+
+
+@attrs.frozen
+class BulkChunk:
+    """One chunk of users and what became of it.
+
+    ``chunk_id`` names the request in the ledger (its claim), when there is
+    one; ``positions`` are the input positions of its users; ``users`` is
+    None for accepted chunks unless ``keep_accepted_users``. ``resumed``
+    marks an outcome the ledger already held (from an earlier run, or
+    another worker of this one): those users were not sent by this call.
+    """
+
+    index: int
+    chunk_id: str | None = attrs.field(repr=lambda v: (v or "")[:12])
+    outcome: Literal["accepted", "rejected", "ambiguous"]
+    size: int
+    ack: CampaignAck | None = None
+    error: CampaignKitError | None = attrs.field(default=None, repr=False)
+    resumed: bool = False
+    positions: Sequence[int] = attrs.field(factory=tuple, repr=False, eq=False)
+    users: tuple[User, ...] | None = attrs.field(default=None, repr=False, eq=False)
+
+
+@attrs.frozen
+class BulkProgress:
+    """Counts of users so far (``validated`` counts every input read)."""
+
+    validated: int = 0
+    sent: int = 0
+    accepted: int = 0
+    failed: int = 0
+    """Users of rejected chunks."""
+    ambiguous: int = 0
+    invalid: int = 0
+    duplicates: int = 0
+
+
+@attrs.define(repr=False)
+class BulkReport:
+    """Where every input of a :func:`send_bulk` call ended up.
+
+    ``accepted``, ``rejected`` and ``ambiguous`` are chunks (in input order);
+    ``invalid`` and ``duplicates`` are single inputs. ``total`` counts every
+    input read; ``elapsed`` is in seconds.
+    """
+
+    poll_id: str
+    accepted: list[BulkChunk] = attrs.Factory(list)
+    rejected: list[BulkChunk] = attrs.Factory(list)
+    ambiguous: list[BulkChunk] = attrs.Factory(list)
+    invalid: list[InvalidUser] = attrs.Factory(list)
+    duplicates: list[DuplicateUser] = attrs.Factory(list)
+    total: int = 0
+    elapsed: float = 0.0
+    keeps_accepted_users: bool = False
+
+    @property
+    def acks(self) -> list[CampaignAck]:
+        """The acknowledgements of the accepted chunks (for ``client.track_many``)."""
+        return [chunk.ack for chunk in self.accepted if chunk.ack is not None]
+
+    @property
+    def launch_request_ids(self) -> list[str]:
+        return [ack.launch_request_id for ack in self.acks]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Users per outcome; they add up to ``total``."""
+        return {
+            "accepted": sum(chunk.size for chunk in self.accepted),
+            "rejected": sum(chunk.size for chunk in self.rejected),
+            "ambiguous": sum(chunk.size for chunk in self.ambiguous),
+            "invalid": len(self.invalid),
+            "duplicate": len(self.duplicates),
+        }
+
+    @property
+    def complete(self) -> bool:
+        """Whether every valid, unique user is known to be accepted."""
+        return not self.rejected and not self.ambiguous
+
+    def users_for(self, outcome: Outcome) -> list[Any]:
+        """The inputs of one outcome, in input order, for a deliberate retry.
+
+        ``"invalid"`` gives the items as they were given (Users, dicts, or
+        :class:`InvalidInput`); the others give :class:`User` objects.
+        ``"accepted"`` needs ``send_bulk(..., keep_accepted_users=True)``.
+        """
+        if outcome == "invalid":
+            return [item.value for item in self.invalid]
+        if outcome == "duplicate":
+            return [item.user for item in self.duplicates]
+        if outcome not in ("accepted", "rejected", "ambiguous"):
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        if outcome == "accepted" and not self.keeps_accepted_users:
+            raise ValueError(
+                "accepted users are not kept (to save memory): "
+                "pass keep_accepted_users=True to send_bulk"
+            )
+        chunks: list[BulkChunk] = getattr(self, outcome)
+        return [user for chunk in chunks for user in (chunk.users or ())]
+
+    def __repr__(self) -> str:
+        counts = self.counts
+        return (
+            f"<BulkReport poll_id={self.poll_id!r} total={self.total} "
+            f"accepted={counts['accepted']} ({len(self.accepted)} chunks) "
+            f"rejected={counts['rejected']} ({len(self.rejected)} chunks) "
+            f"ambiguous={counts['ambiguous']} ({len(self.ambiguous)} chunks) "
+            f"invalid={counts['invalid']} duplicate={counts['duplicate']} "
+            f"elapsed={self.elapsed:.2f}s>"
+        )

@@ -1,0 +1,91 @@
+"""Bulk sends: stream any number of users to a poll in chunks, nobody twice.
+
+:func:`send_bulk` reads its input lazily (a bounded queue sits between the
+reader and the senders, so at most ``(2 * concurrency + 1) * chunk_size``
+users are held at a time), validates each user with the client's own
+validation, drops repeated phone numbers, and sends chunks of ``chunk_size``
+users with bounded concurrency and the client's send rules: a 429 waits and is
+retried, a connect failure before any byte was written is retried, and
+anything after which the chunk may have reached the service makes it
+*ambiguous*: reported, never resent automatically.
+
+Every input ends in exactly one bucket of the :class:`BulkReport`:
+
+- ``accepted``: the chunk was answered ``202`` (its :class:`CampaignAck` is
+  kept, for ``client.track``/``track_many``);
+- ``rejected``: the chunk surely did not take effect (a 4xx answer, a 429 or a
+  connect failure after every retry, or a 401/404 on an earlier chunk, after
+  which the rest are not sent): safe to send again;
+- ``ambiguous``: the chunk may or may not have reached the service (a 5xx, a
+  timeout or a dropped connection after the request was written, or users
+  the ledger holds as in flight from a run that stopped): check before resending;
+- ``invalid``: the user failed validation (or could not be read), not sent;
+- ``duplicate``: the phone (country code + normalised cellphone) was already
+  seen earlier in the input, not sent.
+
+With ``journal=`` every recipient is filed in a delivery ledger
+(:mod:`campaignkit.ledger`) and claimed, durably, before its request leaves:
+a rerun of the same run skips whoever the ledger holds as in flight, accepted
+or ambiguous, whatever the input order, the chunk size, or users added or
+removed. :mod:`campaignkit.workers` spreads one run over many processes.
+
+Memory: the seen-phone set is the only structure that grows with the input
+(about 16 bytes a phone). The report keeps, per chunk, the input positions of
+its users and the ack or error, but the :class:`User` objects only for
+rejected and ambiguous chunks (the ones a caller may retry), and for invalid
+and duplicate inputs. Accepted chunks drop their users unless
+``keep_accepted_users=True``: ``report.users_for("accepted")`` needs it.
+"""
+
+from .._csv import InvalidInput, ausers_from_csv, users_from_csv
+from .._report import (
+    OUTCOMES,
+    BulkChunk,
+    BulkProgress,
+    BulkReport,
+    DuplicateUser,
+    InvalidUser,
+    Outcome,
+)
+from ..ledger import Ledger
+from ._planner import PlannedChunk, Planner
+from ._send import (
+    DEFAULT_CHUNK_SIZE,
+    PROGRESS_INTERVAL,
+    JournalPath,
+    ProgressCallback,
+    UserInput,
+    default_run,
+    send_bulk,
+)
+from ._sender import ClaimOutcome, send_claim
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "OUTCOMES",
+    "PROGRESS_INTERVAL",
+    "BulkChunk",
+    "BulkProgress",
+    "BulkReport",
+    "ClaimOutcome",
+    "DuplicateUser",
+    "InvalidInput",
+    "InvalidUser",
+    "JournalPath",
+    "Outcome",
+    "PlannedChunk",
+    "Planner",
+    "ProgressCallback",
+    "UserInput",
+    "ausers_from_csv",
+    "default_run",
+    "report_from_ledger",
+    "send_bulk",
+    "send_claim",
+    "users_from_csv",
+]
+
+
+async def report_from_ledger(ledger: Ledger, run: str) -> BulkReport:
+    """The run's report read from ``ledger``: the same as ``ledger.report(run)``."""
+    return await ledger.report(run)

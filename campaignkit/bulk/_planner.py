@@ -1,0 +1,139 @@
+"""Reading a bulk send's input: each item validated, each phone once, in chunks."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from .._csv import InvalidInput
+from .._phones import PhoneSet
+from .._report import DuplicateUser, InvalidUser
+from .._user_input import as_user
+from .._validation import Problems, user_wire
+from ..ledger import Recipient, Skipped
+from ..models import User
+
+
+@attrs.define
+class PlannedChunk:
+    """Up to ``chunk_size`` valid users with distinct phones, in input order."""
+
+    index: int
+    wires: list[dict[str, Any]] = attrs.field(repr=False)
+    phones: list[str] = attrs.field(repr=False)
+    users: tuple[User, ...] = attrs.field(repr=False)
+    positions: array[int] = attrs.field(repr=False)
+
+    @property
+    def body(self) -> bytes:
+        """The request body of the whole chunk."""
+        return b'{"users":' + orjson.dumps(self.wires) + b"}"
+
+    @property
+    def recipients(self) -> tuple[Recipient, ...]:
+        """The chunk as the ledger files it."""
+        return tuple(
+            Recipient(phone, position, orjson.dumps(wire).decode())
+            for phone, position, wire in zip(self.phones, self.positions, self.wires, strict=True)
+        )
+
+
+class Planner:
+    """Takes inputs one at a time and hands back full chunks.
+
+    An input that is not a valid user goes to ``invalid``, a phone seen before
+    (country code + normalised cellphone) to ``duplicates``; neither is sent.
+    The seen-phone set is the only structure that grows with the input (about
+    16 bytes a phone, see :class:`PhoneSet`).
+    """
+
+    def __init__(self, chunk_size: int) -> None:
+        self.chunk_size = chunk_size
+        self.total = 0
+        self.invalid: list[InvalidUser] = []
+        self.duplicates: list[DuplicateUser] = []
+        self._drained = (0, 0)
+        self._seen = PhoneSet()
+        self._chunks = 0
+        self._new_buffers()
+
+    def _new_buffers(self) -> None:
+        self._wires: list[dict[str, Any]] = []
+        self._phones: list[str] = []
+        self._users: list[User] = []
+        self._positions: array[int] = array("Q")
+
+    def take(self, item: Any) -> PlannedChunk | None:
+        """File one input; the chunk it completes, if it does."""
+        position = self.total
+        self.total += 1
+        if isinstance(item, InvalidInput):
+            self.invalid.append(InvalidUser(position, item.reason, item.row, item))
+            return None
+        user, reason = as_user(item)
+        entry = None
+        if user is not None:
+            problems: Problems = []
+            # A constant path while valid; the real one is only built for a message.
+            entry = user_wire(user, "users[]", problems)
+            if entry is None:
+                problems = []
+                user_wire(user, f"users[{position}]", problems)
+                reason = "; ".join(f"{path}: {message}" for path, message in problems)
+        if entry is None or user is None:
+            self.invalid.append(InvalidUser(position, reason or "invalid", None, item))
+            return None
+        phone = entry["country_code"] + entry["cellphone"]
+        if not self._seen.add(phone):
+            self.duplicates.append(DuplicateUser(position, phone, user))
+            return None
+        self._wires.append(entry)
+        self._phones.append(phone)
+        self._users.append(user)
+        self._positions.append(position)
+        return self.flush() if len(self._wires) == self.chunk_size else None
+
+    def flush(self) -> PlannedChunk | None:
+        """The chunk being built, however small (None if empty)."""
+        if not self._wires:
+            return None
+        chunk = PlannedChunk(
+            self._chunks, self._wires, self._phones, tuple(self._users), self._positions
+        )
+        self._chunks += 1
+        self._new_buffers()
+        return chunk
+
+    def drain_skipped(self) -> list[Skipped]:
+        """The invalid and duplicate inputs filed since the last drain, for a ledger."""
+        invalid, duplicates = self._drained
+        self._drained = (len(self.invalid), len(self.duplicates))
+        skipped = [
+            Skipped(item.position, "invalid", None, item.reason, item.row, _json(item.value))
+            for item in self.invalid[invalid:]
+        ]
+        skipped += [
+            Skipped(item.position, "duplicate", item.phone, None, None, _user_json(item.user))
+            for item in self.duplicates[duplicates:]
+        ]
+        return skipped
+
+
+def _json(value: Any) -> str | None:
+    """``value`` as JSON when it is plain data (a dict of the input), else None."""
+    if isinstance(value, User):
+        return _user_json(value)
+    try:
+        return orjson.dumps(value).decode() if isinstance(value, dict | Sequence) else None
+    except TypeError:
+        return None
+
+
+def _user_json(user: User) -> str | None:
+    problems: Problems = []
+    wire = user_wire(user, "", problems)
+    return None if wire is None else orjson.dumps(wire).decode()

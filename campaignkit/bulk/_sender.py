@@ -1,0 +1,110 @@
+"""Sending one request of a bulk send with the client's send rules, and
+settling its claim in the ledger."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+import orjson
+
+from .. import _sansio as wire
+from .._user_input import as_user
+from ..errors import AmbiguousSendError, CampaignKitError
+from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
+from ..models import CampaignAck, User
+
+if TYPE_CHECKING:
+    from ..client import CampaignClient
+
+_DECODE_ACK = wire.decoder(CampaignAck)
+_LEDGER_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
+
+
+@attrs.frozen
+class ClaimOutcome:
+    """What became of one request: ``accepted`` (with its ack), ``rejected``
+    (surely not taken) or ``ambiguous`` (may have reached the service)."""
+
+    outcome: Literal["accepted", "rejected", "ambiguous"]
+    ack: CampaignAck | None = None
+    error: CampaignKitError | None = None
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def send_request(
+    client: CampaignClient,
+    segment: str,
+    body: bytes,
+    users: Sequence[User],
+    *,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> ClaimOutcome:
+    """POST one campaign request (``body`` is its JSON) and classify the result."""
+    request = wire.build_request(
+        client.config,
+        wire.SEND_CAMPAIGN,
+        path_params={"poll_id": segment},
+        json=orjson.Fragment(body),
+        users=tuple(users),
+    )
+    try:
+        ack = await client._transport.call(
+            request, _DECODE_ACK, timeout=timeout, max_retries=max_retries
+        )
+    except AmbiguousSendError as exc:
+        return ClaimOutcome("ambiguous", error=exc)
+    except CampaignKitError as exc:
+        return ClaimOutcome("rejected", error=exc)
+    return ClaimOutcome("accepted", ack=ack)
+
+
+def claim_body(claim: Claim) -> bytes:
+    return ('{"users":[' + ",".join(r.user for r in claim.recipients) + "]}").encode()
+
+
+async def send_claim(
+    client: CampaignClient,
+    ledger: Ledger,
+    run: str,
+    segment: str,
+    claim: Claim,
+    *,
+    users: Sequence[User] | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> ClaimOutcome:
+    """Send the recipients of ``claim`` (already committed) and settle it.
+
+    ``users`` are the claim's users in its order, when the caller has them;
+    otherwise they are read back from the ledger's copy (for errors' ``users``).
+    """
+    if users is None:
+        users = [_stored_user(recipient.user) for recipient in claim.recipients]
+    result = await send_request(
+        client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
+    )
+    # Shielded: a cancellation now must not lose an outcome the service gave.
+    await asyncio.shield(
+        ledger.settle(
+            run,
+            claim.token,
+            _LEDGER_STATE[result.outcome],
+            launch_request_id=None if result.ack is None else result.ack.launch_request_id,
+            ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
+            detail=None if result.error is None else error_text(result.error),
+        )
+    )
+    return result
+
+
+def _stored_user(text: str) -> User:
+    user, _ = as_user(orjson.loads(text))
+    assert user is not None, "the ledger holds only users that passed validation"
+    return user
