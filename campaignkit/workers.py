@@ -1,0 +1,356 @@
+"""Bulk sends across many worker processes and machines, on taskiq (extra ``workers``).
+
+One run, one ledger shared by everyone (:class:`~campaignkit.ledger.PostgresLedger`
+across machines), one taskiq broker of your choice::
+
+    # tasks.py, imported by the producer and by every worker
+    broker = RedisStreamBroker("redis://127.0.0.1:6379")
+    bulk = BulkWorkers(broker, "postgresql://ledger-host/campaigns")
+
+    # the producer
+    await broker.startup()
+    async with bulk:
+        run = await bulk.submit(poll_id, users_from_csv("users.csv"), run="spring")
+        async for progress in bulk.progress(run):
+            print(progress.counts)
+        report = await bulk.wait(run)  # the BulkReport send_bulk gives
+
+    # the workers: ``taskiq worker tasks:broker`` or ``campaignkit worker``
+
+The producer streams the input into the ledger chunk by chunk (invalid inputs
+and repeated phones are filed as skipped) and enqueues one message per chunk:
+``(run, chunk)``, the users stay in the ledger. A worker atomically claims the
+chunk's planned recipients, sends them with the client's send rules and
+settles the claim. A redelivered message finds nothing left to claim; a
+worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the
+workers' ledger) and is reported ambiguous, never resent; a restarted
+producer re-enqueues the chunks its predecessor planned but may not have
+enqueued, and its re-read input plans only recipients the run has not taken.
+The broker must redeliver a message whose worker died before acknowledging it
+(Redis streams, RabbitMQ and NATS JetStream brokers do; a plain Redis list does
+not): otherwise that chunk stays planned until a producer is run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+try:
+    from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
+except ImportError:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "campaignkit.workers needs taskiq: pip install 'campaignkit[workers]'"
+    ) from None
+
+from .bulk import (
+    DEFAULT_CHUNK_SIZE,
+    BulkReport,
+    PlannedChunk,
+    Planner,
+    UserInput,
+    default_run,
+    report_from_ledger,
+    send_claim,
+)
+from .client import CampaignClient
+from .errors import ConfigurationError, LedgerError
+from .ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
+
+__all__ = ["TASK_NAME", "BulkWorkers", "RunProgress", "broker_from"]
+
+TASK_NAME: Final = "campaignkit.send_chunk"
+
+LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
+"""A DSN or SQLite path, a ledger, or a function making one (called once per process)."""
+
+
+@attrs.frozen
+class RunProgress:
+    """A run's recipients per ledger state (plus ``invalid``/``duplicate`` inputs);
+    ``total`` is the number of inputs once the producer has read them all;
+    ``done`` once every planned recipient has been settled or expired."""
+
+    run: str
+    counts: dict[str, int]
+    total: int | None
+    done: bool
+
+
+class _Side:
+    """One process's ledger (producer or worker side): made from the source,
+    opened on first use, closed only if this side made it."""
+
+    def __init__(self, source: LedgerSource) -> None:
+        self._source = source
+        self._ledger: Ledger | None = None
+
+    async def get(self) -> Ledger:
+        if self._ledger is None:
+            source = self._source
+            ledger = source() if callable(source) else ledger_from(source)
+            await ledger.open()
+            self._ledger = ledger
+        return self._ledger
+
+    async def close(self) -> None:
+        ledger, self._ledger = self._ledger, None
+        if ledger is not None and ledger is not self._source:
+            await ledger.close()
+
+
+class BulkWorkers:
+    """A campaignkit bulk send on a taskiq ``broker``: :meth:`submit` and
+    :meth:`wait` on the producer's side, one chunk task (named ``task_name``)
+    registered on the broker for the workers.
+
+    ``ledger``: a ``postgresql://`` DSN (any number of machines) or an SQLite
+    path (processes of one machine), or a function making a ledger; each
+    process opens its own and closes it. A ledger object is shared and never
+    closed here. ``client``: makes each worker's :class:`CampaignClient`
+    (default: configured from the ``CAMPAIGNKIT_*`` variables); ``timeout``
+    and ``max_retries`` apply to each chunk's request. Worker-side state is
+    opened on the broker's ``WORKER_STARTUP`` event and closed on
+    ``WORKER_SHUTDOWN``.
+    """
+
+    def __init__(
+        self,
+        broker: AsyncBroker,
+        ledger: LedgerSource,
+        *,
+        client: Callable[[], CampaignClient] = CampaignClient,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        task_name: str = TASK_NAME,
+    ) -> None:
+        self.broker = broker
+        self._client_factory = client
+        self._timeout, self._max_retries = timeout, max_retries
+        self._producer = _Side(ledger)
+        self._worker = _Side(ledger)
+        self._client: CampaignClient | None = None
+        self.owner = ""
+        """This worker's name in its claims (host, pid, a random part), once started."""
+        self.task: AsyncTaskiqDecoratedTask[[str, str], Awaitable[str | None]]
+
+        async def send_chunk(run: str, chunk: str) -> str | None:
+            return await self._send_chunk(run, chunk)
+
+        # A plain function: taskiq renames what it registers, which a bound method refuses.
+        self.task = broker.register_task(send_chunk, task_name=task_name)
+        broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, self._worker_startup)
+        broker.add_event_handler(TaskiqEvents.WORKER_SHUTDOWN, self._worker_shutdown)
+
+    def __repr__(self) -> str:
+        return f"<BulkWorkers task={self.task.task_name!r} broker={type(self.broker).__name__}>"
+
+    # -- the workers
+
+    async def _worker_startup(self, state: TaskiqState) -> None:
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        await self._worker.get()
+        self._client = self._client_factory()
+
+    async def _worker_shutdown(self, state: TaskiqState) -> None:
+        client, self._client = self._client, None
+        try:
+            if client is not None:
+                await client.aclose()
+        finally:
+            await self._worker.close()
+
+    async def _send_chunk(self, run: str, chunk: str) -> str | None:
+        """Claim ``chunk`` of ``run`` and send it; its outcome, or None when
+        nothing was left to claim (a redelivered or superseded message)."""
+        if self._client is None:
+            raise ConfigurationError(
+                "the campaignkit chunk task ran before its worker started: run it in a "
+                "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
+            )
+        ledger = await self._worker.get()
+        run_info = await ledger.run_info(run)
+        if run_info is None:
+            raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        claim = await ledger.claim(run, chunk, owner=self.owner)
+        if claim is None:
+            return None
+        outcome = await send_claim(
+            self._client,
+            ledger,
+            run,
+            run_info.poll,
+            claim,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        )
+        return outcome.outcome
+
+    async def work(self, *, concurrency: int = 4, stop: asyncio.Event | None = None) -> None:
+        """Be a worker in this process (what ``campaignkit worker`` runs): take
+        up to ``concurrency`` chunks at a time until ``stop`` is set, then
+        finish the chunks under way and shut the broker down.
+
+        ``taskiq worker module:broker`` does the same in worker processes of
+        its own. Cancelling abandons the chunks under way: their claims
+        expire and are reported ambiguous.
+        """
+        from taskiq.receiver import Receiver
+
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigurationError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        self.broker.is_worker_process = True
+        receiver = Receiver(self.broker, max_async_tasks=concurrency)
+        try:
+            await receiver.listen(stop or asyncio.Event())
+        finally:
+            await asyncio.shield(self.broker.shutdown())
+
+    # -- the producer
+
+    async def __aenter__(self) -> BulkWorkers:
+        await self._producer.get()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the producer's ledger (if this object opened it); idempotent."""
+        await self._producer.close()
+
+    async def submit(
+        self,
+        poll_id: int | str,
+        users: UserInput,
+        *,
+        run: str | None = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        retry_rejected: bool = False,
+    ) -> str:
+        """Plan ``users`` into the ledger and enqueue one message per chunk; the run's name.
+
+        Call it again with the same ``run`` after a crash (with the same
+        input, or another): chunks planned but perhaps never enqueued are
+        enqueued again, and only recipients the run does not hold yet (and
+        rejected ones with ``retry_rejected``) are planned. Returns once the
+        whole input is planned; the workers may still be sending.
+        """
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ConfigurationError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
+        ledger = await self._producer.get()
+        run = run or default_run(str(poll_id))
+        await ledger.start_run(run, str(poll_id))
+        for chunk in await ledger.unenqueued_chunks(run):
+            await self._enqueue(ledger, run, chunk)
+        planner = Planner(chunk_size)
+        # Chunk names are new to each producer: a re-read input never joins an older chunk.
+        prefix = f"{uuid.uuid4().hex[:8]}-"
+
+        async def plan(planned: PlannedChunk | None) -> None:
+            await ledger.skip(run, planner.drain_skipped())
+            if planned is None:
+                return
+            chunk = f"{prefix}{planned.index:06d}"
+            held = await ledger.plan(run, chunk, planned.recipients, retry_rejected=retry_rejected)
+            if len(held) < len(planned.recipients):
+                await self._enqueue(ledger, run, chunk)
+
+        async for item in _items(users):
+            if (planned := planner.take(item)) is not None:
+                await plan(planned)
+        await plan(planner.flush())
+        await ledger.finish_input(run, planner.total)
+        return run
+
+    async def _enqueue(self, ledger: Ledger, run: str, chunk: str) -> None:
+        await self.task.kiq(run, chunk)
+        await ledger.mark_enqueued(run, chunk)
+
+    async def progress(self, run: str, *, poll_interval: float = 1.0) -> AsyncIterator[RunProgress]:
+        """The run's counts every ``poll_interval`` seconds, until it is done.
+
+        Each reading first reports the recipients of expired claims (workers
+        that died mid-chunk) ambiguous.
+        """
+        ledger = await self._producer.get()
+        while True:
+            await ledger.expire(run)
+            info = await ledger.run_info(run)
+            if info is None:
+                raise LedgerError(f"no run named {run!r} in {ledger!r}")
+            counts = await ledger.counts(run)
+            done = info.input_done and not counts[PLANNED] and not counts[IN_FLIGHT]
+            yield RunProgress(run, counts, info.total, done)
+            if done:
+                return
+            await asyncio.sleep(poll_interval)
+
+    async def counts(self, run: str) -> dict[str, int]:
+        """The run's recipients per state now (see :meth:`progress`)."""
+        return await (await self._producer.get()).counts(run)
+
+    async def wait(
+        self, run: str, *, poll_interval: float = 1.0, timeout: float | None = None
+    ) -> BulkReport:
+        """The run's :class:`BulkReport` once it is done (the builtin
+        ``TimeoutError`` after ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout):
+            async for _ in self.progress(run, poll_interval=poll_interval):
+                pass
+        return await report_from_ledger(await self._producer.get(), run)
+
+
+async def _items(users: UserInput) -> AsyncIterator[Any]:
+    if isinstance(users, AsyncIterable):
+        async for item in users:
+            yield item
+    else:
+        for item in users:
+            yield item
+
+
+def broker_from(
+    spec: str, *, queue: str = "campaignkit", redeliver_after: float = 60.0
+) -> AsyncBroker:
+    """The taskiq broker ``spec`` names.
+
+    ``redis://`` / ``rediss://`` / ``unix://``: a Redis streams broker on
+    ``queue`` whose messages left unacknowledged ``redeliver_after`` seconds
+    (their worker died) go to another worker; redelivering early is safe,
+    the ledger never lets a chunk be sent twice. ``module:attribute``: your
+    own broker object (RabbitMQ, NATS, ...), imported.
+    """
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        from taskiq_redis import RedisStreamBroker
+
+        # One message read at a time, so idle workers share the queue evenly.
+        return RedisStreamBroker(
+            spec,
+            queue_name=queue,
+            idle_timeout=max(1, round(redeliver_after * 1000)),
+            xread_count=1,
+            xread_block=1000,
+        )
+    module, sep, attribute = spec.partition(":")
+    if not sep or "://" in spec:
+        raise ConfigurationError(
+            f"--broker takes a redis:// URL or module:attribute of a taskiq broker, got {spec!r}"
+        )
+    try:
+        broker = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot import the broker {spec!r}: {exc}") from None
+    if inspect.isfunction(broker):
+        broker = broker()
+    if not isinstance(broker, AsyncBroker):
+        raise ConfigurationError(f"{spec!r} is not a taskiq broker")
+    return broker
