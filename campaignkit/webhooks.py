@@ -19,12 +19,13 @@ time out. Those tasks are tracked and, on application shutdown, given
 
 ======  ==================================================================
 202     accepted: ``on_reply`` was scheduled
-200     duplicate delivery of an id seen recently (``"status": "duplicate"``);
+200     duplicate delivery of an id seen before (``"status": "duplicate"``);
         ``on_reply`` is not called again
 400     the body is not JSON (or is empty)
 401     a ``secret`` is configured and the request does not carry it
 413     the body is larger than ``max_body`` bytes (default 1 MiB)
 422     JSON without a usable ``session_external_id``
+503     the ``dedupe=`` ledger failed: the service should deliver again later
 ======  ==================================================================
 
 Error answers are ``{"error": <code>, "message": <text>}``.
@@ -49,8 +50,25 @@ platforms that only let you enter a URL; a URL may end up in access logs,
 so prefer the header when you can). Compared with :func:`hmac.compare_digest`.
 
 *Duplicates.* The ids of the last ``dedupe_size`` (default 10,000) accepted
-deliveries are remembered (LRU); a repeat is answered 200 and ignored. If
-``on_reply`` raises, the id is forgotten, so a redelivery is processed again.
+deliveries are remembered in memory (LRU); a repeat is answered 200 and
+ignored. If ``on_reply`` raises, the id is forgotten, so a redelivery is
+processed again. Memory dies with the process and is not shared: a restarted
+receiver, or one of several replicas behind a load balancer, would run
+``on_reply`` again for a redelivered webhook. ``dedupe=`` takes a ledger
+instead (:class:`~campaignkit.ledger.SqliteLedger` for one machine,
+:class:`~campaignkit.ledger.PostgresLedger` for replicas; any
+:class:`DedupeStore` will do), which keeps the ids under the namespace
+:data:`DEDUPE_NAMESPACE` (``"first_reply"``) for good, and ``dedupe_size`` is
+not used. The handler opens and closes nothing: open the ledger before
+serving and close it after the app has shut down::
+
+    async with PostgresLedger(dsn) as ledger:
+        app = first_reply_app(on_reply, dedupe=ledger)
+        ...  # serve it
+
+When the ledger fails (:class:`~campaignkit.errors.LedgerError`), the delivery
+is answered 503 without detail (the error is logged), so the service retries
+it later; ``on_reply`` is not called.
 
 **Assignment endpoint.** A transfer-methods block with an API destination calls
 your endpoint, which answers with an agent ``id`` (recommended) or ``email``
@@ -77,16 +95,18 @@ import attrs
 import orjson
 from aiohttp import web
 
-from .errors import CampaignKitError
+from .errors import CampaignKitError, LedgerError
 from .models import Agent, SessionKey
 
 __all__ = [
+    "DEDUPE_NAMESPACE",
     "DEFAULT_MAX_BODY",
     "DEFAULT_SECRET_HEADER",
     "MAX_DEPTH",
     "NESTING_KEYS",
     "AgentPicker",
     "AgentSource",
+    "DedupeStore",
     "FirstReplyHandler",
     "NoAgentAvailable",
     "ReplyEvent",
@@ -113,6 +133,8 @@ NESTING_KEYS: tuple[str, ...] = (
 )
 MAX_DEPTH = 3
 ID_FIELD = "session_external_id"
+DEDUPE_NAMESPACE = "first_reply"
+"""The namespace of the session ids a ``dedupe=`` ledger keeps."""
 KEYS_FIELD = "user_session_keys"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -135,6 +157,38 @@ class ReplyEvent:
     def keys(self) -> dict[str, str]:
         """The session variables as a dict (a later duplicate key wins)."""
         return {k.key: k.value for k in self.user_session_keys}
+
+
+class DedupeStore(Protocol):
+    """Where delivered session ids are remembered (a ledger of
+    :mod:`campaignkit.ledger`); failures raise :class:`LedgerError`."""
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        """Remember ``key``; True the first time it is seen in ``namespace``."""
+        ...
+
+    async def forget(self, namespace: str, key: str) -> None: ...
+
+
+class _RecentIds:
+    """The default :class:`DedupeStore`: the last ``size`` ids, in memory (LRU)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        if key in self._seen:
+            self._seen.move_to_end(key)
+            return False
+        if self._size:
+            self._seen[key] = None
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+        return True
+
+    async def forget(self, namespace: str, key: str) -> None:
+        self._seen.pop(key, None)
 
 
 class _Unusable(ValueError):
@@ -221,6 +275,8 @@ class FirstReplyHandler:
     that task, so keep it quick). :meth:`install` adds it to an application
     (route plus a shutdown hook that finishes its tasks); or route
     :meth:`handle` yourself and ``await handler.aclose()`` on shutdown.
+    ``dedupe`` (an open ledger, which the caller closes) replaces the
+    in-memory window of ``dedupe_size`` ids (see the module docs).
     """
 
     def __init__(
@@ -232,6 +288,7 @@ class FirstReplyHandler:
         secret_query: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         dedupe_size: int = 10_000,
+        dedupe: DedupeStore | None = None,
         shutdown_grace: float = 10.0,
     ) -> None:
         if max_body < 1:
@@ -245,8 +302,7 @@ class FirstReplyHandler:
         self._secret_header = secret_header
         self._secret_query = secret_query
         self.max_body = max_body
-        self._dedupe_size = dedupe_size
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._dedupe: DedupeStore = _RecentIds(dedupe_size) if dedupe is None else dedupe
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_grace = shutdown_grace
         self.received = 0
@@ -323,22 +379,18 @@ class FirstReplyHandler:
         except ValueError as exc:
             return _error(422, "no_session_external_id", str(exc))
         sid = event.session_external_id
-        if sid in self._seen:
-            self._seen.move_to_end(sid)
+        try:
+            first = await self._dedupe.first_sighting(DEDUPE_NAMESPACE, sid)
+        except LedgerError as exc:
+            logger.error("webhook: duplicate detection failed for %s, answered 503: %s", sid, exc)
+            return _error(503, "unavailable", "duplicate detection is unavailable; retry later")
+        if not first:
             return web.json_response({"status": "duplicate", ID_FIELD: sid}, status=200)
-        self._remember(sid)
         self.received += 1
         task = asyncio.get_running_loop().create_task(self._run(event), name=f"on_reply:{sid}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return web.json_response({"status": "accepted", ID_FIELD: sid}, status=202)
-
-    def _remember(self, sid: str) -> None:
-        if not self._dedupe_size:
-            return
-        self._seen[sid] = None
-        while len(self._seen) > self._dedupe_size:
-            self._seen.popitem(last=False)
 
     async def _run(self, event: ReplyEvent) -> None:
         try:
@@ -346,9 +398,16 @@ class FirstReplyHandler:
             if inspect.isawaitable(result):
                 await result
         except Exception:
-            # Forget the id so that a redelivery by the service is processed.
-            self._seen.pop(event.session_external_id, None)
             logger.exception("webhook: on_reply failed for %s", event.session_external_id)
+            # Forget the id so that a redelivery by the service is processed.
+            try:
+                await self._dedupe.forget(DEDUPE_NAMESPACE, event.session_external_id)
+            except LedgerError as exc:
+                logger.error(
+                    "webhook: could not forget %s, a redelivery will be ignored: %s",
+                    event.session_external_id,
+                    exc,
+                )
 
 
 first_reply_handler = FirstReplyHandler
@@ -370,6 +429,7 @@ def first_reply_app(
     secret_header: str = DEFAULT_SECRET_HEADER,
     secret_query: str | None = None,
     dedupe_size: int = 10_000,
+    dedupe: DedupeStore | None = None,
     shutdown_grace: float = 10.0,
 ) -> web.Application:
     """An aiohttp application serving the first-reply webhook at ``POST path``.
@@ -384,6 +444,7 @@ def first_reply_app(
         secret_query=secret_query,
         max_body=max_body,
         dedupe_size=dedupe_size,
+        dedupe=dedupe,
         shutdown_grace=shutdown_grace,
     )
     # The handler enforces max_body itself; keep aiohttp's own limit out of the way.

@@ -6,12 +6,14 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from helpers.ledgers import STORES, NewLedger, journal_of, ledger_factory
 from helpers.servers import serving
 
 from campaignkit import Agent, ServerError, SessionKey, Tag, User
@@ -291,6 +293,96 @@ async def test_failed_on_reply_lets_a_redelivery_through(
     await app[WEBHOOK_HANDLER].drain(5)
     assert (await client.post("/webhook", json={"session_external_id": "x"})).status == 200
     assert calls == ["x", "x"]
+
+
+# -- duplicates detected through a ledger ---------------------------------------
+
+
+@pytest.fixture(params=STORES)
+def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
+    return ledger_factory(request, tmp_path)
+
+
+async def test_a_fresh_app_sharing_the_ledger_ignores_a_redelivery(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    recorder = Recorder()
+    body = {"session_external_id": "s-1"}
+    async with new_ledger() as ledger, new_ledger() as replica_ledger:
+        first = first_reply_app(recorder, dedupe=ledger)
+        assert (await (await serve(first)).post("/webhook", json=body)).status == 202
+        await first[WEBHOOK_HANDLER].drain(5)
+        # A restarted or replicated receiver: a new app, its own connection.
+        second = first_reply_app(recorder, dedupe=replica_ledger)
+        client = await serve(second)
+        answer = await client.post("/webhook", json={"data": body})
+        assert (answer.status, await answer.json()) == (
+            200,
+            {"status": "duplicate", "session_external_id": "s-1"},
+        )
+        assert (await client.post("/webhook", json={"session_external_id": "s-2"})).status == 202
+        await second[WEBHOOK_HANDLER].drain(5)
+    assert [e.session_external_id for e in recorder.events] == ["s-1", "s-2"]
+    assert (first[WEBHOOK_HANDLER].received, second[WEBHOOK_HANDLER].received) == (1, 1)
+
+
+async def test_a_failed_on_reply_is_forgotten_by_the_ledger(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    calls: list[str] = []
+
+    async def flaky(event: ReplyEvent) -> None:
+        calls.append(event.session_external_id)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+
+    body = {"session_external_id": "x"}
+    async with new_ledger() as ledger:
+        first = first_reply_app(flaky, dedupe=ledger)
+        assert (await (await serve(first)).post("/webhook", json=body)).status == 202
+        await first[WEBHOOK_HANDLER].drain(5)
+        second = first_reply_app(flaky, dedupe=ledger)
+        client = await serve(second)
+        assert (await client.post("/webhook", json=body)).status == 202
+        await second[WEBHOOK_HANDLER].drain(5)
+        assert (await client.post("/webhook", json=body)).status == 200
+    assert calls == ["x", "x"]
+
+
+async def test_a_failing_ledger_answers_503_and_tells_nothing(
+    serve: Any, new_ledger: NewLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder()
+    ledger = new_ledger()  # not open: every operation fails with LedgerError
+    app = first_reply_app(recorder, dedupe=ledger)
+    client = await serve(app)
+    body = {"session_external_id": "s-1"}
+    answer = await client.post("/webhook", json=body)
+    assert answer.status == 503
+    assert (await answer.json())["error"] == "unavailable"
+    assert "ledger" not in await answer.text()
+    assert journal_of(ledger) not in await answer.text()
+    assert "duplicate detection failed for s-1" in caplog.text
+    async with ledger:  # the sender's retry, once the ledger is back, goes through
+        assert (await client.post("/webhook", json=body)).status == 202
+        await app[WEBHOOK_HANDLER].drain(5)
+    assert [e.session_external_id for e in recorder.events] == ["s-1"]
+
+
+async def test_a_ledger_failing_to_forget_is_logged(
+    serve: Any, new_ledger: NewLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with new_ledger() as ledger:
+
+        async def on_reply(event: ReplyEvent) -> None:
+            await ledger.close()
+            raise RuntimeError("boom")
+
+        app = first_reply_app(on_reply, dedupe=ledger)
+        client = await serve(app)
+        assert (await client.post("/webhook", json={"session_external_id": "s-1"})).status == 202
+        await app[WEBHOOK_HANDLER].drain(5)
+    assert "could not forget s-1, a redelivery will be ignored" in caplog.text
 
 
 async def test_slow_on_reply_does_not_block_the_answer(serve: Any) -> None:
