@@ -1,7 +1,7 @@
 """The ``campaignkit`` console command.
 
 Commands: demo, sandbox, send, track, status, sessions, history, polls,
-agents, update-session (``campaignkit COMMAND --help`` for each).
+agents, update-session, worker, runs (``campaignkit COMMAND --help`` for each).
 
 Configuration comes from the flags or, when a flag is not given, from the
 environment: ``CAMPAIGNKIT_API_KEY``, ``CAMPAIGNKIT_BASE_URL``,
@@ -36,6 +36,7 @@ import contextlib
 import csv
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -53,6 +54,8 @@ from ._version import __version__
 from .bulk import DEFAULT_CHUNK_SIZE
 from .client import CampaignClient
 from .config import ENV_API_KEY, ENV_URLS
+from .ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, ledger_from
+from .ledger._sqlite import DEFAULT_CLAIM_TTL
 from .models import CampaignStatus, SessionKey, SessionMeta, User
 from .status import DeploymentStatus, is_in_progress
 
@@ -430,7 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
     bulk.add_argument("--bulk", action="store_true", help="send in chunks")
     bulk.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE)
     bulk.add_argument("--concurrency", type=_positive_int, default=4)
-    bulk.add_argument("--journal", type=Path, help="SQLite journal: rerun to resume")
+    bulk.add_argument(
+        "--journal",
+        help="delivery ledger: an SQLite file or a postgresql:// DSN; rerun to resume",
+    )
+    bulk.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
+    bulk.add_argument(
+        "--retry-rejected", action="store_true", help="send again the run's rejected users"
+    )
     p.set_defaults(func=cmd_send, needs_client=True)
 
     p = command("track", "follow a campaign live until DONE (or settled)")
@@ -492,6 +502,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("keys", nargs="*", type=_key_value, metavar="KEY=VALUE")
     p.add_argument("--keys-json", help='variables as a JSON object, e.g. \'{"plan": "gold"}\'')
     p.set_defaults(func=cmd_update_session, needs_client=True)
+
+    p = command(
+        "worker",
+        "send chunks of bulk runs from a taskiq broker (extra 'workers')",
+        "Take chunks of bulk runs from the broker's queue, claim each in the ledger and send "
+        "it with the client's send rules, until SIGINT/SIGTERM (the chunks under way are "
+        "finished first). Start as many as you like, on any machine that reaches the broker "
+        "and the ledger. Producers use campaignkit.workers.BulkWorkers (README, 'Bulk sends "
+        "across workers').",
+    )
+    p.add_argument(
+        "--broker",
+        required=True,
+        help="redis://HOST:PORT/DB (a Redis streams broker), or module:attribute naming a "
+        "taskiq broker object of yours (RabbitMQ, NATS, ...)",
+    )
+    p.add_argument(
+        "--journal",
+        required=True,
+        help="the runs' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
+    )
+    p.add_argument("--concurrency", type=_positive_int, default=4, help="chunks at a time (4)")
+    p.add_argument("--queue", default="campaignkit", help="Redis stream name (campaignkit)")
+    p.add_argument(
+        "--claim-ttl",
+        type=_positive_float,
+        default=DEFAULT_CLAIM_TTL,
+        help="seconds after which a claim of a dead worker is reported ambiguous "
+        f"({DEFAULT_CLAIM_TTL:g}); longer than any chunk's request can last",
+    )
+    p.add_argument(
+        "--redeliver-after",
+        type=_positive_float,
+        default=60.0,
+        help="Redis: seconds before a message left unacknowledged by a dead worker goes "
+        "to another (60); early is safe, a chunk is never claimed twice",
+    )
+    p.set_defaults(func=cmd_worker, needs_client=False)
+
+    p = command(
+        "runs",
+        "the runs of a delivery ledger, or one run's counts",
+        "List the runs of the ledger, or show RUN's recipients per state (expired claims, "
+        "of senders that died, are first reported ambiguous). --export writes RUN's rejected "
+        "or ambiguous users as a CSV file that `send` reads, for a deliberate retry.",
+    )
+    p.add_argument("run", nargs="?", help="a run's name")
+    p.add_argument(
+        "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
+    )
+    p.add_argument("--export", choices=["rejected", "ambiguous"], help="write these users as CSV")
+    p.add_argument("-o", "--output", type=Path, help="CSV file for --export (default: stdout)")
+    p.set_defaults(func=cmd_runs, needs_client=False)
     return parser
 
 
@@ -764,8 +827,13 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> int:
     a = ctx.args
     if a.bulk:
         return await send_bulk(ctx, client)
-    if a.journal:
-        raise UsageError("--journal needs --bulk")
+    for flag, given in (
+        ("--journal", a.journal),
+        ("--run", a.run),
+        ("--retry-rejected", a.retry_rejected),
+    ):
+        if given:
+            raise UsageError(f"{flag} needs --bulk")
     users = load_users(a.file, a.format)
     if not users:
         raise UsageError(f"{a.file}: no users")
@@ -825,6 +893,8 @@ async def send_bulk(ctx: Ctx, client: CampaignClient) -> int:
     from .bulk import users_from_csv
 
     a = ctx.args
+    if (a.run or a.retry_rejected) and not a.journal:
+        raise UsageError("--run and --retry-rejected need --journal")
     name = _check_readable(a.file)
     users: Any
     total: int | None
@@ -859,6 +929,8 @@ async def send_bulk(ctx: Ctx, client: CampaignClient) -> int:
                 chunk_size=a.chunk_size,
                 concurrency=a.concurrency,
                 journal=a.journal,
+                run=a.run,
+                retry_rejected=a.retry_rejected,
                 on_progress=on_progress,
             )
         except errors.ValidationError as exc:
@@ -894,7 +966,10 @@ async def send_bulk(ctx: Ctx, client: CampaignClient) -> int:
                 )
             )
         elif report.rejected and a.journal:
-            ctx.note("rejected chunks were not sent: rerun with the same --journal to retry them")
+            ctx.note(
+                "rejected chunks were not sent: rerun with the same --journal and "
+                "--retry-rejected to retry them"
+            )
     if report.ambiguous:
         return EXIT["ambiguous"]
     if report.rejected or report.invalid:
@@ -1002,6 +1077,159 @@ async def cmd_demo(ctx: Ctx) -> int:
     from ._demo import run_demo
 
     return await run_demo(ctx)
+
+
+def open_ledger(journal: str, *, claim_ttl: float | None = None) -> Ledger:
+    """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN)."""
+    ledger = ledger_from(journal)
+    if claim_ttl is not None:
+        ledger.claim_ttl = claim_ttl
+    return ledger
+
+
+async def cmd_worker(ctx: Ctx) -> int:
+    from taskiq import TaskiqEvents, TaskiqState
+
+    from .workers import BulkWorkers, broker_from
+
+    a = ctx.args
+    client = ctx.client()  # configuration errors now, not at the first chunk
+    broker = broker_from(a.broker, queue=a.queue, redeliver_after=a.redeliver_after)
+    bulk = BulkWorkers(
+        broker, lambda: open_ledger(a.journal, claim_ttl=a.claim_ttl), client=lambda: client
+    )
+    ledger = open_ledger(a.journal)
+
+    def ready(state: TaskiqState) -> None:
+        ctx.note(
+            f"campaignkit worker {bulk.owner} ready: {type(broker).__name__}"
+            f"{f' queue {a.queue}' if '://' in a.broker else ''}, ledger {ledger!r}, "
+            f"concurrency {a.concurrency} (SIGINT/SIGTERM: stop after the chunks under way)"
+        )
+
+    broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, ready)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await bulk.work(concurrency=a.concurrency, stop=stop)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    ctx.note("campaignkit worker stopped")
+    return 0
+
+
+def _created(info: RunInfo) -> str:
+    return datetime.fromtimestamp(info.created, UTC).isoformat(timespec="seconds")
+
+
+def _run_json(info: RunInfo, counts: dict[str, int]) -> dict[str, Any]:
+    return {
+        "run": info.run,
+        "poll_id": info.poll,
+        "created": _created(info),
+        "input_done": info.input_done,
+        "total": info.total,
+        "counts": counts,
+    }
+
+
+async def cmd_runs(ctx: Ctx) -> int:
+    a = ctx.args
+    if a.export and not a.run:
+        raise UsageError("--export needs a RUN")
+    if a.output and not a.export:
+        raise UsageError("-o/--output needs --export")
+    async with open_ledger(a.journal) as ledger:
+        if not a.run:
+            runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
+            if ctx.json:
+                ctx.emit([_run_json(info, counts) for info, counts in runs])
+            else:
+                ctx.print(
+                    table(
+                        [
+                            (
+                                info.run,
+                                info.poll,
+                                _created(info),
+                                "done" if info.input_done else "reading",
+                                *counts.values(),
+                            )
+                            for info, counts in runs
+                        ],
+                        ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)],
+                    )
+                )
+            return 0
+        info = await ledger.run_info(a.run)
+        if info is None:
+            raise UsageError(f"no run named {a.run!r} in {ledger!r}")
+        await ledger.expire(a.run)
+        if a.export:
+            return await export_run(ctx, ledger, a.run, a.export, a.output)
+        counts = await ledger.counts(a.run)
+        if ctx.json:
+            ctx.emit(_run_json(info, counts))
+        else:
+            state = "input read" if info.input_done else "input still being read"
+            ctx.print(
+                f"run {info.run}: poll {info.poll}, created {_created(info)}, {state}"
+                + (f" ({info.total} inputs)" if info.total is not None else "")
+            )
+            ctx.print(table(list(counts.items()), ["state", "users"]))
+    return 0
+
+
+async def export_run(ctx: Ctx, ledger: Ledger, run: str, state: str, output: Path | None) -> int:
+    """Write the run's users in ``state`` as a CSV that ``send`` reads."""
+    keys: dict[str, None] = {}
+    async for record in ledger.records(run, [state]):
+        keys.update(dict.fromkeys(k["key"] for k in _stored(record)["user_session_keys"]))
+    columns = ["country_code", "cellphone", "deployment_eta", *keys]
+
+    async def write(f: TextIO) -> int:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        count = 0
+        async for record in ledger.records(run, [state]):
+            user = _stored(record)
+            row = {k["key"]: k["value"] for k in user["user_session_keys"]}
+            row.update((name, user.get(name, "")) for name in columns[:3])
+            writer.writerow(row)
+            count += 1
+        f.flush()
+        return count
+
+    if output is None:
+        count = await write(ctx.out)
+    else:
+        tmp = output.with_name(output.name + ".part")
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as f:  # noqa: ASYNC230
+                count = await write(f)
+            os.replace(tmp, output)
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    advice = (
+        "they may have been received: check before sending them again"
+        if state == AMBIGUOUS
+        else "send them again with `campaignkit send POLL FILE --bulk`"
+    )
+    ctx.note(
+        f"wrote {count} {state} users of run {run}{f' to {output}' if output else ''}: {advice}"
+    )
+    return 0
+
+
+def _stored(record: Record) -> dict[str, Any]:
+    user: dict[str, Any] = orjson.loads(record.user or "{}")
+    return user
 
 
 # -- running ------------------------------------------------------------------------

@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
         "campaignkit.workers needs taskiq: pip install 'campaignkit[workers]'"
     ) from None
 
+from ._validation import Problems, path_segment, raise_problems
 from .bulk import (
     DEFAULT_CHUNK_SIZE,
     BulkReport,
@@ -206,7 +207,7 @@ class BulkWorkers:
         from taskiq.receiver import Receiver
 
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigurationError(f"concurrency must be an int >= 1, got {concurrency!r}")
+            raise_problems([("concurrency", f"must be an int >= 1, got {concurrency!r}")])
         self.broker.is_worker_process = True
         receiver = Receiver(self.broker, max_async_tasks=concurrency)
         try:
@@ -242,13 +243,17 @@ class BulkWorkers:
         input, or another): chunks planned but perhaps never enqueued are
         enqueued again, and only recipients the run does not hold yet (and
         rejected ones with ``retry_rejected``) are planned. Returns once the
-        whole input is planned; the workers may still be sending.
+        whole input is planned; the workers may still be sending. A bad
+        ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
         """
+        problems: Problems = []
+        segment = path_segment("poll_id", poll_id, problems)
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ConfigurationError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
+            problems.append(("chunk_size", f"must be an int >= 1, got {chunk_size!r}"))
+        raise_problems(problems)
         ledger = await self._producer.get()
-        run = run or default_run(str(poll_id))
-        await ledger.start_run(run, str(poll_id))
+        run = run or default_run(segment)
+        await ledger.start_run(run, segment)
         for chunk in await ledger.unenqueued_chunks(run):
             await self._enqueue(ledger, run, chunk)
         planner = Planner(chunk_size)

@@ -1,0 +1,103 @@
+"""``campaignkit send --bulk --journal DSN --run``, ``campaignkit runs``, against
+an in-process sandbox and a real PostgreSQL ledger."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from test_cli import _clean_env, run  # noqa: F401 - a fixture
+from test_cli import sb as sb  # the fixture
+
+from campaignkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def users_csv(path: Path, count: int) -> Path:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["country_code", "cellphone", "name"])
+        writer.writerows(("+52", f"55{i:08d}", f"user {i}") for i in range(count))
+    return path
+
+
+async def poll_of(sb: Sandbox) -> str:
+    async with sb.client() as client:
+        return str((await client.list_polls())[0].id)
+
+
+async def test_export_rejected_then_retry_them(
+    sb: Sandbox, postgres_dsn: str, tmp_path: Path
+) -> None:
+    poll = await poll_of(sb)
+    users = users_csv(tmp_path / "users.csv", 100)
+    ledger = ("--journal", postgres_dsn, "--json")
+    # The first two chunks' requests are refused with 429 and not retried: rejected.
+    await sb.set_faults({"kind": "429", "route": "send_campaign", "count": 2, "retry_after": 0})
+    bulk = ("--bulk", "--chunk-size", "20", "--max-retries", "0", "--run", "spring")
+    first = await run(sb, "send", poll, str(users), *bulk, *ledger)
+    assert first.code == 6, first.err
+    assert first.json()["counts"]["rejected"] == 40
+
+    listed = await run(None, "runs", *ledger)
+    assert [(r["run"], r["poll_id"]) for r in listed.json()] == [("spring", poll)]
+    shown = (await run(None, "runs", "spring", *ledger)).json()
+    assert shown["counts"]["accepted"] == 60
+    assert shown["counts"]["rejected"] == 40
+
+    export = tmp_path / "rejected.csv"
+    exported = await run(
+        None, "runs", "spring", "--journal", postgres_dsn, "--export", "rejected", "-o", str(export)
+    )
+    assert exported.code == 0, exported.err
+    assert "wrote 40 rejected users of run spring" in exported.err
+    with export.open() as f:
+        rows = list(csv.DictReader(f))
+    phones = [row["cellphone"] for row in rows]
+    assert len(set(phones)) == 40
+    assert phones == sorted(phones)  # input order
+    assert all(row["name"] == f"user {int(row['cellphone'][2:])}" for row in rows)
+
+    # Without --retry-rejected the run keeps them rejected; with it they go.
+    again = await run(sb, "send", poll, str(export), *bulk, *ledger)
+    assert again.json()["counts"]["rejected"] == 40
+    retried = await run(sb, "send", poll, str(export), *bulk, "--retry-rejected", *ledger)
+    assert retried.code == 0, retried.err
+    assert retried.json()["counts"]["accepted"] == 40
+    counts = (await sb.snapshot())["companies"][0]["phone_counts"]
+    assert len(counts) == 100
+    assert set(counts.values()) == {1}
+    table = await run(None, "runs", "spring", "--journal", postgres_dsn)
+    assert "accepted   100" in table.out
+
+
+async def test_export_ambiguous_to_stdout(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await poll_of(sb)
+    journal = str(tmp_path / "run.db")
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1, "when": "after"})
+    users = users_csv(tmp_path / "users.csv", 30)
+    sent = await run(
+        sb, "send", poll, str(users), "--bulk", "--chunk-size", "10", "--journal", journal
+    )
+    assert sent.code == 4, sent.err
+    exported = await run(
+        None, "runs", f"poll-{poll}", "--journal", journal, "--export", "ambiguous"
+    )
+    rows = list(csv.DictReader(exported.out.splitlines()))
+    assert len(rows) == 10
+    assert "may have been received" in exported.err
+
+
+async def test_runs_usage_errors(tmp_path: Path) -> None:
+    journal = str(tmp_path / "run.db")
+    assert (await run(None, "runs", "--journal", journal, "--export", "rejected")).code == 2
+    missing = await run(None, "runs", "nope", "--journal", journal)
+    assert missing.code == 2
+    assert "no run named 'nope'" in missing.err
+    send = ("send", "1", str(users_csv(tmp_path / "users.csv", 1)), "--api-key", "k" * 8)
+    assert (await run(None, *send, "--run", "x")).code == 2
+    no_journal = await run(None, *send, "--bulk", "--retry-rejected")
+    assert no_journal.code == 2
+    assert "need --journal" in no_journal.err
