@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 $(PY):
 	python3 -m venv $(VENV)
 
+# The dev extra pulls the workers extra (taskiq, taskiq-redis, asyncpg): the
+# tests of the PostgreSQL ledger and of the workers need them.
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
