@@ -39,8 +39,8 @@ import inspect
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Any, Final, TypeAlias
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
@@ -65,6 +65,9 @@ from .bulk import (
 from .client import CampaignClient
 from .errors import ConfigurationError, LedgerError
 from .ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
+
+if TYPE_CHECKING:
+    from taskiq_redis import RedisStreamBroker
 
 __all__ = ["TASK_NAME", "BulkWorkers", "RunProgress", "broker_from"]
 
@@ -335,10 +338,8 @@ def broker_from(
     own broker object (RabbitMQ, NATS, ...), imported.
     """
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        from taskiq_redis import RedisStreamBroker
-
         # One message read at a time, so idle workers share the queue evenly.
-        return RedisStreamBroker(
+        return _redis_streams()(
             spec,
             queue_name=queue,
             idle_timeout=max(1, round(redeliver_after * 1000)),
@@ -359,3 +360,38 @@ def broker_from(
     if not isinstance(broker, AsyncBroker):
         raise ConfigurationError(f"{spec!r} is not a taskiq broker")
     return broker
+
+
+def _redis_streams() -> type[RedisStreamBroker]:
+    from redis.asyncio import Redis
+    from taskiq import AckableMessage
+    from taskiq_redis import RedisStreamBroker
+
+    class RedisStreams(RedisStreamBroker):
+        """taskiq-redis's streams broker, reclaiming the messages of dead
+        consumers after every read, new messages or not (taskiq-redis 1.2
+        reclaims only after a read that got some: an idle queue never gave
+        a dead worker's messages to anyone)."""
+
+        async def listen(self) -> AsyncGenerator[AckableMessage, None]:
+            group, consumer, queue = self.consumer_group_name, self.consumer_name, self.queue_name
+            async with Redis(connection_pool=self.connection_pool) as conn:
+                while True:
+                    fetched: Any = await conn.xreadgroup(
+                        group, consumer, {queue: ">"}, block=self.block, count=self.count
+                    )
+                    messages = [m for _, stream in fetched for m in stream]
+                    reclaimed: Any = await conn.xautoclaim(
+                        queue,
+                        group,
+                        consumer,
+                        min_idle_time=self.idle_timeout,
+                        count=self.unacknowledged_batch_size,
+                    )
+                    for message_id, fields in [*messages, *reclaimed[1]]:
+                        if fields:  # None: deleted from the stream meanwhile
+                            yield AckableMessage(
+                                data=fields[b"data"], ack=self._ack_generator(message_id, queue)
+                            )
+
+    return RedisStreams

@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
+import signal
+import sys
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio
 from helpers.bulk_child import expected_phones, make_users
+from taskiq import TaskiqMessage, TaskiqMiddleware, TaskiqResult
 
+from campaignkit.bulk import Planner
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import BulkWorkers, broker_from
@@ -45,16 +54,40 @@ async def phone_counts(sb: Sandbox) -> dict[str, int]:
     return counts
 
 
+class Results(TaskiqMiddleware):
+    """What each execution of a task returned."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.values: list[Any] = []
+        self.expected = expected
+        self.all_in = asyncio.Event()
+
+    def post_execute(self, message: TaskiqMessage, result: TaskiqResult[Any]) -> None:
+        self.values.append(result.return_value)
+        if len(self.values) >= self.expected:
+            self.all_in.set()
+
+
 @contextlib.asynccontextmanager
 async def workers(
-    redis_url: str, queue: str, dsn: str, sb: Sandbox, *, count: int = 2, **options: Any
+    redis_url: str,
+    queue: str,
+    dsn: str,
+    sb: Sandbox,
+    *,
+    count: int = 2,
+    results: Results | None = None,
+    **options: Any,
 ) -> AsyncIterator[list[BulkWorkers]]:
     """``count`` in-process workers, each on a broker of its own; stopped on exit."""
     stop = asyncio.Event()
-    sides = [
-        BulkWorkers(broker_from(redis_url, queue=queue, **options), dsn, client=sb.client)
-        for _ in range(count)
-    ]
+    sides = []
+    for _ in range(count):
+        broker = broker_from(redis_url, queue=queue, **options)
+        if results is not None:
+            broker.add_middlewares(results)
+        sides.append(BulkWorkers(broker, dsn, client=sb.client))
     tasks = [asyncio.create_task(side.work(concurrency=2, stop=stop)) for side in sides]
     try:
         yield sides
@@ -76,7 +109,7 @@ async def producer(redis_url: str, queue: str, dsn: str) -> AsyncIterator[BulkWo
 
 async def assert_once(sb: Sandbox, dsn: str, run: str, report: Any) -> None:
     """Nobody received twice; every valid user is accepted (and received once)
-    or ambiguous (received at most once); the report accounts for every input."""
+    or ambiguous (received at most once)."""
     counts = await phone_counts(sb)
     async with PostgresLedger(dsn) as ledger:
         states = {record.phone: record.state async for record in ledger.records(run)}
@@ -85,8 +118,12 @@ async def assert_once(sb: Sandbox, dsn: str, run: str, report: Any) -> None:
     assert set(states.values()) <= {"accepted", "ambiguous"}
     assert {phone for phone, state in states.items() if state == "accepted"} <= set(counts)
     assert set(counts) <= set(states)
-    assert report.total == COUNT
     assert report.counts["accepted"] + report.counts["ambiguous"] == VALID
+
+
+def assert_inputs(report: Any) -> None:
+    """The report accounts for every input of ``make_users(COUNT)`` read once."""
+    assert report.total == COUNT
     assert report.counts["invalid"] + report.counts["duplicate"] == COUNT - VALID
 
 
@@ -107,4 +144,129 @@ async def test_producer_and_workers_send_a_run(
     assert seen[-1].counts["accepted"] == VALID
     assert seen[-1].total == COUNT
     assert report.counts["accepted"] == VALID
+    assert_inputs(report)
     await assert_once(sb, postgres_dsn, run, report)
+
+
+async def test_redelivered_messages_send_nobody_twice(
+    sb: Sandbox, postgres_dsn: str, redis_url: str, queue: str
+) -> None:
+    """Every message delivered twice, as an at-least-once broker may: a copy
+    added to the stream, and the original redelivered by Redis after a
+    consumer took it and never acknowledged it."""
+    poll = await first_poll(sb)
+    async with producer(redis_url, queue, postgres_dsn) as bulk:
+        run = await bulk.submit(poll, make_users(COUNT), chunk_size=250)
+    chunks = -(-VALID // 250)
+    conn = redis.asyncio.from_url(redis_url)
+    try:
+        taken = await conn.xreadgroup("taskiq", "dead-consumer", {queue: ">"}, count=1000)
+        messages = taken[0][1]
+        assert len(messages) == chunks
+        for _, fields in messages:
+            await conn.xadd(queue, fields)
+    finally:
+        await conn.aclose()
+    results = Results(2 * chunks)
+    async with (
+        workers(redis_url, queue, postgres_dsn, sb, results=results, redeliver_after=0.2),
+        producer(redis_url, queue, postgres_dsn) as bulk,
+    ):
+        report = await bulk.wait(run, poll_interval=0.05, timeout=30)
+        await asyncio.wait_for(results.all_in.wait(), 10)  # the redelivered originals
+    assert Counter(results.values) == {"accepted": chunks, None: chunks}
+    assert report.counts["accepted"] == VALID
+    assert_inputs(report)
+    await assert_once(sb, postgres_dsn, run, report)
+
+
+@contextlib.asynccontextmanager
+async def worker_process(
+    sb: Sandbox, redis_url: str, queue: str, dsn: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``campaignkit worker`` in a process of its own, ready; killed on exit."""
+    env = {
+        **os.environ,
+        "CAMPAIGNKIT_API_KEY": sb.api_key,
+        "CAMPAIGNKIT_BASE_URL": sb.base_url,
+        "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
+        "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
+    }
+    argv = ["--broker", redis_url, "--journal", dsn, "--queue", queue, "--concurrency", "2"]
+    argv += ["--claim-ttl", "2", "--redeliver-after", "1"]
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("campaignkit")),
+        "worker",
+        *argv,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert process.stderr is not None
+    try:
+        line = await asyncio.wait_for(process.stderr.readline(), 20)
+        assert b"ready" in line, line + await process.stderr.read()
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+async def test_worker_killed_mid_run_then_restarted(
+    sb: Sandbox, postgres_dsn: str, redis_url: str, queue: str
+) -> None:
+    """SIGKILL a worker process while its requests are under way (each is
+    processed by the sandbox, then answered 50 ms later): its claims expire
+    and are reported ambiguous, a new worker sends the rest, nobody twice."""
+    poll = await first_poll(sb)
+    await sb.set_faults(
+        {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
+    )
+    async with producer(redis_url, queue, postgres_dsn) as bulk:
+        async with worker_process(sb, redis_url, queue, postgres_dsn) as first:
+            run = await bulk.submit(poll, make_users(COUNT), chunk_size=50)
+            async for progress in bulk.progress(run, poll_interval=0.01):
+                if progress.counts["accepted"] >= 500 and progress.counts["in_flight"]:
+                    first.send_signal(signal.SIGKILL)
+                    break
+        assert progress.counts["accepted"] < VALID
+        async with worker_process(sb, redis_url, queue, postgres_dsn):
+            report = await bulk.wait(run, poll_interval=0.2, timeout=40)
+    assert report.counts["ambiguous"] >= 1
+    assert_inputs(report)
+    await assert_once(sb, postgres_dsn, run, report)
+
+
+async def test_restarted_producer(
+    sb: Sandbox, postgres_dsn: str, redis_url: str, queue: str
+) -> None:
+    """A producer that died after planning a chunk but before enqueueing it,
+    another cancelled half-way; a third, with the rest of the input shuffled,
+    enqueues the orphan chunk and plans only who is left: everyone sent once."""
+    poll = await first_poll(sb)
+    users = list(make_users(COUNT))
+    planner = Planner(1000)
+    assert all(planner.take(user) is None for user in users[:100])
+    orphan = planner.flush()
+    assert orphan is not None
+    async with PostgresLedger(postgres_dsn) as ledger:
+        await ledger.start_run("r", str(poll))
+        await ledger.plan("r", "orphan", orphan.recipients)
+        assert await ledger.unenqueued_chunks("r") == ["orphan"]
+    rest = users[100:]
+    async with (
+        producer(redis_url, queue, postgres_dsn) as bulk,
+        workers(redis_url, queue, postgres_dsn, sb),
+    ):
+        half = asyncio.create_task(bulk.submit(poll, rest, run="r", chunk_size=100))
+        async for progress in bulk.progress("r", poll_interval=0.01):
+            if progress.counts["accepted"] >= 500:
+                break
+        half.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await half
+        random.Random(5).shuffle(rest)
+        assert await bulk.submit(poll, rest, run="r", chunk_size=70) == "r"
+        report = await bulk.wait("r", poll_interval=0.05, timeout=30)
+    assert report.counts["accepted"] == VALID
+    await assert_once(sb, postgres_dsn, "r", report)
