@@ -25,7 +25,6 @@ from campaignkit import (
 )
 from campaignkit._phones import PhoneSet
 from campaignkit.bulk import InvalidInput
-from campaignkit.ledger import SqliteLedger
 from campaignkit.errors import (
     AmbiguousSendError,
     AuthenticationError,
@@ -34,6 +33,7 @@ from campaignkit.errors import (
     RateLimitError,
     ValidationError,
 )
+from campaignkit.ledger import SqliteLedger
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -552,7 +552,8 @@ async def test_rerun_in_another_order_sends_nobody_again(
         7, again, chunk_size=4, concurrency=1, journal=journal, retry_rejected=True
     )
     assert sorted(service.phones) == ["+15550000004", "+15550000005"]
-    assert third.counts["accepted"] == 4 and third.counts["ambiguous"] == 2
+    assert third.counts["accepted"] == 4
+    assert third.counts["ambiguous"] == 2
 
 
 async def test_rerun_sends_only_users_added_and_not_the_removed_ones(

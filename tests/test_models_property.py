@@ -203,14 +203,14 @@ def kind_at(cls: type, path: str) -> Any:
     return kind
 
 
+# The integers JSON carries (orjson writes none wider than 64 bits).
+json_ints = st.integers(-(2**63), 2**63 - 1)
+
+
 def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
     """JSON values of another type than ``kind`` (never null: nulling is its own mutation)."""
     scalars = {
-        "str": st.integers()
-        | st.booleans()
-        | st.floats(allow_nan=False)
-        | st.just([])
-        | st.just({}),
+        "str": json_ints | st.booleans() | st.floats(allow_nan=False) | st.just([]) | st.just({}),
         "int": st.text(max_size=5)
         | st.booleans()
         | st.floats(0.5, 1e6)
@@ -220,11 +220,11 @@ def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
     }
     if isinstance(kind, tuple):
         extra = st.just([]) if kind[0] == "obj" else st.just({})
-        return st.text(max_size=5) | st.integers() | st.booleans() | extra
+        return st.text(max_size=5) | json_ints | st.booleans() | extra
     if kind in ("text_time", "state", "status"):
         return scalars["str"]
     if kind == "list_str":
-        return st.text(max_size=5) | st.integers() | st.just({}) | st.just([1, 2])
+        return st.text(max_size=5) | json_ints | st.just({}) | st.just([1, 2])
     return scalars[kind]
 
 
