@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import LedgerError
 from ._sqlite import DEFAULT_CLAIM_TTL
@@ -21,13 +20,16 @@ if TYPE_CHECKING:
 _SCHEMA_LOCK = 0x63616D70
 
 
+# A password in the user part (user:pw@host) or as a query parameter, written
+# as a pattern so that even a malformed DSN is redacted, never raised on.
+_PASSWORD = re.compile(r"(?<=://)([^:/@?]*):[^/?]*@|(?<=[?&])password=[^&]*", re.IGNORECASE)
+
+
 def redact_dsn(dsn: str) -> str:
     """``dsn`` without its password."""
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    return _PASSWORD.sub(
+        lambda m: "password=***" if m.group(1) is None else f"{m.group(1)}:***@", dsn
+    )
 
 
 @lru_cache(maxsize=256)

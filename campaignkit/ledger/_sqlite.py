@@ -125,7 +125,18 @@ class SqliteLedger(SqlLedger):
                 # Shielded: a cancelled caller must still leave the file unlocked.
                 await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
                 raise
-            await asyncio.shield(self._call(self._conn.execute, "COMMIT"))
+            await asyncio.shield(self._commit())
+
+    async def _commit(self) -> None:
+        assert self._conn is not None
+        try:
+            await self._call(self._conn.execute, "COMMIT")
+        except LedgerError:
+            # A failed COMMIT may leave the transaction open: end it, or the
+            # next BEGIN would fail too.
+            if self._conn.in_transaction:
+                await self._call(self._conn.execute, "ROLLBACK")
+            raise
 
 
 class _SqliteTransaction:

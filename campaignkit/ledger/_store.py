@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
+from operator import attrgetter
 from typing import Any, Final, Literal, Protocol
 
 import orjson
@@ -327,7 +328,11 @@ class SqlLedger(abc.ABC):
                 now,
                 now + self.claim_ttl,
             )
-        recipients = sorted((Recipient(phone, position, user) for phone, position, user in rows))
+        recipients = sorted(
+            (Recipient(phone, position, user) for phone, position, user in rows),
+            key=attrgetter("position"),
+        )
+        # In input order, as the request will carry them.
         return Claim(token, chunk, tuple(recipients), now + self.claim_ttl)
 
     async def settle(
