@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import random
 import signal
 import sys
 from collections import Counter
@@ -166,3 +167,46 @@ async def test_killed_mid_send_then_resumed_from_journal(sb: Sandbox, tmp_path: 
     assert set(got) <= expected
     assert expected - set(got) <= ambiguous  # only chunks reported ambiguous may be missing
     assert out["counts"]["accepted"] + out["counts"]["ambiguous"] == len(expected)
+
+
+@pytest.mark.timeout(120)
+async def test_killed_at_20_random_moments_then_resumed(sb: Sandbox, tmp_path: Path) -> None:
+    count = 6000
+    journal = tmp_path / "run.db"
+    await sb.set_faults({"kind": "latency", "seconds": 0.15, "route": "send_campaign"})
+    async with sb.client() as client:
+        poll = str(await first_poll(client))
+    argv = [sys.executable, str(HELPER), sb.campaign_url, sb.api_key, poll, str(journal)]
+    argv.append(str(count))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    # Each kill lands a random time after the child's first new request arrived.
+    moments = random.Random(20).sample(range(0, 400, 10), 20)  # milliseconds
+    for moment in moments:
+        before = sum((await received(sb)).values())
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+        )
+        for _ in range(500):
+            if process.returncode is not None or sum((await received(sb)).values()) > before:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(moment / 1000)
+        if process.returncode is None:
+            os.kill(process.pid, signal.SIGKILL)
+        await process.communicate()
+        assert max((await received(sb)).values(), default=1) == 1
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+    )
+    stdout, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    out = orjson.loads(stdout)
+    got = await received(sb)
+    expected = child.expected_phones(count)
+    assert max(got.values()) == 1
+    assert set(got) <= expected
+    assert expected - set(got) <= set(out["ambiguous"])
+    assert out["counts"]["accepted"] + out["counts"]["ambiguous"] == len(expected)
+    assert out["counts"]["rejected"] == 0
+    # The kills did land mid-run: some users were in flight at one of them.
+    assert out["counts"]["ambiguous"] > 0
