@@ -48,10 +48,11 @@ class LedgerError(CampaignKitError):
 
 
 class ValidationError(CampaignKitError, ValueError):
-    """Bad input, found before any request was made.
+    """Bad input or a bad option, found before any request was made.
 
     ``problems`` lists every problem of the call as ``(path, message)`` pairs,
-    with paths such as ``users[3].country_code``.
+    with paths such as ``users[3].country_code`` (an option's path is its
+    name). A ``ValueError`` too, so code catching that still works.
     """
 
     def __init__(self, problems: Sequence[tuple[str, str]]) -> None:

@@ -1,11 +1,11 @@
-"""campaignkit.webhooks: the first-reply webhook handler and the AgentPicker."""
+"""campaignkit.webhooks: the first-reply webhook handler over HTTP, duplicates
+detected in memory or through a ledger."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +16,14 @@ from aiohttp.test_utils import TestClient, TestServer
 from helpers.ledgers import STORES, NewLedger, journal_of, ledger_factory
 from helpers.servers import serving
 
-from campaignkit import Agent, ServerError, SessionKey, Tag, User
+from campaignkit import User, ValidationError
 from campaignkit.sandbox import Sandbox
 from campaignkit.webhooks import (
     DEFAULT_SECRET_HEADER,
     WEBHOOK_HANDLER,
-    AgentPicker,
-    NoAgentAvailable,
     ReplyEvent,
-    extract_reply,
     first_reply_app,
     first_reply_handler,
-    plain_text,
 )
 
 Client = TestClient[web.Request, web.Application]
@@ -41,106 +37,6 @@ class Recorder:
     async def __call__(self, event: ReplyEvent) -> None:
         self.events.append(event)
         self.got.set()
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[[web.Application], Any]]:
-    clients: list[Client] = []
-
-    async def start(app: web.Application) -> Client:
-        client: Client = TestClient(TestServer(app))
-        await client.start_server()
-        clients.append(client)
-        return client
-
-    yield start
-    for client in clients:
-        await client.close()
-
-
-# -- payload extraction ------------------------------------------------------
-
-
-def test_extract_top_level_with_list_keys() -> None:
-    payload = {
-        "session_external_id": "s-1",
-        "user_session_keys": [{"key": "name", "value": "Ana"}, {"key": "n", "value": 3}],
-    }
-    event = extract_reply(payload)
-    assert event.session_external_id == "s-1"
-    assert event.user_session_keys == (SessionKey("name", "Ana"), SessionKey("n", "3"))
-    assert event.keys == {"name": "Ana", "n": "3"}
-    assert event.payload is payload
-
-
-@pytest.mark.parametrize(
-    "payload",
-    [
-        {"data": {"session_external_id": "s-2", "user_session_keys": {"a": "b"}}},
-        {
-            "event": "first_reply",
-            "session": {"session_external_id": "s-2"},
-            "user_session_keys": {"a": "b"},
-        },
-        {
-            "data": {
-                "session": {
-                    "session_external_id": "s-2",
-                    "user_session_keys": [{"key": "a", "value": "b"}],
-                }
-            }
-        },
-        {
-            "payload": {
-                "body": {"webhook": {"session_external_id": "s-2", "user_session_keys": {"a": "b"}}}
-            }
-        },
-    ],
-)
-def test_extract_nested(payload: dict[str, Any]) -> None:
-    event = extract_reply(payload)
-    assert event.session_external_id == "s-2"
-    assert event.keys == {"a": "b"}
-
-
-def test_extract_prefers_top_level_and_integer_ids() -> None:
-    event = extract_reply({"session_external_id": 42, "data": {"session_external_id": "x"}})
-    assert event.session_external_id == "42"
-    assert event.user_session_keys == ()
-
-
-@pytest.mark.parametrize(
-    "payload",
-    [
-        [],
-        "s-1",
-        {},
-        {"session_external_id": ""},
-        {"session_external_id": None},
-        {"session_external_id": True},
-        {"session_external_id": {"id": "x"}},
-        {"unrelated": {"session_external_id": "too-far-from-a-known-key"}},
-        {"data": {"data": {"data": {"data": {"session_external_id": "too-deep"}}}}},
-    ],
-)
-def test_extract_rejects(payload: Any) -> None:
-    with pytest.raises(ValueError, match=r"session_external_id|JSON object"):
-        extract_reply(payload)
-
-
-def test_malformed_keys_are_skipped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, "campaignkit.webhooks")
-    event = extract_reply(
-        {
-            "session_external_id": "s",
-            "user_session_keys": [{"key": "a", "value": "1"}, "junk", {"key": "b"}],
-        }
-    )
-    assert event.keys == {"a": "1"}
-    assert len(caplog.records) == 2
-
-
-# -- the HTTP handler ----------------------------------------------------------
 
 
 async def test_accepts_and_calls_on_reply(serve: Any) -> None:
@@ -183,7 +79,9 @@ async def test_missing_id_is_422(serve: Any, body: Any) -> None:
     client = await serve(first_reply_app(recorder))
     response = await client.post("/webhook", json=body)
     assert response.status == 422
-    assert (await response.json())["error"] == "no_session_external_id"
+    answer = await response.json()
+    assert answer["error"] == "no_session_external_id"
+    assert answer["message"].startswith(("session_external_id: ", "$: "))
     assert recorder.events == []
 
 
@@ -243,9 +141,19 @@ async def test_secret_header_and_query_overridable(serve: Any) -> None:
     assert (await client.post("/webhook?token=tok", json=body)).status == 202
 
 
-def test_empty_secret_refused() -> None:
-    with pytest.raises(ValueError, match="secret"):
-        first_reply_app(Recorder(), secret="")
+@pytest.mark.parametrize(
+    ("options", "paths"),
+    [
+        ({"secret": ""}, ["secret"]),
+        ({"max_body": 0}, ["max_body"]),
+        ({"dedupe_size": -1}, ["dedupe_size"]),
+        ({"max_body": 0, "dedupe_size": -1, "secret": ""}, ["max_body", "dedupe_size", "secret"]),
+    ],
+)
+def test_option_mistakes_are_validation_errors(options: dict[str, Any], paths: list[str]) -> None:
+    with pytest.raises(ValidationError) as raised:
+        first_reply_app(Recorder(), **options)
+    assert [p for p, _ in raised.value.problems] == paths
 
 
 async def test_duplicate_delivery_ignored(serve: Any) -> None:
@@ -486,145 +394,3 @@ async def test_sandbox_webhook_reaches_the_app() -> None:
         assert event.keys.get("name") == "Ana"
         update = await client.update_session(event.session_external_id, {"plan": "gold"})
         assert update.session_id
-
-
-# -- AgentPicker --------------------------------------------------------------
-
-SALES, SUPPORT = Tag(1, "Sales"), Tag(2, "Support")
-AGENTS = [
-    Agent(30, "Cleo", "C", "cleo@example.com", (SUPPORT,)),
-    Agent(10, "Ana", "A", "ana@example.com", (SALES,)),
-    Agent(20, "Bo", "B", "bo@example.com", (SALES, SUPPORT)),
-]
-
-
-class FakeClient:
-    def __init__(self, agents: list[Agent]) -> None:
-        self.agents = list(agents)
-        self.calls = 0
-        self.fail = False
-
-    async def list_agents(self) -> list[Agent]:
-        self.calls += 1
-        if self.fail:
-            raise ServerError(503, "GET", "http://agents", "", message="down")
-        return list(self.agents)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def test_round_robin_in_id_order() -> None:
-    picker = AgentPicker(FakeClient(AGENTS))
-    assert [(await picker.pick()).id for _ in range(7)] == [10, 20, 30, 10, 20, 30, 10]
-
-
-async def test_tag_filter_by_name_or_id() -> None:
-    by_name = AgentPicker(FakeClient(AGENTS), tag="support")
-    assert [(await by_name.pick()).id for _ in range(3)] == [20, 30, 20]
-    by_id = AgentPicker(FakeClient(AGENTS), tag=1)
-    assert [(await by_id.pick()).id for _ in range(3)] == [10, 20, 10]
-    with pytest.raises(NoAgentAvailable, match="Marketing"):
-        await AgentPicker(FakeClient(AGENTS), tag="Marketing").pick()
-
-
-async def test_ttl_caching() -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=60, clock=clock)
-    assert [(await picker.pick()).id for _ in range(3)] == [10, 20, 30]
-    assert fake.calls == 1
-    fake.agents = [a for a in AGENTS if a.id != 20]
-    clock.now += 59
-    assert (await picker.pick()).id == 10  # still cached
-    clock.now += 2
-    assert (await picker.pick()).id == 30  # refreshed: 20 is gone
-    assert fake.calls == 2
-    picker.invalidate()
-    await picker.pick()
-    assert fake.calls == 3
-
-
-async def test_concurrent_picks_fetch_once() -> None:
-    fake = FakeClient(AGENTS)
-    picker = AgentPicker(fake)
-    picked = await asyncio.gather(*(picker.pick() for _ in range(9)))
-    assert fake.calls == 1
-    assert sorted(a.id for a in picked) == [10, 10, 10, 20, 20, 20, 30, 30, 30]
-
-
-async def test_round_robin_survives_list_changes() -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=1, clock=clock)
-    assert (await picker.pick()).id == 10
-    fake.agents = [*AGENTS, Agent(15, "New", "N", "new@example.com")]
-    clock.now += 2
-    assert [(await picker.pick()).id for _ in range(4)] == [15, 20, 30, 10]
-
-
-async def test_least_recent() -> None:
-    picker = AgentPicker(FakeClient(AGENTS), strategy="least_recent")
-    first = [(await picker.pick()).id for _ in range(3)]
-    assert first == [10, 20, 30]
-    assert (await picker.pick()).id == 10
-
-
-async def test_stale_list_used_when_refresh_fails(caplog: pytest.LogCaptureFixture) -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=1, clock=clock)
-    await picker.pick()
-    fake.fail = True
-    clock.now += 5
-    assert (await picker.pick()).id == 20
-    assert "using the cached list" in caplog.text
-    with pytest.raises(ServerError):
-        await AgentPicker(fake).pick()
-
-
-def test_bad_options() -> None:
-    with pytest.raises(ValueError, match="strategy"):
-        AgentPicker(FakeClient([]), strategy="random")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="answer"):
-        AgentPicker(FakeClient([]), answer="name")  # type: ignore[arg-type]
-
-
-async def test_handler_answers(serve: Any) -> None:
-    fake = FakeClient(AGENTS)
-    app = web.Application()
-    app.router.add_post("/assign", AgentPicker(fake, tag="Sales").handler())
-    app.router.add_post("/assign-email", AgentPicker(fake, answer="email").handler())
-    app.router.add_get("/assign-text", AgentPicker(fake).handler(render=plain_text))
-    app.router.add_post("/nobody", AgentPicker(fake, tag="Nobody").handler())
-    broken = FakeClient(AGENTS)
-    broken.fail = True
-    app.router.add_post("/broken", AgentPicker(broken).handler())
-    client = await serve(app)
-    assert await (await client.post("/assign", json={"any": "payload"})).json() == {"agent_id": 10}
-    assert await (await client.post("/assign")).json() == {"agent_id": 20}
-    assert await (await client.post("/assign-email")).json() == {"agent_email": "ana@example.com"}
-    response = await client.get("/assign-text")
-    assert response.content_type == "text/plain"
-    assert await response.text() == "10"
-    response = await client.post("/nobody")
-    assert response.status == 503
-    assert (await response.json())["error"] == "no_agent"
-    response = await client.post("/broken")
-    assert response.status == 502
-    assert (await response.json())["error"] == "agent_listing_failed"
-
-
-async def test_picker_against_the_sandbox() -> None:
-    async with Sandbox() as sb, sb.client() as client:
-        agents = await client.list_agents()
-        picker = AgentPicker(client)
-        picked = [await picker.pick() for _ in range(len(agents) + 1)]
-        assert [a.id for a in picked[:-1]] == sorted(a.id for a in agents)
-        assert picked[-1].id == picked[0].id
-        tag = agents[0].tags[0].name
-        tagged = AgentPicker(client, tag=tag)
-        for _ in range(3):
-            assert tag in {t.name for t in (await tagged.pick()).tags}
