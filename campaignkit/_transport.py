@@ -1,5 +1,5 @@
-"""The I/O beside the wire layer: moves a :class:`Request`'s bytes over one
-pooled aiohttp session and retries with tenacity, by the rules of the README.
+"""The retry rules around the I/O seam: a :class:`Request` goes through an
+:class:`Exchange` and is retried with tenacity, by the rules of the README.
 
 Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
 when the request surely had no effect (a connect failure before any byte was
@@ -15,11 +15,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import aiohttp
 import tenacity
-import yarl
 
 from . import errors
+from ._exchange import Exchange
 from ._sansio import Decode, Request, read_response
 from ._validation import Problems, raise_problems
 from .config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
@@ -93,54 +92,22 @@ def _within_deadline(timeout: float, deadline_at: float | None) -> float:
 
 
 class Transport:
-    """Sends requests on one pooled ``aiohttp.ClientSession``.
+    """Sends requests through an :class:`Exchange` with the retry rules.
 
-    The session is created inside the running loop on first use, unless one
-    is injected; an injected session is never closed here. ``sleep`` is the
-    wait between retries (and the tracker's between polls): tests inject one.
+    ``sleep`` is the wait between retries (and the tracker's between polls):
+    tests inject one.
     """
 
     def __init__(
-        self,
-        config: ClientConfig,
-        *,
-        session: aiohttp.ClientSession | None = None,
-        sleep: Sleep = asyncio.sleep,
+        self, config: ClientConfig, exchange: Exchange, *, sleep: Sleep = asyncio.sleep
     ) -> None:
         self.config = config
-        self._session = session
-        self._owns_session = session is None
+        self.exchange = exchange
         self.sleep = sleep
-        self._closed = False
-        self._default_timeout = self._client_timeout(config.timeout)
-
-    def _client_timeout(self, timeout: float) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(
-            total=timeout, connect=min(self.config.connect_timeout, timeout)
-        )
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._closed:
-            raise errors.CampaignKitError("the client is closed")
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self.config.max_connections)
-            session = aiohttp.ClientSession(connector=connector)
-            # aiohttp silently resends a GET once when a pooled connection
-            # drops: our retry policy is the only one, so max_retries bounds
-            # the requests a call makes (and the tracker counts every poll).
-            if hasattr(session, "_retry_connection"):  # private: absent from some releases
-                session._retry_connection = False
-            self._session = session
-        return self._session
 
     async def aclose(self) -> None:
-        """Close the owned session; calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_session and self._session is not None:
-            await self._session.close()
+        """Close the exchange; calling it again does nothing."""
+        await self.exchange.aclose()
 
     async def call(
         self,
@@ -217,45 +184,12 @@ class Transport:
         attempt_number: int = 1,
     ) -> T:
         """One try of ``request``: exactly one HTTP exchange, no retry."""
-        if timeout is None or timeout == self.config.timeout:
-            timeout, client_timeout = self.config.timeout, self._default_timeout
-        else:
-            client_timeout = self._client_timeout(timeout)
+        timeout = self.config.timeout if timeout is None else timeout
         started = time.monotonic()
         status: int | str = "-"
         try:
-            async with self.session.request(
-                request.endpoint.method,
-                yarl.URL(request.url, encoded=True),
-                data=request.body,
-                headers=request.headers,
-                timeout=client_timeout,
-                allow_redirects=False,
-            ) as response:
-                status = response.status
-                body = await self._read_capped(response)
-                headers = response.headers
-        except aiohttp.ClientConnectorError as exc:
-            raise errors.ConnectionError(
-                f"cannot connect for {request.endpoint.name}: {exc.os_error or exc}",
-                request_sent=False,
-            ) from None
-        except aiohttp.ConnectionTimeoutError:
-            raise errors.TimeoutError(
-                f"{request.endpoint.name}: no connection within the connect timeout",
-                request_sent=False,
-            ) from None
-        except (aiohttp.ServerTimeoutError, TimeoutError):
-            raise errors.TimeoutError(
-                f"{request.endpoint.name}: no complete answer within {timeout:g} s",
-                request_sent=True,
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise errors.ConnectionError(
-                f"{request.endpoint.name}: connection failed after the request was sent "
-                f"({type(exc).__name__}: {exc})",
-                request_sent=True,
-            ) from None
+            answer = await self.exchange(request, timeout)
+            status = answer.status
         finally:
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -266,25 +200,4 @@ class Transport:
                     attempt_number,
                     time.monotonic() - started,
                 )
-        return read_response(request, status, headers, body, decode)
-
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
-        limit = self.config.max_response_bytes
-        length = response.content_length
-        if length is not None:
-            if length > limit:
-                raise errors.ResponseError(
-                    f"answer of {length} bytes exceeds max_response_bytes={limit}",
-                    status=response.status,
-                )
-            return await response.read()
-        chunks = []
-        size = 0
-        async for chunk in response.content.iter_chunked(1 << 20):
-            size += len(chunk)
-            if size > limit:
-                raise errors.ResponseError(
-                    f"answer exceeds max_response_bytes={limit}", status=response.status
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_response(request, answer.status, answer.headers, answer.body, decode)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import attrs
 
 from . import _sansio as wire
 from . import bulk as _bulk
+from ._aiohttp import AiohttpExchange
 from ._closing import AsyncClosing
+from ._exchange import Exchange
 from ._transport import Sleep, Transport
 from ._validation import (
     Problems,
@@ -44,6 +46,7 @@ from .tracker import CampaignTracker, Target, TrackerGroup
 
 __all__ = ["CampaignClient"]
 
+T = TypeVar("T")
 Timestamp = int | datetime
 SessionKeys = Iterable[SessionKey] | Mapping[str, str]
 
@@ -61,11 +64,15 @@ class CampaignClient(AsyncClosing):
 
     Settings not given come from ``CAMPAIGNKIT_API_KEY``,
     ``CAMPAIGNKIT_BASE_URL``, ``CAMPAIGNKIT_CAMPAIGN_URL`` and
-    ``CAMPAIGNKIT_AGENT_URL``. Use it as an async context manager (or call
-    :meth:`aclose`); an injected ``session`` is left for its owner to close.
-    ``timeout`` (seconds per request) and ``max_retries`` (retries after the
-    first attempt) may also be given per call; other ``settings`` are fields of
-    :class:`ClientConfig`. Pass either a whole ``config=`` or settings, not both.
+    ``CAMPAIGNKIT_AGENT_URL``; the others are those of :class:`ClientConfig`.
+    Use it as an async context manager (or call :meth:`aclose`). ``timeout``
+    (seconds per request) and ``max_retries`` (retries after the first
+    attempt) may also be given per call. Pass either a whole ``config=`` or
+    settings, not both.
+
+    The I/O goes through ``exchange`` (default: an aiohttp session, or the
+    injected ``session``, which is left for its owner to close): tests may
+    script it (see :class:`campaignkit.Exchange`).
     """
 
     def __init__(
@@ -77,21 +84,40 @@ class CampaignClient(AsyncClosing):
         agent_url: str | None = None,
         timeout: float | None = None,
         max_retries: int | None = None,
-        session: aiohttp.ClientSession | None = None,
+        connect_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        auth_header: str | None = None,
+        auth_scheme: str | None = None,
+        authorize_session_update: bool | None = None,
+        session_query: SessionQueryNames | None = None,
+        max_response_bytes: int | None = None,
+        max_connections: int | None = None,
         config: ClientConfig | None = None,
+        session: aiohttp.ClientSession | None = None,
+        exchange: Exchange | None = None,
         sleep: Sleep | None = None,
-        **settings: Any,
     ) -> None:
-        named = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "campaign_url": campaign_url,
-            "agent_url": agent_url,
-            "timeout": timeout,
+        settings: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("api_key", api_key),
+                ("base_url", base_url),
+                ("campaign_url", campaign_url),
+                ("agent_url", agent_url),
+                ("timeout", timeout),
+                ("connect_timeout", connect_timeout),
+                ("retry", retry),
+                ("auth_header", auth_header),
+                ("auth_scheme", auth_scheme),
+                ("authorize_session_update", authorize_session_update),
+                ("session_query", session_query),
+                ("max_response_bytes", max_response_bytes),
+                ("max_connections", max_connections),
+            )
+            if value is not None
         }
         if config is not None:
-            given = [name for name, value in named.items() if value is not None]
-            given += [*settings, *(["max_retries"] if max_retries is not None else [])]
+            given = [*settings, *(["max_retries"] if max_retries is not None else [])]
             if given:
                 # A setting beside a whole config would be silently ignored.
                 raise ConfigurationError(
@@ -99,27 +125,58 @@ class CampaignClient(AsyncClosing):
                 )
         else:
             if max_retries is not None:
-                retry = settings.get("retry", RetryPolicy())
-                if not isinstance(retry, RetryPolicy):
-                    raise ConfigurationError(f"retry must be a RetryPolicy, got {retry!r}")
-                settings["retry"] = attrs.evolve(retry, max_retries=max_retries)
-            settings.update((name, value) for name, value in named.items() if value is not None)
+                policy = settings.get("retry", RetryPolicy())
+                if not isinstance(policy, RetryPolicy):
+                    raise ConfigurationError(f"retry must be a RetryPolicy, got {policy!r}")
+                settings["retry"] = attrs.evolve(policy, max_retries=max_retries)
             config = ClientConfig.from_env(**settings)
+        if exchange is not None and session is not None:
+            raise ConfigurationError("pass either session= or exchange=, not both")
         self.config = config
-        transport_options: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
-        self._transport = Transport(config, session=session, **transport_options)
+        self.transport = Transport(
+            config,
+            AiohttpExchange(config, session) if exchange is None else exchange,
+            **({} if sleep is None else {"sleep": sleep}),
+        )
+        """The retry rules and the exchange: what the tracker and bulk sends call."""
 
     def __repr__(self) -> str:
         return f"<CampaignClient {self.config!r}>"
 
     async def aclose(self) -> None:
         """Close the connection pool (if the client owns it); idempotent."""
-        await self._transport.aclose()
+        await self.transport.aclose()
 
     @property
     def session(self) -> aiohttp.ClientSession:
         """The pooled aiohttp session, created on first use in the running loop."""
-        return self._transport.session
+        exchange = self.transport.exchange
+        if not isinstance(exchange, AiohttpExchange):
+            raise ConfigurationError("this client exchanges through exchange=, not aiohttp")
+        return exchange.session
+
+    async def _call(
+        self,
+        endpoint: wire.Endpoint,
+        decode: wire.Decode[T],
+        timeout: float | None,
+        max_retries: int | None,
+        *,
+        body_problems: Sequence[tuple[str, str]] = (),
+        query: Mapping[str, str | int] | None = None,
+        json: Any = None,
+        users: tuple[User, ...] = (),
+        **path: object,
+    ) -> T:
+        """Validate the path parameters (reported before the body's problems),
+        build the request and send it with the endpoint's retry rules."""
+        problems: Problems = []
+        segments = {name: path_segment(name, value, problems) for name, value in path.items()}
+        raise_problems([*problems, *body_problems])
+        request = wire.build_request(
+            self.config, endpoint, path_params=segments, query=query, json=json, users=users
+        )
+        return await self.transport.call(request, decode, timeout=timeout, max_retries=max_retries)
 
     # -- sends (never resent after an ambiguous failure) ----------------------
 
@@ -133,9 +190,8 @@ class CampaignClient(AsyncClosing):
     ) -> CampaignAck:
         """Queue a campaign of ``poll_id`` to ``users``; answered before anyone
         is messaged. Track it with :meth:`track`."""
-        request = self._deploy_request(wire.SEND_CAMPAIGN, poll_id, users)
-        return await self._transport.call(
-            request, wire.decoder(CampaignAck), timeout=timeout, max_retries=max_retries
+        return await self._deploy(
+            wire.SEND_CAMPAIGN, CampaignAck, poll_id, users, timeout, max_retries
         )
 
     async def deploy_legacy(
@@ -156,25 +212,31 @@ class CampaignClient(AsyncClosing):
             DeprecationWarning,
             stacklevel=2,
         )
-        request = self._deploy_request(wire.DEPLOY_LEGACY, poll_id, users)
-        return await self._transport.call(
-            request, wire.decoder(LegacyDeployment), timeout=timeout, max_retries=max_retries
+        return await self._deploy(
+            wire.DEPLOY_LEGACY, LegacyDeployment, poll_id, users, timeout, max_retries
         )
 
-    def _deploy_request(
-        self, endpoint: wire.Endpoint, poll_id: str | int, users: Iterable[User]
-    ) -> wire.Request:
+    async def _deploy(
+        self,
+        endpoint: wire.Endpoint,
+        answer: type[T],
+        poll_id: str | int,
+        users: Iterable[User],
+        timeout: float | None,
+        max_retries: int | None,
+    ) -> T:
         problems: Problems = []
-        segment = path_segment("poll_id", poll_id, problems)
         given = users_tuple(users, problems)
         body = users_wire(given, problems)
-        raise_problems(problems)
-        return wire.build_request(
-            self.config,
+        return await self._call(
             endpoint,
-            path_params={"poll_id": segment},
+            wire.decoder(answer),
+            timeout,
+            max_retries,
+            body_problems=problems,
             json={"users": body},
             users=given,
+            poll_id=poll_id,
         )
 
     async def update_session(
@@ -188,17 +250,15 @@ class CampaignClient(AsyncClosing):
         """Merge ``user_session_keys`` into the session the first-reply webhook
         named, and continue its conversation."""
         problems: Problems = []
-        segment = path_segment("session_external_id", session_external_id, problems)
         keys = session_keys_wire(user_session_keys, "user_session_keys", problems)
-        raise_problems(problems)
-        request = wire.build_request(
-            self.config,
+        return await self._call(
             wire.UPDATE_SESSION,
-            path_params={"session_external_id": segment},
+            wire.decoder(SessionUpdate),
+            timeout,
+            max_retries,
+            body_problems=problems,
             json={"user_session_keys": keys},
-        )
-        return await self._transport.call(
-            request, wire.decoder(SessionUpdate), timeout=timeout, max_retries=max_retries
+            session_external_id=session_external_id,
         )
 
     # -- reads (retried) ------------------------------------------------------
@@ -211,14 +271,12 @@ class CampaignClient(AsyncClosing):
         max_retries: int | None = None,
     ) -> CampaignStatus:
         """The campaign request's state and every deployment's status."""
-        problems: Problems = []
-        segment = path_segment("launch_request_id", launch_request_id, problems)
-        raise_problems(problems)
-        request = wire.build_request(
-            self.config, wire.CAMPAIGN_STATUS, path_params={"launch_request_id": segment}
-        )
-        return await self._transport.call(
-            request, wire.decoder(CampaignStatus), timeout=timeout, max_retries=max_retries
+        return await self._call(
+            wire.CAMPAIGN_STATUS,
+            wire.decoder(CampaignStatus),
+            timeout,
+            max_retries,
+            launch_request_id=launch_request_id,
         )
 
     async def list_sessions(
@@ -234,9 +292,16 @@ class CampaignClient(AsyncClosing):
     ) -> SessionPage:
         """One page of session metadata of ``poll_id``. Without arguments the
         service answers the first 1000 sessions of the current year."""
-        request = self._sessions_request(poll_id, start, end, limit, cursor)
-        return await self._transport.call(
-            request, _session_page, timeout=timeout, max_retries=max_retries
+        problems: Problems = []
+        query = self._sessions_query(start, end, limit, cursor, problems)
+        return await self._call(
+            wire.LIST_SESSIONS,
+            _session_page,
+            timeout,
+            max_retries,
+            body_problems=problems,
+            query=query,
+            poll_id=poll_id,
         )
 
     async def iter_sessions(
@@ -254,7 +319,10 @@ class CampaignClient(AsyncClosing):
         A cursor the service already gave ends the iteration with a
         :class:`ResponseError` rather than a loop.
         """
-        self._sessions_request(poll_id, start, end, page_size, None, limit_name="page_size")
+        problems: Problems = []
+        path_segment("poll_id", poll_id, problems)
+        self._sessions_query(start, end, page_size, None, problems, limit_name="page_size")
+        raise_problems(problems)
         seen: set[str] = set()
         cursor: str | None = None
         while True:
@@ -276,19 +344,17 @@ class CampaignClient(AsyncClosing):
                 raise ResponseError(f"the session listing repeated cursor {cursor!r}")
             seen.add(cursor)
 
-    def _sessions_request(
+    def _sessions_query(
         self,
-        poll_id: str | int,
         start: Timestamp | None,
         end: Timestamp | None,
         limit: int | None,
         cursor: str | None,
+        problems: Problems,
         *,
         limit_name: str = "limit",
-    ) -> wire.Request:
+    ) -> dict[str, str | int]:
         names: SessionQueryNames = self.config.session_query
-        problems: Problems = []
-        segment = path_segment("poll_id", poll_id, problems)
         query: dict[str, str | int] = {}
         valid: dict[str, int] = {}
         for name, value in (("start", start), ("end", end)):
@@ -306,10 +372,7 @@ class CampaignClient(AsyncClosing):
             if not is_text(cursor) or not cursor:
                 problems.append(("cursor", "must be a non-empty string"))
             query[names.cursor] = cursor
-        raise_problems(problems)
-        return wire.build_request(
-            self.config, wire.LIST_SESSIONS, path_params={"poll_id": segment}, query=query
-        )
+        return query
 
     async def get_session_history(
         self,
@@ -319,33 +382,25 @@ class CampaignClient(AsyncClosing):
         max_retries: int | None = None,
     ) -> list[HistoryEntry]:
         """The complete message history of one session."""
-        problems: Problems = []
-        segment = path_segment("session_id", session_id, problems)
-        raise_problems(problems)
-        request = wire.build_request(
-            self.config, wire.SESSION_HISTORY, path_params={"session_id": segment}
-        )
-        return await self._transport.call(
-            request, wire.decoder(list[HistoryEntry]), timeout=timeout, max_retries=max_retries
+        return await self._call(
+            wire.SESSION_HISTORY,
+            wire.decoder(list[HistoryEntry]),
+            timeout,
+            max_retries,
+            session_id=session_id,
         )
 
     async def list_polls(
         self, *, timeout: float | None = None, max_retries: int | None = None
     ) -> list[Poll]:
         """Every poll (conversation) of the company."""
-        request = wire.build_request(self.config, wire.LIST_POLLS)
-        return await self._transport.call(
-            request, wire.decoder(list[Poll]), timeout=timeout, max_retries=max_retries
-        )
+        return await self._call(wire.LIST_POLLS, wire.decoder(list[Poll]), timeout, max_retries)
 
     async def list_agents(
         self, *, timeout: float | None = None, max_retries: int | None = None
     ) -> list[Agent]:
         """The company's active agents (each can receive a conversation)."""
-        request = wire.build_request(self.config, wire.LIST_AGENTS)
-        return await self._transport.call(
-            request, wire.decoder(list[Agent]), timeout=timeout, max_retries=max_retries
-        )
+        return await self._call(wire.LIST_AGENTS, wire.decoder(list[Agent]), timeout, max_retries)
 
     # -- bulk sends -----------------------------------------------------------
 

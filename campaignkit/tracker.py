@@ -518,7 +518,7 @@ class CampaignTracker(AsyncClosing):
         if not isinstance(not_found_grace, int | float) or not_found_grace < 0:
             problems.append(("not_found_grace", "must be a number >= 0"))
         raise_problems(problems)
-        self._transport: Transport = client._transport
+        self._transport: Transport = client.transport
         config = client.config
         url, launch_request_id, given = resolve_status_url(config.host("campaign_url"), target)
         self.launch_request_id = launch_request_id
@@ -860,7 +860,7 @@ class TrackerGroup(AsyncClosing):
                 tracker._restore(cp)
             self.trackers[tracker.launch_request_id] = tracker
         self._clock: Clock = options.get("clock") or time.monotonic
-        self._sleep = client._transport.sleep
+        self._sleep = client.transport.sleep
         self._buffer: deque[tuple[str, DeploymentChange]] = deque()
         self._busy = False
         self._closed = False

@@ -102,7 +102,7 @@ class _BulkSend:
         self.segment = segment
         self.concurrency = concurrency
         self.limiter = (
-            None if rate_limit is None else _RateLimiter(rate_limit, client._transport.sleep)
+            None if rate_limit is None else _RateLimiter(rate_limit, client.transport.sleep)
         )
         self.ledger = ledger
         self.run_name = run

@@ -55,7 +55,7 @@ async def send_request(
         users=tuple(users),
     )
     try:
-        ack = await client._transport.call(
+        ack = await client.transport.call(
             request, _DECODE_ACK, timeout=timeout, max_retries=max_retries
         )
     except AmbiguousSendError as exc:
