@@ -1,0 +1,229 @@
+"""The package's shape (issue 14), read from the AST of every module: no import
+cycle, no module importing another's underscored names, no module over 300
+lines but the sandbox state.
+
+A cycle counts imports inside functions too (a lazy import that closes a cycle
+is still a cycle); only ``if TYPE_CHECKING:`` imports are exempt from it.
+Importing ``pkg.mod`` counts as importing ``pkg.mod``, not also ``pkg``'s
+``__init__`` (which Python runs first, but which every submodule would then
+cycle through).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "campaignkit"
+MAX_LINES = 300
+LONG_ALLOWED = {"campaignkit.sandbox._state"}
+
+# Cases failing while the rest of issue 14 is under way; strict, so each one
+# must be removed as soon as it passes.
+IN_PROGRESS: dict[tuple[str, str], str] = {
+    ("cycle", "campaignkit._demo"): "cli <-> _demo: the demo becomes a cli command",
+    ("cycle", "campaignkit.cli"): "cli <-> _demo: the demo becomes a cli command",
+    ("size", "campaignkit.cli"): "cli.py becomes the package campaignkit/cli/",
+    ("size", "campaignkit.tracker"): "tracker.py becomes the package campaignkit/tracker/",
+    ("size", "campaignkit.client"): "client methods of 3-6 lines over one helper",
+    ("size", "campaignkit.bulk._send"): "bulk sends are rebuilt by the ledger issue",
+    ("size", "campaignkit.ledger._store"): "not split yet",
+    ("size", "campaignkit.sandbox._app"): "not split yet",
+    ("size", "campaignkit.workers"): "not split yet",
+}
+
+Graph = dict[str, set[str]]
+
+
+def modules_of(root: Path) -> dict[str, Path]:
+    """Every module of the package at ``root``, by dotted name."""
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(tree: ast.AST, *, type_checking: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement anywhere in ``tree`` (function bodies included);
+    those under ``if TYPE_CHECKING:`` only when ``type_checking``."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _imported_from(modules: dict[str, Path], module: str, node: ast.ImportFrom) -> str:
+    """The absolute name of what ``from ... import`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _owner(modules: dict[str, Path], name: str) -> str | None:
+    """The module ``name`` is, or is defined in (None outside the package)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def import_graph(modules: dict[str, Path]) -> Graph:
+    """Which modules of the package each module imports (TYPE_CHECKING aside)."""
+    graph: Graph = {}
+    for module, path in modules.items():
+        targets: set[str | None] = set()
+        for node in imports_of(_parse(path), type_checking=False):
+            if isinstance(node, ast.Import):
+                targets.update(_owner(modules, alias.name) for alias in node.names)
+            else:
+                base = _imported_from(modules, module, node)
+                targets.update(_owner(modules, f"{base}.{alias.name}") for alias in node.names)
+        graph[module] = {target for target in targets if target is not None}
+    return graph
+
+
+def cycle_through(graph: Graph, module: str) -> list[str] | None:
+    """A shortest import path from ``module`` back to itself, if there is one."""
+    came_from: dict[str, str] = {}
+    queue = deque([module])
+    while queue:
+        current = queue.popleft()
+        for target in sorted(graph[current]):
+            if target == module:
+                path = [current]
+                while path[-1] != module:
+                    path.append(came_from[path[-1]])
+                return [*reversed(path), module]
+            if target not in came_from:
+                came_from[target] = current
+                queue.append(target)
+    return None
+
+
+def private_names_imported(modules: dict[str, Path], module: str) -> list[str]:
+    """The underscored names (not modules, not dunders) ``module`` imports."""
+    found = []
+    for node in imports_of(_parse(modules[module]), type_checking=True):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = _imported_from(modules, module, node)
+        for alias in node.names:
+            name = alias.name
+            private = name.startswith("_") and not name.endswith("__")
+            if private and f"{base}.{name}" not in modules:
+                found.append(f"{base}.{name}")
+    return sorted(found)
+
+
+MODULES = modules_of(ROOT)
+GRAPH = import_graph(MODULES)
+
+
+def cases(rule: str) -> list[pytest.ParameterSet]:
+    return [
+        pytest.param(
+            module,
+            id=module,
+            marks=[pytest.mark.xfail(strict=True, reason=IN_PROGRESS[rule, module])]
+            if (rule, module) in IN_PROGRESS
+            else [],
+        )
+        for module in MODULES
+    ]
+
+
+@pytest.mark.parametrize("module", cases("cycle"))
+def test_no_import_cycle(module: str) -> None:
+    cycle = cycle_through(GRAPH, module)
+    assert cycle is None, " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("module", cases("private"))
+def test_no_private_names_imported(module: str) -> None:
+    assert private_names_imported(MODULES, module) == []
+
+
+@pytest.mark.parametrize("module", cases("size"))
+def test_module_size(module: str) -> None:
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert module in LONG_ALLOWED or lines <= MAX_LINES, f"{lines} lines"
+
+
+def test_in_progress_cases_name_existing_modules() -> None:
+    assert {module for _, module in IN_PROGRESS} <= MODULES.keys()
+
+
+# -- the checks themselves, on a package written for them ------------------------
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> dict[str, Path]:
+    files = {
+        "__init__.py": "from .a import A\n",
+        "a.py": "from .b import B\nA = 1\n",
+        "b.py": "B = 2\ndef later():\n    from . import a\n",
+        "c.py": (
+            "from typing import TYPE_CHECKING\n"
+            "from . import _hidden\n"
+            "from ._hidden import Public, _secret, __dunder__\n"
+            "if TYPE_CHECKING:\n    from .d import D, _Private\n"
+        ),
+        "d.py": "import toy.c\nD = 4\n",
+        "_hidden.py": "Public = _secret = __dunder__ = 0\n",
+        "sub/__init__.py": "",
+        "sub/e.py": "from ..a import A\nfrom .. import c\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "toy" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "toy" / name).write_text(text)
+    return modules_of(tmp_path / "toy")
+
+
+def test_the_graph_resolves_relative_lazy_and_type_checking_imports(
+    toy: dict[str, Path],
+) -> None:
+    assert import_graph(toy) == {
+        "toy": {"toy.a"},
+        "toy.a": {"toy.b"},
+        "toy.b": {"toy.a"},
+        "toy.c": {"toy._hidden"},
+        "toy.d": {"toy.c"},
+        "toy._hidden": set(),
+        "toy.sub": set(),
+        "toy.sub.e": {"toy.a", "toy.c"},
+    }
+
+
+def test_a_lazy_import_closing_a_cycle_is_found(toy: dict[str, Path]) -> None:
+    graph = import_graph(toy)
+    assert cycle_through(graph, "toy.a") == ["toy.a", "toy.b", "toy.a"]
+    assert cycle_through(graph, "toy") is None
+    assert cycle_through(graph, "toy.d") is None  # toy.c imports toy.d for types only
+
+
+def test_private_names_but_not_private_modules_are_found(toy: dict[str, Path]) -> None:
+    assert private_names_imported(toy, "toy.c") == ["toy._hidden._secret", "toy.d._Private"]
+    assert private_names_imported(toy, "toy.sub.e") == []
