@@ -47,8 +47,9 @@ def may_have_reached_service(exc: BaseException) -> bool:
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return exc.request_sent
     if isinstance(exc, errors.ResponseError):
-        # A 2xx whose body could not be read: the service most likely acted.
-        return True
+        # A 2xx whose body is not JSON may come from anything on the way; JSON
+        # of the wrong shape (a field path) is the service's own answer.
+        return exc.path is None
     # A 3xx came from something that read the whole request (a proxy, or the
     # service itself after acting on it): whether it took effect is unknown.
     return isinstance(exc, errors.ServerError | errors.RedirectError)
@@ -135,6 +136,8 @@ class Transport:
                 return await self._retry(request, decode, failure, retries, timeout, deadline_at)
             except errors.CampaignKitError as exc:
                 failure = exc
+        if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
+            failure.users = request.users
         if request.endpoint.is_send and may_have_reached_service(failure):
             raise errors.AmbiguousSendError(
                 f"{request.endpoint.name} may or may not have reached the service "

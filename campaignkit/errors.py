@@ -179,11 +179,21 @@ class TimeoutError(CampaignKitError, builtins.TimeoutError):
 class ResponseError(CampaignKitError):
     """The answer could not be read: not JSON, HTML from a proxy, too large, or
     of the wrong shape. ``path`` names the offending field when there is one
-    (``$.deployments[3].cellphone``)."""
+    (``$.deployments[3].cellphone``). On a send answered with JSON of the
+    wrong shape, ``users`` are the request's users: the service did answer,
+    so the send is not ambiguous, but its acknowledgement is unusable."""
 
-    def __init__(self, message: str, *, path: str | None = None, status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        status: int | None = None,
+        users: Sequence[User] = (),
+    ) -> None:
         self.path = path
         self.status = status
+        self.users: tuple[User, ...] = tuple(users)
         super().__init__(message if path is None else f"{message} at {path}")
 
 

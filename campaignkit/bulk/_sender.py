@@ -12,7 +12,7 @@ import orjson
 
 from .. import _sansio as wire
 from .._user_input import as_user
-from ..errors import AmbiguousSendError, CampaignKitError
+from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..models import CampaignAck, User
 
@@ -58,7 +58,8 @@ async def send_request(
         ack = await client.transport.call(
             request, _DECODE_ACK, timeout=timeout, max_retries=max_retries
         )
-    except AmbiguousSendError as exc:
+    except (AmbiguousSendError, ResponseError) as exc:
+        # A 202 whose acknowledgement cannot be read was taken: never resend it.
         return ClaimOutcome("ambiguous", error=exc)
     except CampaignKitError as exc:
         return ClaimOutcome("rejected", error=exc)
