@@ -1,4 +1,5 @@
-"""CampaignClient against aioresponses: every call, retries, sends, lifecycle."""
+"""CampaignClient over a scripted exchange: every call, retries, sends; and the
+default aiohttp exchange's lifecycle against a local server."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.client_reqrep import ConnectionKey
-from aioresponses import aioresponses
+from aiohttp import web
+from helpers.exchange import (
+    Reply,
+    ScriptedExchange,
+    dropped_after_sending,
+    sent_before_any_byte,
+    timed_out_after_sending,
+)
+from helpers.servers import serving
 from yarl import URL
 
 from campaignkit import (
@@ -42,6 +50,7 @@ from campaignkit import (
     ValidationError,
     deployment_squad,
 )
+from campaignkit._sansio import Request
 
 KEY = "sk_test_client_abcdef"
 BASE = "https://main.example.com/api"
@@ -153,96 +162,90 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-async def client(sleeps: Sleeps) -> AsyncIterator[CampaignClient]:
+def mocked() -> ScriptedExchange:
+    return ScriptedExchange()
+
+
+@pytest.fixture
+async def client(sleeps: Sleeps, mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
     async with CampaignClient(
-        KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=sleeps
+        KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=sleeps, exchange=mocked
     ) as c:
         yield c
 
 
-@pytest.fixture
-def mocked() -> Any:
-    with aioresponses() as m:
-        yield m
+def sent(m: ScriptedExchange) -> list[tuple[str, str, Request]]:
+    return [(r.endpoint.method, r.url, r) for r in m.requests]
 
 
-def sent(m: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    return [
-        (method, str(url), call.kwargs)
-        for (method, url), calls in m.requests.items()
-        for call in calls
-    ]
+def count(m: ScriptedExchange) -> int:
+    return len(m.requests)
 
 
-def count(m: Any) -> int:
-    return sum(len(calls) for calls in m.requests.values())
-
-
-def assert_headers(kwargs: dict[str, Any], *, json_body: bool) -> None:
-    headers = kwargs["headers"]
+def assert_headers(request: Request, *, json_body: bool) -> None:
+    # That redirects are never followed is the adapter's (test_aiohttp_exchange).
+    headers = request.headers
     assert headers["Authorization"] == KEY
     assert headers["User-Agent"].startswith("campaignkit/")
     assert ("Content-Type" in headers) is json_body
     if json_body:
         assert headers["Content-Type"] == "application/json"
-    assert kwargs["allow_redirects"] is False
-
-
-def connect_error() -> aiohttp.ClientConnectorError:
-    key = ConnectionKey("campaigns.example.com", 443, True, True, None, None, None)
-    return aiohttp.ClientConnectorError(key, OSError(111, "Connection refused"))
 
 
 # -- the eight calls ------------------------------------------------------------
 
 
-async def test_send_campaign(client: CampaignClient, mocked: Any) -> None:
+async def test_send_campaign(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
     ack = await client.send_campaign(12, iter(USERS))
     assert ack == CampaignAck("queued", "12", "b-1", "lr-1", "/v2/send-campaign/lr-1")
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("POST", f"{CAMPAIGN}/v2/send-campaign/12")
-    assert kwargs["data"] == USERS_BODY
-    assert_headers(kwargs, json_body=True)
+    assert request.body == USERS_BODY
+    assert_headers(request, json_body=True)
 
 
-async def test_get_campaign_status(client: CampaignClient, mocked: Any) -> None:
+async def test_get_campaign_status(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.get(f"{CAMPAIGN}/v2/send-campaign/lr-1", payload=STATUS)
     status = await client.get_campaign_status("lr-1")
     assert status.status is CampaignState.CLAIMED
     assert status.poll_id == 12
     assert [d.status for d in status.deployments] == [None, DeploymentStatus.PUSH_NOTIFICATION]
     assert status.deployments[1].username == "ana"
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("GET", f"{CAMPAIGN}/v2/send-campaign/lr-1")
-    assert kwargs["data"] is None
-    assert_headers(kwargs, json_body=False)
+    assert request.body is None
+    assert_headers(request, json_body=False)
 
 
-async def test_update_session(client: CampaignClient, mocked: Any) -> None:
+async def test_update_session(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.post(f"{BASE}/session/ext%2F1/update", payload={"message": "ok", "session_id": "s9"})
     result = await client.update_session("ext/1", {"plan": "gold", "n": "2"})
     assert result == SessionUpdate("ok", "s9")
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("POST", f"{BASE}/session/ext%2F1/update")
-    assert kwargs["data"] == (
+    assert request.body == (
         b'{"user_session_keys":[{"key":"plan","value":"gold"},{"key":"n","value":"2"}]}'
     )
-    assert_headers(kwargs, json_body=True)
+    assert_headers(request, json_body=True)
 
 
-async def test_update_session_without_the_key_when_so_configured(mocked: Any) -> None:
+async def test_update_session_without_the_key_when_so_configured(mocked: ScriptedExchange) -> None:
     mocked.post(f"{BASE}/session/e1/update", payload={"message": "ok", "session_id": "s9"})
     mocked.get(f"{BASE}/poll/api/all", payload=[])
-    async with CampaignClient(KEY, base_url=BASE, authorize_session_update=False) as client:
+    async with CampaignClient(
+        KEY, base_url=BASE, authorize_session_update=False, exchange=mocked
+    ) as client:
         await client.update_session("e1", {"a": "b"})
         await client.list_polls()
     [(_, _, update), (_, _, polls)] = sent(mocked)
-    assert "Authorization" not in update["headers"]
-    assert polls["headers"]["Authorization"] == KEY
+    assert "Authorization" not in update.headers
+    assert polls.headers["Authorization"] == KEY
 
 
-async def test_list_sessions_with_every_query(client: CampaignClient, mocked: Any) -> None:
+async def test_list_sessions_with_every_query(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     url = f"{BASE}/devapi/poll/12/sessions?start=1700000000&end=1700003600&limit=50&next_id=cur"
     mocked.get(url, payload={"results": [SESSION], "next_id": "n2"})
     page = await client.list_sessions(
@@ -251,7 +254,7 @@ async def test_list_sessions_with_every_query(client: CampaignClient, mocked: An
     assert page.next_id == "n2"
     assert page.results[0].created_at == datetime(2024, 3, 1, 10, 20, 30, 123456, tzinfo=UTC)
     assert page.results[0].user.cellphone == "3001234567"
-    [(method, sent_url, kwargs)] = sent(mocked)
+    [(method, sent_url, request)] = sent(mocked)
     assert method == "GET"
     assert URL(sent_url).query == {
         "start": "1700000000",
@@ -259,10 +262,12 @@ async def test_list_sessions_with_every_query(client: CampaignClient, mocked: An
         "limit": "50",
         "next_id": "cur",
     }
-    assert_headers(kwargs, json_body=False)
+    assert_headers(request, json_body=False)
 
 
-async def test_list_sessions_without_query(client: CampaignClient, mocked: Any) -> None:
+async def test_list_sessions_without_query(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     mocked.get(f"{BASE}/devapi/poll/12/sessions", payload={"results": []})
     page = await client.list_sessions("12")
     assert page.results == ()
@@ -271,30 +276,32 @@ async def test_list_sessions_without_query(client: CampaignClient, mocked: Any) 
     assert url == f"{BASE}/devapi/poll/12/sessions"
 
 
-async def test_list_agents(client: CampaignClient, mocked: Any) -> None:
+async def test_list_agents(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.get(f"{AGENTS}/agent/company/agents", payload=AGENT_LIST)
     agents = await client.list_agents()
     assert isinstance(agents[0], Agent)
     assert agents[0].tags[0].name == "sales"
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("GET", f"{AGENTS}/agent/company/agents")
-    assert_headers(kwargs, json_body=False)
+    assert_headers(request, json_body=False)
 
 
-async def test_deploy_legacy(client: CampaignClient, mocked: Any) -> None:
+async def test_deploy_legacy(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.post(f"{BASE}/deployment/api/poll/12", payload=LEGACY)
     with pytest.warns(DeprecationWarning, match="15 November 2026"):
         result = await client.deploy_legacy(12, USERS)
     assert isinstance(result, LegacyDeployment)
     assert result.new_last_scheduleded_deployment == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("POST", f"{BASE}/deployment/api/poll/12")
-    assert kwargs["data"] == USERS_BODY
-    assert_headers(kwargs, json_body=True)
+    assert request.body == USERS_BODY
+    assert_headers(request, json_body=True)
 
 
 @pytest.mark.parametrize("status", [404, 410])
-async def test_deploy_legacy_retired(client: CampaignClient, mocked: Any, status: int) -> None:
+async def test_deploy_legacy_retired(
+    client: CampaignClient, mocked: ScriptedExchange, status: int
+) -> None:
     mocked.post(
         f"{BASE}/deployment/api/poll/12",
         status=status,
@@ -309,35 +316,38 @@ async def test_deploy_legacy_retired(client: CampaignClient, mocked: Any, status
     assert count(mocked) == 1
 
 
-async def test_get_session_history(client: CampaignClient, mocked: Any) -> None:
+async def test_get_session_history(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.get(f"{BASE}/devapi/session/s%201/history", payload=HISTORY)
     [entry] = await client.get_session_history("s 1")
     assert isinstance(entry, HistoryEntry)
     assert entry.message.created_at == datetime.fromtimestamp(1700000000, UTC)
     assert entry.message.read_at is None
     assert entry.message.extra == {"k": [1]}
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("GET", f"{BASE}/devapi/session/s%201/history")
-    assert_headers(kwargs, json_body=False)
+    assert_headers(request, json_body=False)
 
 
-async def test_list_polls(client: CampaignClient, mocked: Any) -> None:
+async def test_list_polls(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.get(f"{BASE}/poll/api/all", payload=[{"id": 1, "name": "NPS"}, {"id": 2, "name": "B"}])
     assert await client.list_polls() == [Poll(1, "NPS"), Poll(2, "B")]
-    [(method, url, kwargs)] = sent(mocked)
+    [(method, url, request)] = sent(mocked)
     assert (method, url) == ("GET", f"{BASE}/poll/api/all")
-    assert_headers(kwargs, json_body=False)
+    assert_headers(request, json_body=False)
 
 
-async def test_path_traversal_stays_in_the_segment(client: CampaignClient, mocked: Any) -> None:
+async def test_path_traversal_stays_in_the_segment(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     mocked.get(re.compile(".*"), payload=STATUS)
     await client.get_campaign_status("../../admin?x=1#f")
     [(_, url, _)] = sent(mocked)
-    # aioresponses re-normalises "%3D" to "="; the segment itself is intact:
-    assert URL(url).parts == ("/", "v2", "send-campaign", "../../admin?x=1#f")
-    assert URL(url).raw_path.startswith("/v2/send-campaign/..%2F..%2Fadmin%3Fx")
-    assert URL(url).raw_query_string == ""
-    assert URL(url).host == "campaigns.example.com"
+    assert url == f"{CAMPAIGN}/v2/send-campaign/..%2F..%2Fadmin%3Fx%3D1%23f"
+    # (that the adapter sends it as built is test_aiohttp_exchange's)
+    assert URL(url, encoded=True).parts == ("/", "v2", "send-campaign", "../../admin?x=1#f")
+    assert URL(url, encoded=True).raw_path.startswith("/v2/send-campaign/..%2F..%2Fadmin%3Fx")
+    assert URL(url, encoded=True).raw_query_string == ""
+    assert URL(url, encoded=True).host == "campaigns.example.com"
 
 
 # -- iter_sessions ----------------------------------------------------------------
@@ -352,7 +362,7 @@ def page(ids: list[str], next_id: str | None) -> dict[str, Any]:
 
 @pytest.mark.parametrize("last", ["", None])
 async def test_iter_sessions_follows_cursors(
-    client: CampaignClient, mocked: Any, last: str | None
+    client: CampaignClient, mocked: ScriptedExchange, last: str | None
 ) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(f"{url}?limit=2", payload=page(["a", "b"], "c1"))
@@ -363,7 +373,9 @@ async def test_iter_sessions_follows_cursors(
     assert count(mocked) == 3
 
 
-async def test_iter_sessions_repeated_cursor(client: CampaignClient, mocked: Any) -> None:
+async def test_iter_sessions_repeated_cursor(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(url, payload=page(["a"], "c1"))
     mocked.get(f"{url}?next_id=c1", payload=page(["b"], "c2"))
@@ -381,7 +393,7 @@ async def test_iter_sessions_repeated_cursor(client: CampaignClient, mocked: Any
 
 
 async def test_iter_sessions_validates_before_any_request(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         async for _ in client.iter_sessions(7, page_size=0, start=5, end=1):
@@ -394,7 +406,7 @@ async def test_iter_sessions_validates_before_any_request(
 
 
 async def test_429_retry_after_is_honoured(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "7"}, body=b"{}")
     mocked.get(f"{BASE}/poll/api/all", payload=[])
@@ -403,9 +415,9 @@ async def test_429_retry_after_is_honoured(
     assert count(mocked) == 2
 
 
-async def test_retry_after_is_capped(mocked: Any, sleeps: Sleeps) -> None:
+async def test_retry_after_is_capped(mocked: ScriptedExchange, sleeps: Sleeps) -> None:
     async with CampaignClient(
-        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(retry_after_cap=3.0)
+        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(retry_after_cap=3.0), exchange=mocked
     ) as client:
         mocked.get(f"{BASE}/poll/api/all", status=503, headers={"Retry-After": "3600"})
         mocked.get(f"{BASE}/poll/api/all", payload=[])
@@ -425,7 +437,7 @@ READS: list[tuple[str, str, tuple[Any, ...], Any]] = [
 @pytest.mark.parametrize(("name", "url", "args", "payload"), READS)
 async def test_reads_retry_503_then_succeed(
     client: CampaignClient,
-    mocked: Any,
+    mocked: ScriptedExchange,
     sleeps: Sleeps,
     name: str,
     url: str,
@@ -441,9 +453,9 @@ async def test_reads_retry_503_then_succeed(
 
 
 async def test_reads_retry_dropped_connections_and_give_up(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
-    mocked.get(f"{BASE}/poll/api/all", exception=aiohttp.ServerDisconnectedError(), repeat=True)
+    mocked.get(f"{BASE}/poll/api/all", exception=dropped_after_sending(), repeat=True)
     with pytest.raises(ConnectionError) as caught:
         await client.list_polls()
     assert isinstance(caught.value, OSError)  # the builtin ConnectionError too
@@ -454,7 +466,7 @@ async def test_reads_retry_dropped_connections_and_give_up(
 
 @pytest.mark.parametrize("status", [500, 502, 504])
 async def test_send_campaign_5xx_is_ambiguous(
-    client: CampaignClient, mocked: Any, status: int
+    client: CampaignClient, mocked: ScriptedExchange, status: int
 ) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=status, repeat=True)
     with pytest.raises(AmbiguousSendError) as caught:
@@ -467,14 +479,16 @@ async def test_send_campaign_5xx_is_ambiguous(
 @pytest.mark.parametrize(
     "exception",
     [
-        aiohttp.ServerDisconnectedError(),
-        aiohttp.ServerTimeoutError(),
-        TimeoutError(),
-        aiohttp.ClientPayloadError("cut"),
+        # What the adapter makes of a server disconnect, a read timeout and an
+        # answer cut mid-body (test_aiohttp_exchange checks that mapping).
+        dropped_after_sending(),
+        timed_out_after_sending(),
+        dropped_after_sending("ClientPayloadError: cut"),
     ],
+    ids=["disconnected", "timeout", "cut"],
 )
 async def test_send_campaign_dropped_is_ambiguous(
-    client: CampaignClient, mocked: Any, exception: BaseException
+    client: CampaignClient, mocked: ScriptedExchange, exception: BaseException
 ) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=exception, repeat=True)
     with pytest.raises(AmbiguousSendError) as caught:
@@ -484,7 +498,7 @@ async def test_send_campaign_dropped_is_ambiguous(
 
 
 async def test_send_campaign_unreadable_2xx_is_ambiguous(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, body=b"<html>")
     with pytest.raises(AmbiguousSendError):
@@ -492,7 +506,9 @@ async def test_send_campaign_unreadable_2xx_is_ambiguous(
     assert count(mocked) == 1
 
 
-async def test_update_session_500_is_ambiguous(client: CampaignClient, mocked: Any) -> None:
+async def test_update_session_500_is_ambiguous(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     mocked.post(f"{BASE}/session/e1/update", status=500, repeat=True)
     with pytest.raises(AmbiguousSendError) as caught:
         await client.update_session("e1", {"a": "b"})
@@ -501,9 +517,9 @@ async def test_update_session_500_is_ambiguous(client: CampaignClient, mocked: A
 
 
 async def test_send_campaign_connect_failure_is_retried(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
-    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=connect_error())
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=sent_before_any_byte())
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
     assert (await client.send_campaign(12, USERS)).launch_request_id == "lr-1"
     assert count(mocked) == 2
@@ -511,9 +527,9 @@ async def test_send_campaign_connect_failure_is_retried(
 
 
 async def test_send_campaign_connect_failures_exhausted(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
-    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=connect_error(), repeat=True)
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=sent_before_any_byte(), repeat=True)
     with pytest.raises(ConnectionError) as caught:
         await client.send_campaign(12, USERS)
     assert caught.value.request_sent is False
@@ -521,7 +537,7 @@ async def test_send_campaign_connect_failures_exhausted(
 
 
 async def test_send_campaign_429_is_retried(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
     mocked.post(
         f"{CAMPAIGN}/v2/send-campaign/12",
@@ -536,7 +552,7 @@ async def test_send_campaign_429_is_retried(
 
 
 async def test_send_campaign_429_exhausted_is_a_rate_limit(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     mocked.post(
         f"{CAMPAIGN}/v2/send-campaign/12", status=429, headers={"Retry-After": "1"}, repeat=True
@@ -547,17 +563,18 @@ async def test_send_campaign_429_exhausted_is_a_rate_limit(
     assert count(mocked) == 2
 
 
-async def test_per_call_max_retries_and_timeout(client: CampaignClient, mocked: Any) -> None:
+async def test_per_call_max_retries_and_timeout(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     mocked.get(f"{BASE}/poll/api/all", status=503, repeat=True)
     with pytest.raises(ServerError):
         await client.list_polls(max_retries=0, timeout=3.5)
     assert count(mocked) == 1
-    [(_, _, kwargs)] = sent(mocked)
-    assert kwargs["timeout"].total == 3.5
+    assert mocked.timeouts == [3.5]
 
 
 async def test_per_call_max_retries_more(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
     for _ in range(4):
         mocked.get(f"{BASE}/poll/api/all", status=502)
@@ -567,25 +584,32 @@ async def test_per_call_max_retries_more(
     assert len(sleeps.delays) == 4
 
 
-async def test_default_timeout_is_the_configured_one(mocked: Any) -> None:
-    async with CampaignClient(KEY, base_url=BASE, timeout=4.0) as client:
+async def test_default_timeout_is_the_configured_one(mocked: ScriptedExchange) -> None:
+    async with CampaignClient(KEY, base_url=BASE, timeout=4.0, exchange=mocked) as client:
         mocked.get(f"{BASE}/poll/api/all", payload=[])
         await client.list_polls()
-    [(_, _, kwargs)] = sent(mocked)
-    assert kwargs["timeout"].total == 4.0
-    assert kwargs["timeout"].connect == 4.0
+    # (the connect timeout the adapter derives is test_aiohttp_exchange's)
+    assert mocked.timeouts == [4.0]
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "5"])
-async def test_bad_per_call_timeout(client: CampaignClient, mocked: Any, timeout: float) -> None:
+async def test_bad_per_call_timeout(
+    client: CampaignClient, mocked: ScriptedExchange, timeout: float
+) -> None:
     with pytest.raises(ValidationError):
         await client.list_polls(timeout=timeout)
     assert count(mocked) == 0
 
 
-async def test_deadline_stops_a_wait_that_would_pass_it(mocked: Any, sleeps: Sleeps) -> None:
+async def test_deadline_stops_a_wait_that_would_pass_it(
+    mocked: ScriptedExchange, sleeps: Sleeps
+) -> None:
     async with CampaignClient(
-        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(deadline=5.0, max_retries=5)
+        KEY,
+        base_url=BASE,
+        sleep=sleeps,
+        retry=RetryPolicy(deadline=5.0, max_retries=5),
+        exchange=mocked,
     ) as client:
         mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "10"}, repeat=True)
         with pytest.raises(RateLimitError):
@@ -594,17 +618,17 @@ async def test_deadline_stops_a_wait_that_would_pass_it(mocked: Any, sleeps: Sle
     assert sleeps.delays == []
 
 
-async def test_deadline_bounds_the_request_timeout(mocked: Any) -> None:
+async def test_deadline_bounds_the_request_timeout(mocked: ScriptedExchange) -> None:
     async with CampaignClient(
-        KEY, base_url=BASE, timeout=30.0, retry=RetryPolicy(deadline=2.0)
+        KEY, base_url=BASE, timeout=30.0, retry=RetryPolicy(deadline=2.0), exchange=mocked
     ) as client:
         mocked.get(f"{BASE}/poll/api/all", payload=[])
         await client.list_polls()
-    [(_, _, kwargs)] = sent(mocked)
-    assert 0 < kwargs["timeout"].total <= 2.0
+    [timeout] = mocked.timeouts
+    assert 0 < timeout <= 2.0
 
 
-async def test_redirect_is_not_followed(client: CampaignClient, mocked: Any) -> None:
+async def test_redirect_is_not_followed(client: CampaignClient, mocked: ScriptedExchange) -> None:
     mocked.get(f"{BASE}/poll/api/all", status=302, headers={"Location": "https://evil.example/"})
     mocked.get("https://evil.example/", payload=[])
     with pytest.raises(RedirectError) as caught:
@@ -613,18 +637,37 @@ async def test_redirect_is_not_followed(client: CampaignClient, mocked: Any) -> 
     assert [url for _, url, _ in sent(mocked)] == [f"{BASE}/poll/api/all"]
 
 
-async def test_response_size_cap(mocked: Any) -> None:
-    async with CampaignClient(KEY, base_url=BASE, max_response_bytes=64) as client:
-        mocked.get(f"{BASE}/poll/api/all", payload=[{"id": i, "name": "x" * 10} for i in range(9)])
-        with pytest.raises(ResponseError, match="max_response_bytes"):
-            await client.list_polls()
+def over_the_cap() -> ResponseError:
+    """What the adapter raises for an answer over max_response_bytes."""
+    return ResponseError("answer exceeds max_response_bytes=64", status=200)
+
+
+async def test_an_answer_over_the_cap_is_not_retried(
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+) -> None:
+    mocked.get(f"{BASE}/poll/api/all", exception=over_the_cap(), repeat=True)
+    with pytest.raises(ResponseError, match="max_response_bytes"):
+        await client.list_polls()
+    assert count(mocked) == 1
+    assert sleeps.delays == []
+
+
+async def test_a_send_answered_over_the_cap_is_ambiguous(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=over_the_cap(), repeat=True)
+    with pytest.raises(AmbiguousSendError) as caught:
+        await client.send_campaign(12, USERS)
+    assert count(mocked) == 1
+    assert isinstance(caught.value.cause, ResponseError)
+    assert caught.value.users == tuple(USERS)
 
 
 # -- validation --------------------------------------------------------------------
 
 
 async def test_validation_lists_every_problem_and_sends_nothing(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     users = [
         USERS[0],
@@ -658,7 +701,7 @@ async def test_validation_lists_every_problem_and_sends_nothing(
 
 @pytest.mark.parametrize("users", [[], iter([]), "3001234567", {"a": 1}, None, 5])
 async def test_users_must_be_a_nonempty_iterable(
-    client: CampaignClient, mocked: Any, users: Any
+    client: CampaignClient, mocked: ScriptedExchange, users: Any
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         await client.send_campaign(1, users)
@@ -681,7 +724,7 @@ async def test_users_must_be_a_nonempty_iterable(
     ],
 )
 async def test_list_sessions_validation(
-    client: CampaignClient, mocked: Any, kwargs: dict[str, Any], paths: list[str]
+    client: CampaignClient, mocked: ScriptedExchange, kwargs: dict[str, Any], paths: list[str]
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         await client.list_sessions(1, **kwargs)
@@ -690,7 +733,7 @@ async def test_list_sessions_validation(
 
 
 async def test_end_before_start_reported_with_other_problems(
-    client: CampaignClient, mocked: Any
+    client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         await client.list_sessions("..", start=10, end=5, limit=0)
@@ -701,7 +744,7 @@ async def test_end_before_start_reported_with_other_problems(
 
 
 async def test_cancelled_error_propagates_and_is_not_retried(
-    client: CampaignClient, mocked: Any, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", exception=asyncio.CancelledError(), repeat=True)
     with pytest.raises(asyncio.CancelledError):
@@ -710,12 +753,15 @@ async def test_cancelled_error_propagates_and_is_not_retried(
     assert sleeps.delays == []
 
 
-async def test_cancelling_a_send_is_not_retried(client: CampaignClient, mocked: Any) -> None:
+async def test_cancelling_a_send_is_not_retried(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     started = asyncio.Event()
 
-    async def hang(url: Any, **kwargs: Any) -> None:
+    async def hang(request: Request) -> Reply:
         started.set()
         await asyncio.Event().wait()
+        raise AssertionError("unreachable")
 
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", callback=hang, repeat=True)
     task = asyncio.create_task(client.send_campaign(12, USERS))
@@ -732,6 +778,37 @@ def test_construction_needs_no_event_loop() -> None:
     assert "CampaignClient" in repr(client)
 
 
+async def test_aclose_closes_the_given_exchange(mocked: ScriptedExchange) -> None:
+    async with CampaignClient(KEY, base_url=BASE, exchange=mocked) as client:
+        assert not mocked.closed
+        with pytest.raises(ConfigurationError, match="exchange="):
+            client.session  # noqa: B018 - there is no aiohttp session to give
+    assert mocked.closed
+
+
+def test_a_session_and_an_exchange_together_are_refused(mocked: ScriptedExchange) -> None:
+    session = object()
+    with pytest.raises(ConfigurationError, match="session= or exchange="):
+        CampaignClient(KEY, base_url=BASE, session=session, exchange=mocked)  # type: ignore[arg-type]
+
+
+# -- the default exchange (aiohttp) against a local server ---------------------
+
+
+class Polls:
+    """A local service of one call, ``list_polls``, counting its requests."""
+
+    def __init__(self, payload: Any = ()) -> None:
+        self.payload = list(payload)
+        self.requests = 0
+        self.app = web.Application()
+        self.app.router.add_get("/poll/api/all", self.handle)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        return web.json_response(self.payload)
+
+
 async def test_session_is_lazy_pooled_and_closed_once() -> None:
     client = CampaignClient(KEY, base_url=BASE)
     session = client.session
@@ -742,32 +819,48 @@ async def test_session_is_lazy_pooled_and_closed_once() -> None:
     assert session.closed
 
 
-async def test_injected_session_is_never_closed(mocked: Any) -> None:
-    async with aiohttp.ClientSession() as session:
-        async with CampaignClient(KEY, base_url=BASE, session=session) as client:
-            mocked.get(f"{BASE}/poll/api/all", payload=[])
-            await client.list_polls()
+async def test_injected_session_is_never_closed() -> None:
+    service = Polls()
+    async with serving(service.app) as base, aiohttp.ClientSession() as session:
+        async with CampaignClient(KEY, base_url=base, session=session) as client:
+            assert await client.list_polls() == []
             assert client.session is session
         assert not session.closed
+        assert service.requests == 1
 
 
-async def test_no_unclosed_session_warning(mocked: Any) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        async with CampaignClient(KEY, base_url=BASE) as client:
-            mocked.get(f"{BASE}/poll/api/all", payload=[])
-            await client.list_polls()
-        del client
-        gc.collect()
+async def test_no_unclosed_session_warning() -> None:
+    service = Polls([{"id": 1, "name": "NPS"}])
+    async with serving(service.app) as base:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            async with CampaignClient(KEY, base_url=base) as client:
+                assert await client.list_polls() == [Poll(1, "NPS")]
+            del client
+            gc.collect()
+    assert service.requests == 1
     assert not [w for w in caught if "Unclosed" in str(w.message)]
 
 
-async def test_closed_client_refuses_calls(mocked: Any) -> None:
-    client = CampaignClient(KEY, base_url=BASE)
-    await client.aclose()
-    with pytest.raises(CampaignKitError, match="closed"):
-        await client.list_polls()
-    assert count(mocked) == 0
+async def test_closed_client_refuses_calls() -> None:
+    service = Polls()
+    async with serving(service.app) as base:
+        client = CampaignClient(KEY, base_url=base)
+        await client.aclose()
+        with pytest.raises(CampaignKitError, match="closed"):
+            await client.list_polls()
+    assert service.requests == 0
+
+
+async def test_response_size_cap() -> None:
+    service = Polls([{"id": i, "name": "x" * 10} for i in range(9)])
+    async with (
+        serving(service.app) as base,
+        CampaignClient(KEY, base_url=base, max_response_bytes=64) as client,
+    ):
+        with pytest.raises(ResponseError, match="max_response_bytes"):
+            await client.list_polls()
+    assert service.requests == 1
 
 
 # -- configuration ---------------------------------------------------------------------
@@ -845,10 +938,10 @@ def test_bad_retry_policy_fails_at_construction(policy: dict[str, Any]) -> None:
 
 
 async def test_missing_host_fails_before_any_request(
-    monkeypatch: pytest.MonkeyPatch, mocked: Any
+    monkeypatch: pytest.MonkeyPatch, mocked: ScriptedExchange
 ) -> None:
     monkeypatch.delenv("CAMPAIGNKIT_AGENT_URL", raising=False)
-    async with CampaignClient(KEY, base_url=BASE) as client:
+    async with CampaignClient(KEY, base_url=BASE, exchange=mocked) as client:
         with pytest.raises(ConfigurationError, match="CAMPAIGNKIT_AGENT_URL"):
             await client.list_agents()
     assert count(mocked) == 0
