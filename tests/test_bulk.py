@@ -1,5 +1,5 @@
-"""send_bulk against a mocked service (aioresponses): chunking, buckets, retries,
-the journal, CSV input, lazy consumption."""
+"""send_bulk against a scripted service (the exchange seam): chunking, buckets,
+retries, the journal, CSV input, lazy consumption."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from aioresponses import CallbackResult, aioresponses
+from helpers.exchange import Reply, ScriptedExchange, dropped_after_sending
 
 from campaignkit import (
     BulkProgress,
@@ -24,6 +24,7 @@ from campaignkit import (
     users_from_csv,
 )
 from campaignkit._phones import PhoneSet
+from campaignkit._sansio import Request
 from campaignkit.bulk import InvalidInput
 from campaignkit.errors import (
     AmbiguousSendError,
@@ -58,12 +59,13 @@ class FakeService:
 
     def __init__(self, respond: Responder | None = None) -> None:
         self.requests: list[list[dict[str, Any]]] = []
-        self.respond = respond or (lambda n, users: CallbackResult(status=202, payload=ack(n)))
+        self.respond = respond or (lambda n, users: Reply(status=202, payload=ack(n)))
         self.gate: asyncio.Event | None = None
         self.arrived = 0
 
-    async def handle(self, url: Any, **kwargs: Any) -> CallbackResult:
-        users = orjson.loads(kwargs["data"])["users"]
+    async def handle(self, request: Request) -> Reply:
+        assert request.body is not None
+        users = orjson.loads(request.body)["users"]
         self.arrived += 1
         if self.gate is not None:
             await self.gate.wait()
@@ -83,24 +85,24 @@ async def _no_sleep(_: float) -> None:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[CampaignClient]:
+def mocked() -> ScriptedExchange:
+    return ScriptedExchange()
+
+
+@pytest.fixture
+async def client(mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
     async with CampaignClient(
         KEY,
         base_url="http://main.test",
         campaign_url="http://campaign.test",
         agent_url="http://agent.test",
         sleep=_no_sleep,
+        exchange=mocked,
     ) as c:
         yield c
 
 
-@pytest.fixture
-def mocked() -> Iterator[aioresponses]:
-    with aioresponses() as m:
-        yield m
-
-
-def serve(mocked: aioresponses, service: FakeService) -> FakeService:
+def serve(mocked: ScriptedExchange, service: FakeService) -> FakeService:
     mocked.post(SEND, callback=service.handle, repeat=True)
     return service
 
@@ -115,7 +117,7 @@ def people(n: int, start: int = 0) -> list[User]:
 # -- chunking and buckets -----------------------------------------------------
 
 
-async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: aioresponses):
+async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(mocked, FakeService())
     report = await client.send_bulk(7, people(25), chunk_size=10, concurrency=1)
     assert [len(users) for users in service.requests] == [10, 10, 5]
@@ -140,7 +142,7 @@ async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: a
     assert report.elapsed > 0
 
 
-async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: aioresponses):
+async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(mocked, FakeService())
     report = await client.send_bulk("7", people(1000), chunk_size=37, concurrency=8)
     assert sorted(service.phones) == sorted(f"+1555{i:07d}" for i in range(1000))
@@ -149,7 +151,7 @@ async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: a
 
 
 async def test_invalid_and_duplicate_users_reported_not_sent(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
     service = serve(mocked, FakeService())
     bad_user = User(cellphone="12", country_code="1")
@@ -202,12 +204,12 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
 
 
 async def test_ambiguous_500_is_reported_and_never_resent(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
-    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+    def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if users[0]["cellphone"] == "5550000010":
-            return CallbackResult(status=500, payload={"detail": "boom"})
-        return CallbackResult(status=202, payload=ack(n))
+            return Reply(status=500, payload={"detail": "boom"})
+        return Reply(status=202, payload=ack(n))
 
     service = serve(mocked, FakeService(respond))
     report = await client.send_bulk(7, people(30), chunk_size=10, concurrency=2)
@@ -224,16 +226,11 @@ async def test_ambiguous_500_is_reported_and_never_resent(
 
 
 async def test_dropped_connection_after_sending_is_ambiguous(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
-    import aiohttp
-
     def respond(n: int, users: list[dict[str, Any]]) -> Any:
-        return (
-            aiohttp.ServerDisconnectedError()
-            if n == 0
-            else CallbackResult(status=202, payload=ack(n))
-        )
+        # What the adapter makes of a server that closes once it read the request.
+        return dropped_after_sending() if n == 0 else Reply(status=202, payload=ack(n))
 
     service = serve(mocked, FakeService(respond))
     report = await client.send_bulk(7, people(10), chunk_size=5, concurrency=1)
@@ -242,11 +239,11 @@ async def test_dropped_connection_after_sending_is_ambiguous(
     assert [c.index for c in report.accepted] == [1]
 
 
-async def test_429_waits_and_retries(client: CampaignClient, mocked: aioresponses):
-    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+async def test_429_waits_and_retries(client: CampaignClient, mocked: ScriptedExchange):
+    def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if n == 0:
-            return CallbackResult(status=429, headers={"Retry-After": "0"}, payload={"detail": "x"})
-        return CallbackResult(status=202, payload=ack(n))
+            return Reply(status=429, headers={"Retry-After": "0"}, payload={"detail": "x"})
+        return Reply(status=202, payload=ack(n))
 
     service = serve(mocked, FakeService(respond))
     report = await client.send_bulk(7, people(3), chunk_size=10)
@@ -257,10 +254,10 @@ async def test_429_waits_and_retries(client: CampaignClient, mocked: aioresponse
 
 
 async def test_429_after_every_retry_is_rejected_and_safe(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
     service = serve(
-        mocked, FakeService(lambda n, users: CallbackResult(status=429, payload={"detail": "x"}))
+        mocked, FakeService(lambda n, users: Reply(status=429, payload={"detail": "x"}))
     )
     report = await client.send_bulk(7, people(3), chunk_size=10, max_retries=1)
     assert len(service.requests) == 2
@@ -268,11 +265,11 @@ async def test_429_after_every_retry_is_rejected_and_safe(
     assert len(report.users_for("rejected")) == 3
 
 
-async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: aioresponses):
-    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: ScriptedExchange):
+    def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if users[0]["cellphone"] == "5550000000":
-            return CallbackResult(status=400, payload={"detail": "bad"})
-        return CallbackResult(status=202, payload=ack(n))
+            return Reply(status=400, payload={"detail": "bad"})
+        return Reply(status=202, payload=ack(n))
 
     service = serve(mocked, FakeService(respond))
     report = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1)
@@ -281,9 +278,9 @@ async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: aiores
     assert report.counts["accepted"] == 4
 
 
-async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: aioresponses):
+async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(
-        mocked, FakeService(lambda n, users: CallbackResult(status=401, payload={"detail": "no"}))
+        mocked, FakeService(lambda n, users: Reply(status=401, payload={"detail": "no"}))
     )
     report = await client.send_bulk(7, people(50), chunk_size=5, concurrency=1)
     assert len(service.requests) == 1
@@ -295,7 +292,7 @@ async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: aiores
 
 
 async def test_bad_poll_id_and_options_fail_before_sending(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
     service = serve(mocked, FakeService())
     consumed = 0
@@ -316,14 +313,16 @@ async def test_bad_poll_id_and_options_fail_before_sending(
     assert service.requests == []
 
 
-async def test_rate_limit_spaces_requests(mocked: aioresponses):
+async def test_rate_limit_spaces_requests(mocked: ScriptedExchange):
     waits: list[float] = []
 
     async def record(seconds: float) -> None:
         waits.append(seconds)
 
     serve(mocked, FakeService())
-    async with CampaignClient(KEY, campaign_url="http://campaign.test", sleep=record) as client:
+    async with CampaignClient(
+        KEY, campaign_url="http://campaign.test", sleep=record, exchange=mocked
+    ) as client:
         report = await client.send_bulk(7, people(5), chunk_size=1, concurrency=5, rate_limit=20)
     assert report.counts["accepted"] == 5
     # The five start together: the first goes at once, each next one 1/20 s
@@ -334,7 +333,7 @@ async def test_rate_limit_spaces_requests(mocked: aioresponses):
 # -- report --------------------------------------------------------------------
 
 
-async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: aioresponses):
+async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: ScriptedExchange):
     serve(mocked, FakeService())
     report = await client.send_bulk(7, people(4), chunk_size=3)
     assert report.accepted[0].users is None
@@ -346,8 +345,8 @@ async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: aio
     assert kept.users_for("accepted") == people(4)
 
 
-async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: aioresponses):
-    serve(mocked, FakeService(lambda n, users: CallbackResult(status=500, body="x" * 5000)))
+async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: ScriptedExchange):
+    serve(mocked, FakeService(lambda n, users: Reply(status=500, body="x" * 5000)))
     report = await client.send_bulk(7, people(5000), chunk_size=100, concurrency=4)
     text = repr(report)
     assert len(text) < 300
@@ -358,9 +357,9 @@ async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: 
     assert isinstance(report, BulkReport)
 
 
-async def test_progress_reports_final_counts(client: CampaignClient, mocked: aioresponses):
-    def respond(n: int, users: list[dict[str, Any]]) -> CallbackResult:
-        return CallbackResult(status=500 if n == 1 else 202, payload=ack(n))
+async def test_progress_reports_final_counts(client: CampaignClient, mocked: ScriptedExchange):
+    def respond(n: int, users: list[dict[str, Any]]) -> Reply:
+        return Reply(status=500 if n == 1 else 202, payload=ack(n))
 
     serve(mocked, FakeService(respond))
     seen: list[BulkProgress] = []
@@ -372,7 +371,7 @@ async def test_progress_reports_final_counts(client: CampaignClient, mocked: aio
 
 
 async def test_async_progress_callback_and_failing_callback_do_not_stop(
-    client: CampaignClient, mocked: aioresponses, caplog: pytest.LogCaptureFixture
+    client: CampaignClient, mocked: ScriptedExchange, caplog: pytest.LogCaptureFixture
 ):
     serve(mocked, FakeService())
     calls: list[int] = []
@@ -393,7 +392,7 @@ async def test_async_progress_callback_and_failing_callback_do_not_stop(
 
 
 async def test_cancelled_send_cancels_its_pending_progress_calls(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
@@ -420,7 +419,7 @@ async def test_cancelled_send_cancels_its_pending_progress_calls(
 # -- input ---------------------------------------------------------------------
 
 
-async def test_async_iterable_input(client: CampaignClient, mocked: aioresponses):
+async def test_async_iterable_input(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(mocked, FakeService())
 
     async def stream() -> AsyncIterator[Any]:
@@ -435,7 +434,7 @@ async def test_async_iterable_input(client: CampaignClient, mocked: aioresponses
     assert [d.position for d in report.duplicates] == [7]
 
 
-async def test_input_is_consumed_lazily(client: CampaignClient, mocked: aioresponses):
+async def test_input_is_consumed_lazily(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
     consumed = 0
@@ -462,7 +461,7 @@ async def test_input_is_consumed_lazily(client: CampaignClient, mocked: aiorespo
 
 
 async def test_an_input_error_is_raised_after_sending_what_was_read(
-    client: CampaignClient, mocked: aioresponses
+    client: CampaignClient, mocked: ScriptedExchange
 ):
     service = serve(mocked, FakeService())
 
@@ -503,17 +502,17 @@ async def ledger_counts(path: Path, run: str = "poll-7") -> dict[str, int]:
         return await ledger.counts(run)
 
 
-def respond_by_phone(n: int, users: list[dict[str, Any]]) -> CallbackResult:
+def respond_by_phone(n: int, users: list[dict[str, Any]]) -> Reply:
     """Chunk of ...02 answers 502 (ambiguous), of ...04 answers 400 (rejected)."""
     if users[0]["cellphone"] == "5550000002":
-        return CallbackResult(status=502, payload={"detail": "gw"})
+        return Reply(status=502, payload={"detail": "gw"})
     if users[0]["cellphone"] == "5550000004":
-        return CallbackResult(status=400, payload={"detail": "bad"})
-    return CallbackResult(status=202, payload=ack(n))
+        return Reply(status=400, payload={"detail": "bad"})
+    return Reply(status=202, payload=ack(n))
 
 
 async def test_journal_records_each_recipient_outcome(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     serve(mocked, FakeService(respond_by_phone))
     journal = tmp_path / "run.db"
@@ -526,7 +525,7 @@ async def test_journal_records_each_recipient_outcome(
 
 
 async def test_rerun_in_another_order_sends_nobody_again(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService(respond_by_phone))
     journal = tmp_path / "run.db"
@@ -547,7 +546,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
     assert "retry_rejected=True" in str(second.rejected[0].error)
     assert isinstance(second.ambiguous[0].error, AmbiguousSendError)
     # Asked to, it sends the rejected recipients again, and only them.
-    service.respond = lambda n, users: CallbackResult(status=202, payload=ack(n))
+    service.respond = lambda n, users: Reply(status=202, payload=ack(n))
     third = await client.send_bulk(
         7, again, chunk_size=4, concurrency=1, journal=journal, retry_rejected=True
     )
@@ -557,7 +556,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
 
 
 async def test_rerun_sends_only_users_added_and_not_the_removed_ones(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
@@ -571,7 +570,7 @@ async def test_rerun_sends_only_users_added_and_not_the_removed_ones(
 
 
 async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
@@ -590,7 +589,7 @@ async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
 
 
 async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
@@ -613,7 +612,7 @@ async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
 
 
 async def test_a_run_belongs_to_one_poll(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
@@ -628,7 +627,7 @@ async def test_a_run_belongs_to_one_poll(
 
 
 async def test_an_old_chunk_journal_is_refused(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     journal = tmp_path / "old.db"
@@ -691,7 +690,7 @@ def test_users_from_csv_bad_header(tmp_path: Path) -> None:
 
 
 async def test_send_bulk_from_csv_async(
-    client: CampaignClient, mocked: aioresponses, tmp_path: Path
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ):
     service = serve(mocked, FakeService())
     path = tmp_path / "users.csv"
@@ -705,7 +704,7 @@ async def test_send_bulk_from_csv_async(
     assert service.requests[1][0]["deployment_eta"] == 1893456000
 
 
-async def test_empty_input_sends_nothing(client: CampaignClient, mocked: aioresponses):
+async def test_empty_input_sends_nothing(client: CampaignClient, mocked: ScriptedExchange):
     service = serve(mocked, FakeService())
     report = await client.send_bulk(7, iter(()))
     assert service.requests == []
