@@ -1,5 +1,8 @@
 """The API key never shows: not in logs, exception texts, tracebacks or reprs.
-Phone numbers never reach the logs."""
+Phone numbers never reach the logs.
+
+The service is scripted at the exchange seam; that the aiohttp adapter's own
+errors and aiohttp's logs never show the key is in test_aiohttp_exchange."""
 
 from __future__ import annotations
 
@@ -8,10 +11,13 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp.client_reqrep import ConnectionKey
-from aioresponses import aioresponses
+from helpers.exchange import (
+    ScriptedExchange,
+    dropped_after_sending,
+    sent_before_any_byte,
+    timed_out_after_sending,
+)
 
 from campaignkit import CampaignClient, CampaignKitError, ClientConfig, ConfigurationError, User
 
@@ -65,7 +71,6 @@ CALLS: dict[str, tuple[str, str, Call]] = {
 }
 
 KEY_ERROR = {"detail": "invalid key"}
-connect_key = ConnectionKey("main.example.com", 443, True, True, None, None, None)
 OUTCOMES: dict[str, dict[str, Any]] = {
     "400": {"status": 400, "payload": {"detail": "bad"}},
     "401": {"status": 401, "payload": KEY_ERROR},
@@ -73,11 +78,12 @@ OUTCOMES: dict[str, dict[str, Any]] = {
     "429": {"status": 429, "headers": {"Retry-After": "1"}},
     "500": {"status": 500, "body": b"<html>oops</html>"},
     "302": {"status": 302, "headers": {"Location": "https://elsewhere.example/"}},
-    "html": {"status": 200, "body": b"<html></html>", "content_type": "text/html"},
+    "html": {"status": 200, "body": b"<html></html>", "headers": {"Content-Type": "text/html"}},
     "shape": {"status": 200, "payload": {"unexpected": True}},
-    "dropped": {"exception": aiohttp.ServerDisconnectedError()},
-    "connect": {"exception": aiohttp.ClientConnectorError(connect_key, OSError(111, "refused"))},
-    "timeout": {"exception": TimeoutError()},
+    # What the adapter raises for a dropped connection, a refused one, a timeout:
+    "dropped": {"exception": dropped_after_sending},
+    "connect": {"exception": sent_before_any_byte},
+    "timeout": {"exception": timed_out_after_sending},
 }
 
 
@@ -101,16 +107,24 @@ async def test_errors_and_retries_never_show_the_key(
     debug_logs: pytest.LogCaptureFixture, call: str, outcome: str
 ) -> None:
     method, url, invoke = CALLS[call]
-    with aioresponses() as mocked:
-        mocked.add(url, method=method, repeat=True, **OUTCOMES[outcome])
-        async with CampaignClient(
-            KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=no_sleep
-        ) as client:
-            with pytest.raises(CampaignKitError) as caught:  # never aiohttp's or json's
-                await invoke(client)
-            assert_clean([repr(client), str(client), repr(client.config)])
-        requests = sum(len(calls) for calls in mocked.requests.values())
-    assert requests >= 1
+    mocked = ScriptedExchange()
+    options = dict(OUTCOMES[outcome])
+    if "exception" in options:
+        options["exception"] = options["exception"]()  # a fresh one, no old traceback
+    mocked.add(url, method=method, repeat=True, **options)
+    async with CampaignClient(
+        KEY,
+        base_url=BASE,
+        campaign_url=CAMPAIGN,
+        agent_url=AGENTS,
+        sleep=no_sleep,
+        exchange=mocked,
+    ) as client:
+        with pytest.raises(CampaignKitError) as caught:  # never json's
+            await invoke(client)
+        assert_clean([repr(client), str(client), repr(client.config)])
+    assert len(mocked.requests) >= 1
+    assert all(r.headers["Authorization"] == KEY for r in mocked.requests)  # it was there
     assert_clean(texts_of(caught.value))
     logs = log_texts(debug_logs)
     assert any("attempt=" in line for line in logs)  # the DEBUG records were captured
@@ -148,12 +162,18 @@ async def test_successes_log_no_key_and_no_phone(
         "polls": [],
     }
     method, url, invoke = CALLS[call]
-    with aioresponses() as mocked:
-        mocked.add(url, method=method, payload=payloads[call])
-        async with CampaignClient(
-            KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=no_sleep
-        ) as client:
-            await invoke(client)
+    mocked = ScriptedExchange()
+    mocked.add(url, method=method, payload=payloads[call])
+    async with CampaignClient(
+        KEY,
+        base_url=BASE,
+        campaign_url=CAMPAIGN,
+        agent_url=AGENTS,
+        sleep=no_sleep,
+        exchange=mocked,
+    ) as client:
+        await invoke(client)
+    assert len(mocked.requests) == 1
     logs = log_texts(debug_logs)
     assert any(method in line and "attempt=1" in line for line in logs)
     assert_clean(logs)
