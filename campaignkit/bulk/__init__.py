@@ -48,10 +48,10 @@ from .._report import (
     Outcome,
 )
 from ..ledger import Ledger
+from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
 from ._send import (
     DEFAULT_CHUNK_SIZE,
-    PROGRESS_INTERVAL,
     JournalPath,
     ProgressCallback,
     UserInput,

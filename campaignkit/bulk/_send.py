@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import time
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+import attrs
 import orjson
 
 from .._csv import InvalidInput
 from .._report import BulkChunk, BulkProgress, BulkReport
-from .._transport import Sleep
 from .._validation import Problems, path_segment, raise_problems
-from ..errors import AmbiguousSendError, AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record, ledger_from
+from ..errors import AuthenticationError, CampaignKitError, NotFoundError
+from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record, ledger_from
 from ..models import CampaignAck, User
+from ._held import grouped, held_outcome
+from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
 from ._sender import ClaimOutcome, send_claim, send_request
 
@@ -32,8 +33,6 @@ DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
 1000 keeps a body near 100 KB and a lost chunk small."""
 
-PROGRESS_INTERVAL: Final = 0.1
-"""Seconds between two ``on_progress`` calls (the last call always happens)."""
 
 UserInput: TypeAlias = (
     Iterable[User | Mapping[str, Any] | InvalidInput]
@@ -44,18 +43,6 @@ JournalPath: TypeAlias = "str | os.PathLike[str] | Ledger"
 ProgressCallback: TypeAlias = Callable[[BulkProgress], Awaitable[None] | None]
 
 _FATAL = (AuthenticationError, NotFoundError)
-# The BulkProgress count of each chunk outcome (users of rejected chunks "failed").
-_PROGRESS_FIELD: Final = {"accepted": "accepted", "rejected": "failed", "ambiguous": "ambiguous"}
-_HELD_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
-    ACCEPTED: "accepted",
-    IN_FLIGHT: "ambiguous",
-    AMBIGUOUS: "ambiguous",
-}
-_HELD_WHY: Final = {
-    IN_FLIGHT: "was in flight (claimed by an earlier run that stopped, or by another "
-    "sender of this run)",
-    AMBIGUOUS: "was ambiguous in an earlier run",
-}
 
 
 def default_run(poll_id: str | int) -> str:
@@ -63,104 +50,34 @@ def default_run(poll_id: str | int) -> str:
     return f"poll-{poll_id}"
 
 
-class _RateLimiter:
-    """Spaces request starts at least ``1 / rate`` seconds apart, waiting with
-    the client's ``sleep`` (which tests inject)."""
-
-    def __init__(self, rate: float, sleep: Sleep) -> None:
-        self._interval = 1.0 / rate
-        self._next = 0.0
-        self._sleep = sleep
-
-    async def wait(self) -> None:
-        now = asyncio.get_running_loop().time()
-        slot = max(now, self._next)
-        self._next = slot + self._interval
-        if slot > now:
-            await self._sleep(slot - now)
-
-
+# Not slotted: the state built from the options is set in __attrs_post_init__.
+@attrs.define(slots=False)
 class _BulkSend:
-    def __init__(
-        self,
-        client: CampaignClient,
-        poll_id: str,
-        segment: str,
-        *,
-        chunk_size: int,
-        concurrency: int,
-        rate_limit: float | None,
-        ledger: Ledger | None,
-        run: str,
-        retry_rejected: bool,
-        on_progress: Callable[[BulkProgress], object] | None,
-        keep_accepted_users: bool,
-        timeout: float | None,
-        max_retries: int | None,
-    ) -> None:
-        self.client = client
-        self.segment = segment
-        self.concurrency = concurrency
-        self.limiter = (
-            None if rate_limit is None else _RateLimiter(rate_limit, client.transport.sleep)
-        )
-        self.ledger = ledger
-        self.run_name = run
-        self.retry_rejected = retry_rejected
-        self.on_progress = on_progress
-        self.keep_accepted_users = keep_accepted_users
-        self.timeout = timeout
-        self.max_retries = max_retries
+    client: CampaignClient
+    poll_id: str
+    segment: str
+    chunk_size: int
+    concurrency: int
+    rate_limit: float | None
+    ledger: Ledger | None
+    run_name: str
+    retry_rejected: bool
+    on_progress: Callable[[BulkProgress], object] | None
+    keep_accepted_users: bool
+    timeout: float | None
+    max_retries: int | None
+
+    def __attrs_post_init__(self) -> None:
+        sleep = self.client.transport.sleep
+        self.limiter = None if self.rate_limit is None else RateLimiter(self.rate_limit, sleep)
         self.sender_id = uuid.uuid4().hex
-        self.report = BulkReport(poll_id, keeps_accepted_users=keep_accepted_users)
-        self.planner = Planner(chunk_size)
-        self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=concurrency)
+        self.report = BulkReport(self.poll_id, keeps_accepted_users=self.keep_accepted_users)
+        self.planner = Planner(self.chunk_size)
+        self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, CampaignAck] = {}
-        self.progress = dict.fromkeys(("sent", *_PROGRESS_FIELD.values()), 0)
-        self._last_progress = 0.0
+        self.progress = ProgressReporter(self.on_progress, self.planner)
         self._input_error: BaseException | None = None
-        self._callbacks: set[asyncio.Future[Any]] = set()
-
-    # -- progress
-
-    def _advance(self, increments: Mapping[str, int] | None = None, force: bool = False) -> None:
-        for name, value in (increments or {}).items():
-            self.progress[name] += value
-        if self.on_progress is None:
-            return
-        now = time.monotonic()
-        if not force and now - self._last_progress < PROGRESS_INTERVAL:
-            return
-        self._last_progress = now
-        planner = self.planner
-        progress = BulkProgress(
-            validated=planner.total,
-            invalid=len(planner.invalid),
-            duplicates=len(planner.duplicates),
-            **self.progress,
-        )
-        try:
-            result = self.on_progress(progress)
-            if inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
-                self._callbacks.add(task)
-                task.add_done_callback(self._callback_done)
-        except Exception:
-            # Stopping a send half-way would leave chunks in flight: log instead.
-            logger.exception("on_progress raised; the bulk send goes on")
-
-    async def _cancel_callbacks(self) -> None:
-        """The send has failed: leave no on_progress call running after it."""
-        callbacks = set(self._callbacks)
-        for task in callbacks:
-            task.cancel()
-        await asyncio.gather(*callbacks, return_exceptions=True)
-
-    def _callback_done(self, task: asyncio.Future[Any]) -> None:
-        self._callbacks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("on_progress raised; the bulk send goes on", exc_info=task.exception())
 
     # -- reading
 
@@ -184,14 +101,14 @@ class _BulkSend:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
                 elif not planner.total & 511:
-                    self._advance()
+                    self.progress.advance()
                     await asyncio.sleep(0)
         else:
             for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
                 elif not planner.total & 511:
-                    self._advance()
+                    self.progress.advance()
                     await asyncio.sleep(0)
         if (chunk := planner.flush()) is not None:
             await put(chunk)
@@ -215,7 +132,7 @@ class _BulkSend:
     async def _send_unjournaled(self, chunk: PlannedChunk) -> None:
         if self.limiter is not None:
             await self.limiter.wait()
-        self._advance({"sent": len(chunk.users)})
+        self.progress.advance({"sent": len(chunk.users)})
         result = await send_request(
             self.client,
             self.segment,
@@ -231,7 +148,7 @@ class _BulkSend:
         held = await ledger.plan(
             self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
         )
-        for record_group in _grouped(held):
+        for record_group in grouped(held):
             self._report_held(chunk, record_group)
         if len(held) == len(chunk.users):
             return
@@ -250,7 +167,7 @@ class _BulkSend:
         if claim is None:
             return
         users = tuple(chunk.users[i] for i in claimed)
-        self._advance({"sent": len(users)})
+        self.progress.advance({"sent": len(users)})
         result = await send_claim(
             self.client,
             ledger,
@@ -280,28 +197,7 @@ class _BulkSend:
         index = {phone: i for i, phone in enumerate(chunk.phones)}
         users = [chunk.users[index[r.phone]] for r in records]
         positions = [chunk.positions[index[r.phone]] for r in records]
-        state = records[0].state
-        outcome = _HELD_OUTCOME.get(state, "rejected")
-        if outcome == "accepted":
-            ack = self.acks.get(records[0].launch_request_id or "")
-            result = ClaimOutcome("accepted", ack=ack)
-        elif outcome == "ambiguous":
-            why = _HELD_WHY[state] + (f" ({records[0].detail})" if records[0].detail else "")
-            error = AmbiguousSendError(
-                f"these users {why}: they may or may not have reached the service, "
-                "and were not resent: check before sending again",
-                users=users,
-            )
-            result = ClaimOutcome("ambiguous", error=error)
-        else:
-            detail = records[0].detail or "rejected"
-            result = ClaimOutcome(
-                "rejected",
-                error=CampaignKitError(
-                    f"rejected in an earlier run ({detail}); not resent: "
-                    "pass retry_rejected=True to send them again"
-                ),
-            )
+        result = held_outcome(records[0], users, self.acks)
         self._finish(chunk, users, positions, result, records[0].claim, resumed=True)
 
     def _finish(
@@ -327,7 +223,7 @@ class _BulkSend:
             users=tuple(users) if keep else None,
         )
         getattr(self.report, result.outcome).append(report_chunk)
-        self._advance({_PROGRESS_FIELD[result.outcome]: len(users)})
+        self.progress.advance({PROGRESS_FIELD[result.outcome]: len(users)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
@@ -342,7 +238,7 @@ class _BulkSend:
                 for _ in range(self.concurrency):
                     group.create_task(self.send())
         except BaseException as failed:  # a sender's error, or cancelled
-            await self._cancel_callbacks()
+            await self.progress.cancel()
             if isinstance(failed, BaseExceptionGroup) and len(failed.exceptions) == 1:
                 raise failed.exceptions[0] from None
             raise
@@ -353,9 +249,7 @@ class _BulkSend:
         for name in ("accepted", "rejected", "ambiguous"):
             getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
         report.elapsed = time.monotonic() - started
-        self._advance(force=True)
-        if self._callbacks:  # async on_progress calls still running
-            await asyncio.gather(*self._callbacks, return_exceptions=True)
+        await self.progress.finish()
         if self._input_error is not None:
             error = self._input_error
             error.add_note(
@@ -364,14 +258,6 @@ class _BulkSend:
             )
             raise error
         return report
-
-
-def _grouped(records: Sequence[Record]) -> list[list[Record]]:
-    """``records`` grouped by the request (claim) and state they share."""
-    groups: dict[tuple[str | None, str], list[Record]] = {}
-    for record in records:
-        groups.setdefault((record.claim, record.state), []).append(record)
-    return list(groups.values())
 
 
 async def send_bulk(
@@ -441,7 +327,7 @@ async def send_bulk(
             concurrency=concurrency,
             rate_limit=rate_limit,
             ledger=ledger,
-            run=run_name,
+            run_name=run_name,
             retry_rejected=retry_rejected,
             on_progress=on_progress,
             keep_accepted_users=keep_accepted_users,

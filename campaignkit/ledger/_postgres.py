@@ -10,8 +10,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
+from ._schema import Transaction
 from ._sqlite import DEFAULT_CLAIM_TTL
-from ._store import SqlLedger, Transaction
+from ._store import SqlLedger
 
 if TYPE_CHECKING:
     import asyncpg

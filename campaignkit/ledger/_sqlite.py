@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from ..errors import LedgerError
-from ._store import SqlLedger, Transaction
+from ._schema import Transaction
+from ._store import SqlLedger
 
 T = TypeVar("T")
 

@@ -11,123 +11,24 @@ from __future__ import annotations
 import abc
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from operator import attrgetter
-from typing import Any, Final, Literal, Protocol
+from typing import Final
 
-import orjson
-
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
-from .._user_input import as_user
-from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
-from ..models import CampaignAck, User
+from ..errors import LedgerError
+from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
-    IN_FLIGHT,
-    PLANNED,
     REJECTED,
-    STATES,
     Claim,
     Recipient,
     Record,
     RunInfo,
     Skipped,
 )
-
-SCHEMA_VERSION: Final = 1
-
-_SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS campaignkit_runs (
-        run TEXT PRIMARY KEY,
-        poll TEXT NOT NULL,
-        created DOUBLE PRECISION NOT NULL,
-        total BIGINT,
-        input_done INTEGER NOT NULL DEFAULT 0
-    )""",
-    """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
-        run TEXT NOT NULL,
-        phone TEXT NOT NULL,
-        position BIGINT NOT NULL,
-        chunk TEXT NOT NULL,
-        state TEXT NOT NULL,
-        claim TEXT,
-        user_wire TEXT NOT NULL,
-        launch_request_id TEXT,
-        detail TEXT,
-        updated DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (run, phone)
-    )""",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
-    " ON campaignkit_recipients (run, chunk, state)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_claim"
-    " ON campaignkit_recipients (run, claim)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_state"
-    " ON campaignkit_recipients (run, state)",
-    """CREATE TABLE IF NOT EXISTS campaignkit_claims (
-        run TEXT NOT NULL,
-        claim TEXT NOT NULL,
-        chunk TEXT NOT NULL,
-        owner TEXT NOT NULL,
-        size BIGINT NOT NULL,
-        claimed DOUBLE PRECISION NOT NULL,
-        expires DOUBLE PRECISION NOT NULL,
-        state TEXT NOT NULL,
-        ack TEXT,
-        detail TEXT,
-        PRIMARY KEY (run, claim)
-    )""",
-    "CREATE INDEX IF NOT EXISTS campaignkit_claims_state ON campaignkit_claims (run, state)",
-    """CREATE TABLE IF NOT EXISTS campaignkit_chunks (
-        run TEXT NOT NULL,
-        chunk TEXT NOT NULL,
-        size BIGINT NOT NULL,
-        enqueued INTEGER NOT NULL DEFAULT 0,
-        created DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (run, chunk)
-    )""",
-    """CREATE TABLE IF NOT EXISTS campaignkit_skipped (
-        run TEXT NOT NULL,
-        position BIGINT NOT NULL,
-        kind TEXT NOT NULL,
-        phone TEXT,
-        reason TEXT,
-        line BIGINT,
-        item TEXT,
-        PRIMARY KEY (run, position)
-    )""",
-    """CREATE TABLE IF NOT EXISTS campaignkit_seen (
-        namespace TEXT NOT NULL,
-        key TEXT NOT NULL,
-        seen DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (namespace, key)
-    )""",
-)
-
-_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
-    PLANNED: "rejected",
-    IN_FLIGHT: "ambiguous",
-    ACCEPTED: "accepted",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-_UNSETTLED: Final = {
-    PLANNED: "not sent: still planned (no worker has claimed it yet)",
-    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
-    ACCEPTED: "",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-
-
-def _user_of(text: str | None) -> User:
-    user, reason = as_user(orjson.loads(text or "{}"))
-    if user is None:
-        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
-    return user
-
+from ._schema import Transaction, create_schema
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
@@ -135,16 +36,7 @@ _BATCH: Final = 5000
 EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
 
 
-class Transaction(Protocol):
-    async def execute(self, sql: str, *args: Any) -> None: ...
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
-    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
-    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
-        """``column IN (...)`` for ``values``: the SQL and its arguments."""
-        ...
-
-
-class SqlLedger(abc.ABC):
+class SqlLedger(LedgerReads, abc.ABC):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     claim_ttl: float
@@ -171,18 +63,7 @@ class SqlLedger(abc.ABC):
         await self._connect()
         async with self._transaction() as tx:
             await self._lock_schema(tx)
-            for statement in _SCHEMA:
-                await tx.execute(statement)
-            rows = await tx.fetch("SELECT version FROM campaignkit_schema")
-            if not rows:
-                await tx.execute(
-                    "INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION
-                )
-            elif rows[0][0] > SCHEMA_VERSION:
-                raise LedgerError(
-                    f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
-                    f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
-                )
+            await create_schema(tx)
 
     @abc.abstractmethod
     async def _lock_schema(self, tx: Transaction) -> None:
@@ -429,145 +310,3 @@ class SqlLedger(abc.ABC):
             )
 
     # -- reading
-
-    async def counts(self, run: str) -> dict[str, int]:
-        """Recipients per state (every state present, zeros included)."""
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT state, COUNT(*) FROM campaignkit_recipients WHERE run = ? GROUP BY state",
-                run,
-            )
-            skipped = await tx.fetch(
-                "SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE run = ? GROUP BY kind", run
-            )
-        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
-        counts.update({state: int(n) for state, n in rows})
-        counts.update({kind: int(n) for kind, n in skipped})
-        return counts
-
-    async def records(
-        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
-    ) -> AsyncIterator[Record]:
-        """The run's recipients in those states, in input order, read page by page."""
-        position, phone = -1, ""
-        while True:
-            async with self._transaction() as tx:
-                condition, args = tx.any_of("state", list(states))
-                rows = await tx.fetch(
-                    "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
-                    " FROM campaignkit_recipients WHERE run = ?"
-                    f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
-                    " ORDER BY position, phone LIMIT ?",
-                    run,
-                    position,
-                    position,
-                    phone,
-                    *args,
-                    page_size,
-                )
-            for row in rows:
-                yield Record(*row)
-            if len(rows) < page_size:
-                return
-            phone, position = rows[-1][0], rows[-1][1]
-
-    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
-        """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT claim, chunk, state, ack, detail FROM campaignkit_claims"
-                " WHERE run = ? ORDER BY claimed, claim",
-                run,
-            )
-        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
-
-    async def skipped(self, run: str) -> list[Skipped]:
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT position, kind, phone, reason, line, item FROM campaignkit_skipped"
-                " WHERE run = ? ORDER BY position",
-                run,
-            )
-        return [Skipped(*row) for row in rows]
-
-    async def report(self, run: str) -> BulkReport:
-        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
-
-        One chunk per request (claim); recipients still planned count as
-        rejected (surely not sent), those still in flight as ambiguous.
-        """
-        info = await self.run_info(run)
-        if info is None:
-            raise LedgerError(f"this ledger has no run {run!r}")
-        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
-        async for record in self.records(run):
-            groups.setdefault((record.claim, record.state), []).append(record)
-        report = BulkReport(info.poll)
-        for index, ((claim, state), records) in enumerate(groups.items()):
-            outcome = _OUTCOME[state]
-            users = tuple(_user_of(record.user) for record in records)
-            error: CampaignKitError | None = None
-            detail = records[0].detail or _UNSETTLED[state]
-            if outcome == "ambiguous":
-                error = AmbiguousSendError(detail, users=users)
-            elif outcome == "rejected":
-                error = CampaignKitError(detail)
-            ack = acks.get(claim or "") if outcome == "accepted" else None
-            chunk = BulkChunk(
-                index,
-                claim,
-                outcome,
-                len(records),
-                ack=CampaignAck(**orjson.loads(ack)) if ack else None,
-                error=error,
-                resumed=True,
-                positions=tuple(record.position for record in records),
-                users=None if outcome == "accepted" else users,
-            )
-            getattr(report, outcome).append(chunk)
-        for item in await self.skipped(run):
-            value = None if item.item is None else orjson.loads(item.item)
-            if item.kind == "duplicate":
-                report.duplicates.append(
-                    DuplicateUser(item.position, item.phone or "", _user_of(item.item))
-                )
-            else:
-                report.invalid.append(
-                    InvalidUser(item.position, item.reason or "invalid", item.line, value)
-                )
-        counted = sum(report.counts.values())
-        report.total = max(info.total or 0, counted)
-        return report
-
-    # -- webhook deliveries
-
-    async def first_sighting(self, namespace: str, key: str) -> bool:
-        """Remember ``key``; True the first time it is seen in ``namespace``."""
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "INSERT INTO campaignkit_seen (namespace, key, seen) VALUES (?, ?, ?)"
-                " ON CONFLICT (namespace, key) DO NOTHING RETURNING key",
-                namespace,
-                key,
-                time.time(),
-            )
-        return bool(rows)
-
-    async def forget(self, namespace: str, key: str) -> None:
-        """Forget ``key`` (its handling failed: a redelivery should be handled)."""
-        async with self._transaction() as tx:
-            await tx.execute(
-                "DELETE FROM campaignkit_seen WHERE namespace = ? AND key = ?", namespace, key
-            )
-
-
-__all__ = [
-    "ACCEPTED",
-    "AMBIGUOUS",
-    "IN_FLIGHT",
-    "PLANNED",
-    "REJECTED",
-    "SqlLedger",
-    "Transaction",
-]

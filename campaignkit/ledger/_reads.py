@@ -1,0 +1,191 @@
+"""Reading a run back from the ledger: counts, records, its report, and the
+webhook deliveries kept beside the runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Final, Literal
+
+import orjson
+
+from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
+from .._user_input import as_user
+from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
+from ..models import CampaignAck, User
+from ._records import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    STATES,
+    Record,
+    RunInfo,
+    Skipped,
+)
+from ._schema import Transaction
+
+_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
+    PLANNED: "rejected",
+    IN_FLIGHT: "ambiguous",
+    ACCEPTED: "accepted",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+_UNSETTLED: Final = {
+    PLANNED: "not sent: still planned (no worker has claimed it yet)",
+    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
+    ACCEPTED: "",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+
+
+def _user_of(text: str | None) -> User:
+    user, reason = as_user(orjson.loads(text or "{}"))
+    if user is None:
+        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
+    return user
+
+
+class LedgerReads:
+    """The read side of :class:`SqlLedger`, over the same transactions."""
+
+    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        raise NotImplementedError
+
+    async def run_info(self, run: str) -> RunInfo | None:
+        raise NotImplementedError
+
+    async def counts(self, run: str) -> dict[str, int]:
+        """Recipients per state (every state present, zeros included)."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT state, COUNT(*) FROM campaignkit_recipients WHERE run = ? GROUP BY state",
+                run,
+            )
+            skipped = await tx.fetch(
+                "SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE run = ? GROUP BY kind", run
+            )
+        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
+        counts.update({state: int(n) for state, n in rows})
+        counts.update({kind: int(n) for kind, n in skipped})
+        return counts
+
+    async def records(
+        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
+    ) -> AsyncIterator[Record]:
+        """The run's recipients in those states, in input order, read page by page."""
+        position, phone = -1, ""
+        while True:
+            async with self._transaction() as tx:
+                condition, args = tx.any_of("state", list(states))
+                rows = await tx.fetch(
+                    "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
+                    " FROM campaignkit_recipients WHERE run = ?"
+                    f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
+                    " ORDER BY position, phone LIMIT ?",
+                    run,
+                    position,
+                    position,
+                    phone,
+                    *args,
+                    page_size,
+                )
+            for row in rows:
+                yield Record(*row)
+            if len(rows) < page_size:
+                return
+            phone, position = rows[-1][0], rows[-1][1]
+
+    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
+        """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT claim, chunk, state, ack, detail FROM campaignkit_claims"
+                " WHERE run = ? ORDER BY claimed, claim",
+                run,
+            )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    async def skipped(self, run: str) -> list[Skipped]:
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT position, kind, phone, reason, line, item FROM campaignkit_skipped"
+                " WHERE run = ? ORDER BY position",
+                run,
+            )
+        return [Skipped(*row) for row in rows]
+
+    async def report(self, run: str) -> BulkReport:
+        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
+
+        One chunk per request (claim); recipients still planned count as
+        rejected (surely not sent), those still in flight as ambiguous.
+        """
+        info = await self.run_info(run)
+        if info is None:
+            raise LedgerError(f"this ledger has no run {run!r}")
+        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
+        groups: dict[tuple[str | None, str], list[Record]] = {}
+        async for record in self.records(run):
+            groups.setdefault((record.claim, record.state), []).append(record)
+        report = BulkReport(info.poll)
+        for index, ((claim, state), records) in enumerate(groups.items()):
+            outcome = _OUTCOME[state]
+            users = tuple(_user_of(record.user) for record in records)
+            error: CampaignKitError | None = None
+            detail = records[0].detail or _UNSETTLED[state]
+            if outcome == "ambiguous":
+                error = AmbiguousSendError(detail, users=users)
+            elif outcome == "rejected":
+                error = CampaignKitError(detail)
+            ack = acks.get(claim or "") if outcome == "accepted" else None
+            chunk = BulkChunk(
+                index,
+                claim,
+                outcome,
+                len(records),
+                ack=CampaignAck(**orjson.loads(ack)) if ack else None,
+                error=error,
+                resumed=True,
+                positions=tuple(record.position for record in records),
+                users=None if outcome == "accepted" else users,
+            )
+            getattr(report, outcome).append(chunk)
+        for item in await self.skipped(run):
+            value = None if item.item is None else orjson.loads(item.item)
+            if item.kind == "duplicate":
+                report.duplicates.append(
+                    DuplicateUser(item.position, item.phone or "", _user_of(item.item))
+                )
+            else:
+                report.invalid.append(
+                    InvalidUser(item.position, item.reason or "invalid", item.line, value)
+                )
+        counted = sum(report.counts.values())
+        report.total = max(info.total or 0, counted)
+        return report
+
+    # -- webhook deliveries
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        """Remember ``key``; True the first time it is seen in ``namespace``."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "INSERT INTO campaignkit_seen (namespace, key, seen) VALUES (?, ?, ?)"
+                " ON CONFLICT (namespace, key) DO NOTHING RETURNING key",
+                namespace,
+                key,
+                time.time(),
+            )
+        return bool(rows)
+
+    async def forget(self, namespace: str, key: str) -> None:
+        """Forget ``key`` (its handling failed: a redelivery should be handled)."""
+        async with self._transaction() as tx:
+            await tx.execute(
+                "DELETE FROM campaignkit_seen WHERE namespace = ? AND key = ?", namespace, key
+            )

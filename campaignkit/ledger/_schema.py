@@ -1,0 +1,103 @@
+"""The ledger's tables, in SQL that SQLite and PostgreSQL both run, and the
+:class:`Transaction` a store hands the shared logic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Protocol
+
+from ..errors import LedgerError
+
+
+class Transaction(Protocol):
+    async def execute(self, sql: str, *args: Any) -> None: ...
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        """``column IN (...)`` for ``values``: the SQL and its arguments."""
+        ...
+
+
+SCHEMA_VERSION: Final = 1
+
+SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_runs (
+        run TEXT PRIMARY KEY,
+        poll TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        total BIGINT,
+        input_done INTEGER NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
+        run TEXT NOT NULL,
+        phone TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        chunk TEXT NOT NULL,
+        state TEXT NOT NULL,
+        claim TEXT,
+        user_wire TEXT NOT NULL,
+        launch_request_id TEXT,
+        detail TEXT,
+        updated DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run, phone)
+    )""",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
+    " ON campaignkit_recipients (run, chunk, state)",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_claim"
+    " ON campaignkit_recipients (run, claim)",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_state"
+    " ON campaignkit_recipients (run, state)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_claims (
+        run TEXT NOT NULL,
+        claim TEXT NOT NULL,
+        chunk TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        claimed DOUBLE PRECISION NOT NULL,
+        expires DOUBLE PRECISION NOT NULL,
+        state TEXT NOT NULL,
+        ack TEXT,
+        detail TEXT,
+        PRIMARY KEY (run, claim)
+    )""",
+    "CREATE INDEX IF NOT EXISTS campaignkit_claims_state ON campaignkit_claims (run, state)",
+    """CREATE TABLE IF NOT EXISTS campaignkit_chunks (
+        run TEXT NOT NULL,
+        chunk TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        enqueued INTEGER NOT NULL DEFAULT 0,
+        created DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run, chunk)
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_skipped (
+        run TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        phone TEXT,
+        reason TEXT,
+        line BIGINT,
+        item TEXT,
+        PRIMARY KEY (run, position)
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_seen (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seen DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (namespace, key)
+    )""",
+)
+
+
+async def create_schema(tx: Transaction) -> None:
+    """Create the tables if missing; refuse a schema newer than this code."""
+    for statement in SCHEMA:
+        await tx.execute(statement)
+    rows = await tx.fetch("SELECT version FROM campaignkit_schema")
+    if not rows:
+        await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
+    elif rows[0][0] > SCHEMA_VERSION:
+        raise LedgerError(
+            f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
+            f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
+        )
