@@ -43,11 +43,11 @@ async def soak(users: int, chunk_size: int, concurrency: int) -> dict[str, objec
                 submit = asyncio.create_task(
                     bulk.submit(poll, fresh_users(users), run=queue, chunk_size=chunk_size)
                 )
-                async for progress in bulk.progress(queue, poll_interval=0.05):
-                    if progress.counts["accepted"] >= users // 3:
-                        break
+                killed_at = await bulk.counts(queue)  # zeros until submit starts the run
+                while killed_at["accepted"] < users // 3:
+                    await asyncio.sleep(0.05)
+                    killed_at = await bulk.counts(queue)
                 workers[0].kill()
-                killed_at = dict(progress.counts)
                 await workers[0].process.wait()
                 workers[0] = await Worker.start(
                     urls, dsn, queue, concurrency=concurrency, claim_ttl=CLAIM_TTL
