@@ -5,7 +5,7 @@ bytes; and the tracker's CPU per poll at 1,000 / 10,000 / 100,000.
 The SDK side is a real :class:`CampaignTracker` driven through ``__anext__``
 (tenacity step, decode of the bytes with the wire layer, diff, one
 ``DeploymentChange`` per changed deployment); only the socket is replaced by
-a transport stub that hands over the bytes, so the row measures the tracker,
+a status source that hands over the bytes, so the row measures the tracker,
 not the loopback (rows 3/4 measure that).
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-from campaignkit import CampaignClient, CampaignTracker
-from campaignkit._sansio import Decode, read_response
-from campaignkit.tracker import _decode_answer
+from campaignkit import CampaignTracker, ClientConfig
+from campaignkit._sansio import Decode, Request, read_response
+from campaignkit.tracker import TrackOptions
 
 from ._harness import Row, Timing, time_ratio
 
@@ -71,16 +71,21 @@ def status_bodies(size: int, changed_share: float = 0.05) -> tuple[bytes, bytes,
 
 
 _now = time.process_time
+T = TypeVar("T")
 
 
-class _BytesTransport:
-    """Stands in for ``Transport.attempt``: the answer's bytes, read by the
-    wire layer exactly as after a real exchange."""
+class _BytesSource:
+    """Stands in for the client's transport (a ``StatusSource``): the
+    answer's bytes, read by the wire layer exactly as after a real exchange."""
 
     def __init__(self, body: bytes) -> None:
         self.body = body
+        self.config = ClientConfig("sk_bench_tracker", campaign_url="http://127.0.0.1:9")
 
-    async def attempt(self, request: Any, decode: Decode[Any], timeout: Any = None) -> Any:
+    async def sleep(self, seconds: float) -> None:
+        pass
+
+    async def attempt(self, request: Request, decode: Decode[T], timeout: float | None) -> T:
         return read_response(request, 200, {"Content-Type": "application/json"}, self.body, decode)
 
 
@@ -90,13 +95,10 @@ class PollBench:
     def __init__(self, size: int) -> None:
         self.before, self.after, self.changed = status_bodies(size)
         self.loop = asyncio.new_event_loop()
-        self.client = CampaignClient("sk_bench_tracker", campaign_url="http://127.0.0.1:9")
         self.checkpoint = self._prime()
 
-    def _tracker(self, body: bytes, resume: dict[str, Any] | None) -> CampaignTracker:
-        tracker = self.client.track(LAUNCH, resume=resume, poll_interval=0.001)
-        tracker._transport = _BytesTransport(body)  # type: ignore[assignment]
-        return tracker
+    def _tracker(self, source: _BytesSource, resume: dict[str, Any] | None) -> CampaignTracker:
+        return CampaignTracker(source, LAUNCH, TrackOptions(poll_interval=0.001), resume=resume)
 
     async def _drain(self, tracker: CampaignTracker, count: int) -> int:
         seen = 0
@@ -106,9 +108,7 @@ class PollBench:
         return seen
 
     def _prime(self) -> dict[str, Any]:
-        tracker = self._tracker(self.before, None)
-        first = len(tracker._view.current)
-        assert first == 0
+        tracker = self._tracker(_BytesSource(self.before), None)
         total = orjson.loads(self.before)["deployments"]
         with_status = sum(1 for d in total if d["status"] is not None)
         self.loop.run_until_complete(self._drain(tracker, with_status))
@@ -116,11 +116,19 @@ class PollBench:
 
     def ready(self) -> CampaignTracker:
         """A tracker in the steady state after the first answer (built outside
-        the timing): its status dict restored, and holding the previous
-        answer, which the timed poll replaces (and frees), as a long-running
-        tracker does on every poll."""
-        tracker = self._tracker(self.after, self.checkpoint)
-        tracker._answer = _decode_answer(self.before, 200, {})
+        the timing): its statuses restored, and holding the previous answer
+        (one poll of it, which changes nothing), which the timed poll replaces
+        (and frees), as a long-running tracker does on every poll."""
+        source = _BytesSource(self.before)
+        tracker = self._tracker(source, self.checkpoint)
+
+        async def hold_previous_answer() -> None:
+            assert await tracker.prepare_poll()
+            await tracker.poll()
+            assert tracker.take_changes() == []
+
+        self.loop.run_until_complete(hold_previous_answer())
+        source.body = self.after
         return tracker
 
     def poll(self, tracker: CampaignTracker) -> None:
@@ -129,7 +137,6 @@ class PollBench:
         assert seen == self.changed
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.client.aclose())
         self.loop.close()
 
 

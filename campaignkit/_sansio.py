@@ -10,21 +10,22 @@ from __future__ import annotations
 import email.utils
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import SplitResult, quote, unquote, urlencode, urlsplit
 
 import aiohttp
 import attrs
-import msgspec
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from . import errors
-from ._convert import loader, structurer
+from ._decode import Decode as Decode
+from ._decode import decoder as decoder
+from ._validation import path_segment, raise_problems
 from ._version import __version__
 from .config import ClientConfig
-from .models import User
+from .models import CampaignAck, User
 
 T = TypeVar("T")
 
@@ -129,10 +130,6 @@ def build_request_to_url(
     return Request(endpoint, url, headers, body, users)
 
 
-Decode = Callable[[bytes, int, Mapping[str, str]], T]
-"""Reads a 2xx answer's body (given its status and headers) as a model."""
-
-
 def read_response(
     request: Request,
     status: int,
@@ -144,53 +141,6 @@ def read_response(
     if 200 <= status < 300:
         return decode(body, status, headers)
     raise error_for(request, status, headers, body)
-
-
-def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
-    """``body`` as JSON, or a :class:`ResponseError` that says what came instead."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    content_type = _case_insensitive(headers).get("Content-Type", "")
-    if not body:
-        what = "an empty body"
-    elif "html" in content_type or body.lstrip()[:1] == b"<":
-        what = "an HTML page (a proxy or gateway answered?)"
-    else:
-        what = f"a body that is not JSON ({len(body)} bytes, Content-Type {content_type!r})"
-    raise errors.ResponseError(f"expected JSON, got {what}", status=status)
-
-
-def decoder(cls: type[T]) -> Decode[T]:
-    """A decode function for ``read_response`` that builds ``cls``.
-
-    msgspec builds it straight from the bytes where it can; whatever it
-    refuses is parsed by orjson and built by the converter, which raise the
-    :class:`ResponseError` that names the problem and its path.
-    """
-    decode = _decoders.get(cls)
-    if decode is None:
-        decode = _decoders[cls] = _make_decoder(cls)
-    return decode
-
-
-_decoders: dict[Any, Decode[Any]] = {}
-
-
-def _make_decoder(cls: type[T]) -> Decode[T]:
-    load = loader(cls)
-    build = structurer(cls)
-
-    def decode(body: bytes, status: int, headers: Mapping[str, str]) -> T:
-        if load is not None:
-            try:
-                return load(body)
-            except msgspec.MsgspecError:
-                pass
-        return build(parse_json(body, status, headers))
-
-    return decode
 
 
 def error_for(
@@ -259,3 +209,74 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
     return max(0.0, seconds) if seconds == seconds else None
+
+
+def resolve_status_url(campaign_url: str, target: CampaignAck | str) -> tuple[str, str, str]:
+    """``(url, launch_request_id, status_url as given)`` for a tracker target.
+
+    A relative ``status_url`` is appended to ``campaign_url`` (which may carry
+    a path prefix); an absolute one is accepted only on ``campaign_url``'s
+    origin, so the API key never goes to another host. A bare
+    ``launch_request_id`` becomes ``/v2/send-campaign/<id>``.
+    """
+    if isinstance(target, CampaignAck):
+        status_url = target.status_url
+        launch_request_id: str | None = target.launch_request_id
+    elif isinstance(target, str):
+        if "/" in target:
+            status_url, launch_request_id = target, None
+        else:
+            problems: list[tuple[str, str]] = []
+            segment = path_segment("launch_request_id", target, problems)
+            raise_problems(problems)
+            return f"{campaign_url}/v2/send-campaign/{segment}", target, target
+    else:
+        raise errors.ValidationError(
+            [
+                (
+                    "target",
+                    "expected a CampaignAck, a launch_request_id or a status_url, "
+                    f"got {type(target).__name__}",
+                )
+            ]
+        )
+    if not isinstance(status_url, str) or not status_url.strip():
+        raise errors.CampaignKitError(f"invalid status_url {status_url!r}")
+    if any(ord(char) < 0x21 or char in "\\\x7f" for char in status_url):
+        raise errors.CampaignKitError(
+            f"refusing status_url {status_url!r}: whitespace, control characters or backslashes"
+        )
+    parts = urlsplit(status_url)
+    if parts.scheme or parts.netloc:
+        base = urlsplit(campaign_url)
+        if parts.scheme.lower() not in ("http", "https") or parts.username or parts.password:
+            raise errors.CampaignKitError(
+                f"refusing status_url {status_url!r}: not a plain http(s) URL"
+            )
+        if _origin(parts) != _origin(base):
+            raise errors.CampaignKitError(
+                f"refusing status_url {status_url!r}: it is not on the campaign_url's origin "
+                f"({base.scheme}://{base.netloc}); the API key is never sent to another host"
+            )
+        url = status_url
+        path = parts.path
+    else:
+        path = status_url if status_url.startswith("/") else "/" + status_url
+        url = campaign_url + path
+    url = quote(url, safe=":/?#[]@!$&'()*+,;=%-._~")
+    if launch_request_id is None:
+        launch_request_id = unquote(path.rstrip("/").rpartition("/")[2])
+        if not launch_request_id:
+            raise errors.CampaignKitError(f"status_url {status_url!r} names no launch request")
+    return url, launch_request_id, status_url
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        raise errors.CampaignKitError(f"invalid port in {parts.geturl()!r}") from None
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port

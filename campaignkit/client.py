@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -42,7 +43,7 @@ from .models import (
     SessionUpdate,
     User,
 )
-from .tracker import CampaignTracker, Target, TrackerGroup
+from .tracker import CampaignTracker, OnState, Target, TrackerGroup, TrackOptions
 
 __all__ = ["CampaignClient"]
 
@@ -440,21 +441,61 @@ class CampaignClient(AsyncClosing):
 
     # -- tracking (campaignkit.tracker) ---------------------------------------
 
-    def track(self, target: Target, **options: Any) -> CampaignTracker:
-        """Follow a campaign: an async iterator of every deployment status change.
+    def track(
+        self,
+        target: Target,
+        *,
+        until: str = "done",
+        poll_interval: float = 1.0,
+        max_interval: float = 30.0,
+        timeout: float | None = None,
+        not_found_grace: float = 30.0,
+        resume: Mapping[str, Any] | None = None,
+        on_state: OnState | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> CampaignTracker:
+        r"""Follow a campaign: an async iterator of every deployment status change.
 
         ``target`` is a :class:`CampaignAck`, a ``launch_request_id`` or a
-        ``status_url``; ``options`` are those of :class:`CampaignTracker`
-        (``until``, ``poll_interval``, ``max_interval``, ``timeout``,
-        ``not_found_grace``, ``resume``, ``on_state``).
+        ``status_url``. ``until="done"`` stops after the poll that shows
+        ``DONE``; ``"settled"`` goes on until every deployment is also out of
+        progress. Polls come ``poll_interval`` seconds after a change, backing
+        off (jittered) up to ``max_interval`` while nothing changes; a
+        ``Retry-After`` overrides the wait. ``timeout`` bounds the whole
+        tracking (then :class:`campaignkit.TimeoutError` with ``last_status``).
+        A 404 is retried for ``not_found_grace`` seconds after the first poll
+        (the launch may not be visible yet). ``resume`` takes a
+        :meth:`CampaignTracker.checkpoint`; ``on_state`` is called (and
+        awaited) on each new ``CampaignState``; ``clock`` is the monotonic
+        clock matching the client's ``sleep=`` (for tests). Mistakes are
+        :class:`ValidationError`\ s.
         """
-        return CampaignTracker(self, target, **options)
+        options = TrackOptions(
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+        )
+        return CampaignTracker(self.transport, target, options, resume=resume)
 
     def track_many(
-        self, targets: Iterable[Target], *, concurrency: int = 8, **options: Any
+        self,
+        targets: Iterable[Target],
+        *,
+        concurrency: int = 8,
+        until: str = "done",
+        poll_interval: float = 1.0,
+        max_interval: float = 30.0,
+        timeout: float | None = None,
+        not_found_grace: float = 30.0,
+        resume: Mapping[str, Any] | None = None,
+        on_state: OnState | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> TrackerGroup:
         """One merged stream of the changes of many launches (each change's
         ``launch_request_id`` says which), with at most ``concurrency`` status
-        requests in flight on this client's pool; ``options`` as for
-        :meth:`track` (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
-        return TrackerGroup(self, targets, concurrency=concurrency, **options)
+        requests in flight on this client's pool; options as for :meth:`track`
+        (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
+        options = TrackOptions(
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+        )
+        return TrackerGroup(
+            self.transport, targets, options, concurrency=concurrency, resume=resume
+        )

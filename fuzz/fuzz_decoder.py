@@ -15,8 +15,8 @@ import atheris
 with atheris.instrument_imports():
     from campaignkit import _sansio as wire
     from campaignkit import errors, models
+    from campaignkit._decode import StatusAnswer
     from campaignkit.config import ClientConfig
-    from campaignkit.tracker import _decode_answer
 
 CONFIG = ClientConfig(
     "fuzz-key", base_url="http://h", campaign_url="http://h", agent_url="http://h"
@@ -30,7 +30,7 @@ DECODERS = [
     (wire.DEPLOY_LEGACY, wire.decoder(models.LegacyDeployment)),
     (wire.SESSION_HISTORY, wire.decoder(list[models.HistoryEntry])),
     (wire.LIST_POLLS, wire.decoder(list[models.Poll])),
-    (wire.CAMPAIGN_STATUS, _decode_answer),
+    (wire.CAMPAIGN_STATUS, wire.decoder(StatusAnswer)),
 ]
 STATUSES = [200, 202, 301, 400, 401, 404, 410, 429, 500, 503]
 

@@ -39,7 +39,9 @@ from campaignkit import (
     ResponseError,
     TimeoutError,
 )
-from campaignkit.tracker import Progress, TrackerGroup, _decode_answer, _View
+from campaignkit._decode import StatusAnswer, decoder
+from campaignkit.tracker import Progress, TrackerGroup
+from campaignkit.tracker._diff import View
 
 S = DeploymentStatus
 KEY = "sk_test_tracker_123456"
@@ -628,7 +630,7 @@ async def test_early_break_and_aclose_leave_no_task(
 
 
 async def test_the_view_diffs_bytes_without_io() -> None:
-    view = _View("lr-1")
+    view = View("lr-1")
     first = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
     assert len(view.apply(decode(first), _now())) == 10
     second = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
@@ -639,7 +641,7 @@ async def test_the_view_diffs_bytes_without_io() -> None:
 
 
 def decode(data: dict[str, Any]) -> Any:
-    return _decode_answer(json.dumps(data).encode(), 200, {})
+    return decoder(StatusAnswer)(json.dumps(data).encode(), 200, {})
 
 
 json_values = st.recursive(
@@ -655,7 +657,7 @@ json_values = st.recursive(
 @settings(max_examples=200, deadline=None)
 def test_any_answer_decodes_or_raises_a_response_error(body: bytes) -> None:
     with contextlib.suppress(ResponseError):
-        _decode_answer(body, 200, {})
+        decoder(StatusAnswer)(body, 200, {})
 
 
 def _now() -> Any:

@@ -1,0 +1,38 @@
+"""``CampaignTracker``: every deployment status change of a campaign, as an
+async iterator, from polling its ``status_url`` (the contract is the
+Tracker section of DESIGN.md).
+
+- ``_diff``: the pure part: status ranks (statuses only move forward, a
+  final one never changes, so no transition is yielded twice), the diff of
+  one answer against the statuses held, their counts.
+- ``_checkpoint``: what was yielded, as JSON-able data, and back.
+- ``_schedule``: when the next poll is due, from tenacity wait objects.
+- ``_tracker``: the tracker, polling through a small :class:`StatusSource`
+  (the client's transport); ``_group``: ``track_many``'s merged stream.
+"""
+
+from __future__ import annotations
+
+from .._sansio import resolve_status_url
+from ..models import CampaignAck
+from ._diff import DeploymentChange, Progress
+from ._group import TrackerGroup
+from ._options import OnState, StatusSource, TrackOptions, Until
+from ._tracker import CampaignTracker, TrackerStats
+
+Target = CampaignAck | str
+"""What can be tracked: an acknowledgement, a ``launch_request_id`` or a ``status_url``."""
+
+__all__ = [
+    "CampaignTracker",
+    "DeploymentChange",
+    "OnState",
+    "Progress",
+    "StatusSource",
+    "Target",
+    "TrackOptions",
+    "TrackerGroup",
+    "TrackerStats",
+    "Until",
+    "resolve_status_url",
+]

@@ -1,0 +1,165 @@
+"""``TrackerGroup``: one merged stream of the changes of many launches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from typing import Any, Self, TypeVar
+
+from .. import _sansio as wire
+from .._closing import AsyncClosing
+from .._decode import Decode
+from .._sansio import Request
+from ..config import ClientConfig
+from ..errors import ValidationError
+from ..models import CampaignAck
+from ..status import DeploymentStatus
+from . import _checkpoint
+from ._diff import DeploymentChange, Progress
+from ._options import Sleep, StatusSource, TrackOptions
+from ._tracker import CampaignTracker
+
+T = TypeVar("T")
+
+
+class _Bounded:
+    """A :class:`StatusSource` with at most as many polls in flight as the
+    semaphore allows, shared by the group's trackers."""
+
+    def __init__(self, source: StatusSource, semaphore: asyncio.Semaphore) -> None:
+        self._source = source
+        self._semaphore = semaphore
+
+    @property
+    def config(self) -> ClientConfig:
+        return self._source.config
+
+    @property
+    def sleep(self) -> Sleep:
+        return self._source.sleep
+
+    async def attempt(self, request: Request, decode: Decode[T], timeout: float | None) -> T:
+        async with self._semaphore:
+            return await self._source.attempt(request, decode, timeout)
+
+
+class TrackerGroup(AsyncClosing):
+    """One merged stream of the changes of many launches (see
+    :meth:`CampaignClient.track_many`).
+
+    Each :class:`DeploymentChange` carries its ``launch_request_id``. At most
+    ``concurrency`` status requests are in flight at once, all on the
+    client's connection pool. Polls that are due together run together;
+    nothing runs between two changes, so breaking out, ``aclose()`` or
+    cancelling leaves no task behind. The first error of any launch (after
+    its own retries) ends the stream.
+    """
+
+    def __init__(
+        self,
+        source: StatusSource,
+        targets: Iterable[CampaignAck | str],
+        options: TrackOptions,
+        *,
+        concurrency: int = 8,
+        resume: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValidationError([("concurrency", "must be an integer >= 1")])
+        checkpoints = _checkpoint.group_checkpoints(resume)
+        bounded = _Bounded(source, asyncio.Semaphore(concurrency))
+        self.trackers: dict[str, CampaignTracker] = {}
+        campaign_url = source.config.host("campaign_url")
+        for target in targets:
+            launch = wire.resolve_status_url(campaign_url, target)[1]
+            if launch not in self.trackers:
+                self.trackers[launch] = CampaignTracker(
+                    bounded, target, options, resume=checkpoints.get(launch)
+                )
+        self._clock = options.clock
+        self._sleep = source.sleep
+        self._buffer: deque[tuple[str, DeploymentChange]] = deque()
+        self._busy = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<TrackerGroup of {len(self.trackers)} launches, progress={self.progress}>"
+
+    @property
+    def counts(self) -> Counter[DeploymentStatus | None]:
+        """Deployments by current status over every launch."""
+        total: Counter[DeploymentStatus | None] = Counter()
+        for tracker in self.trackers.values():
+            total.update(tracker.held_counts())
+        return total
+
+    @property
+    def progress(self) -> Progress:
+        return Progress.of(self.counts)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Every tracker's checkpoint; pass it as ``resume=`` to ``track_many``.
+        Changes read but not yet yielded are yielded again after a resume."""
+        pending: dict[str, list[tuple[str, DeploymentChange]]] = {}
+        for item in self._buffer:
+            pending.setdefault(item[1].launch_request_id, []).append(item)
+        checkpoints = []
+        for launch, tracker in self.trackers.items():
+            cp = tracker.checkpoint()
+            _checkpoint.unyield(cp["statuses"], pending.get(launch, ()))
+            checkpoints.append(cp)
+        return _checkpoint.group_checkpoint(checkpoints)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> DeploymentChange:
+        if self._busy:
+            raise RuntimeError("this TrackerGroup is already being iterated")
+        self._busy = True
+        try:
+            while not self._buffer:
+                if self._closed:
+                    raise StopAsyncIteration
+                await self._step()
+            return self._buffer.popleft()[1]
+        finally:
+            self._busy = False
+
+    async def _step(self) -> None:
+        active = [tracker for tracker in self.trackers.values() if await tracker.prepare_poll()]
+        if not active:
+            self._closed = True
+            return
+        now = self._clock()
+        due = [tracker for tracker in active if tracker.next_poll_at <= now]
+        if not due:
+            await self._sleep(min(tracker.next_poll_at for tracker in active) - now)
+            return
+        if len(due) == 1:
+            await due[0].poll()
+        else:
+            failures: list[BaseException] = []
+
+            async def poll(tracker: CampaignTracker) -> None:
+                try:
+                    await tracker.poll()
+                except Exception as exc:
+                    failures.append(exc)
+
+            # A TaskGroup waits for (or cancels and waits for) every poll.
+            async with asyncio.TaskGroup() as group:
+                for tracker in due:
+                    group.create_task(poll(tracker))
+            if failures:
+                raise failures[0]
+        for tracker in due:
+            self._buffer.extend(tracker.take_changes())
+
+    async def aclose(self) -> None:
+        """Stop every tracker; idempotent."""
+        self._closed = True
+        self._buffer.clear()
+        for tracker in self.trackers.values():
+            await tracker.aclose()

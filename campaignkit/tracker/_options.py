@@ -1,0 +1,71 @@
+"""What a tracker is given: its options, checked once, and the small
+interface it polls through (the client's transport satisfies it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol, TypeVar
+
+import attrs
+
+from .._decode import Decode
+from .._sansio import Request
+from ..config import ClientConfig
+from ..errors import ValidationError
+from ..status import CampaignState
+
+T = TypeVar("T")
+Until = Literal["done", "settled"]
+OnState = Callable[[CampaignState], "Awaitable[None] | None"]
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class StatusSource(Protocol):
+    """One HTTP exchange per poll, no retry (the tracker's schedule retries),
+    and the wait between polls."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+
+    @property
+    def sleep(self) -> Sleep: ...
+
+    async def attempt(self, request: Request, decode: Decode[T], timeout: float | None) -> T: ...
+
+
+def _is_seconds(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@attrs.frozen
+class TrackOptions:
+    """The options of :meth:`CampaignClient.track` (documented on
+    :class:`CampaignTracker`); a mistake is a :class:`ValidationError`."""
+
+    until: str = "done"
+    poll_interval: float = 1.0
+    max_interval: float = 30.0
+    timeout: float | None = None
+    not_found_grace: float = 30.0
+    on_state: OnState | None = None
+    clock: Clock = time.monotonic
+
+    def __attrs_post_init__(self) -> None:
+        problems = []
+        if self.until not in ("done", "settled"):
+            problems.append(("until", f"must be 'done' or 'settled', got {self.until!r}"))
+        for name in ("poll_interval", "max_interval"):
+            value = getattr(self, name)
+            if not _is_seconds(value) or not value > 0:
+                problems.append((name, "must be a positive number"))
+        timeout = self.timeout
+        if timeout is not None and (not _is_seconds(timeout) or not timeout > 0):
+            problems.append(("timeout", "must be a positive number or None"))
+        if not _is_seconds(self.not_found_grace) or not self.not_found_grace >= 0:
+            problems.append(("not_found_grace", "must be a number >= 0"))
+        if self.on_state is not None and not callable(self.on_state):
+            problems.append(("on_state", "must be callable"))
+        if problems:
+            raise ValidationError(problems)

@@ -1,0 +1,317 @@
+"""``CampaignTracker``: one tenacity ``AsyncRetrying`` drives the tracking.
+
+Each attempt is one poll (one HTTP exchange through the source), the result
+predicate keeps polling until the campaign is finished, the wait comes from
+:class:`PollSchedule`, the stop is the deadline (``timeout``). No background
+task: waits and polls run inside ``__anext__``, so breaking out, ``aclose()``
+or cancelling leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections import Counter, deque
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Self
+
+import attrs
+import tenacity
+
+from .. import _sansio as wire
+from .. import errors
+from .._closing import AsyncClosing
+from .._decode import StatusAnswer, decoder
+from .._transport import is_retryable
+from ..models import CampaignAck, CampaignStatus
+from ..status import CampaignState, DeploymentStatus
+from . import _checkpoint
+from ._diff import DeploymentChange, Progress, View
+from ._options import StatusSource, TrackOptions
+from ._schedule import PollSchedule
+
+_decode_answer = decoder(StatusAnswer)
+
+
+@attrs.frozen(slots=True)
+class TrackerStats:
+    """``polls``: HTTP exchanges made; ``retries``: failed polls that were
+    retried; ``changes``: changes yielded; ``stale``: backward moves ignored;
+    ``elapsed``: seconds since the first poll."""
+
+    polls: int = 0
+    retries: int = 0
+    changes: int = 0
+    stale: int = 0
+    elapsed: float = 0.0
+
+
+class CampaignTracker(AsyncClosing):
+    """Every deployment status change of one campaign, as an async iterator.
+
+    Build it with :meth:`CampaignClient.track`, which documents the options::
+
+        async for change in client.track(ack):
+            print(change.deployment.cellphone, change.previous, "->", change.current)
+
+    Transient failures (timeouts, dropped connections, 429, 5xx, an answer
+    that is not JSON) are retried without ending the stream and counted in
+    ``stats.retries``. A JSON answer of the wrong shape raises
+    :class:`ResponseError` naming the field path.
+    """
+
+    def __init__(
+        self,
+        source: StatusSource,
+        target: CampaignAck | str,
+        options: TrackOptions,
+        *,
+        resume: Mapping[str, Any] | None = None,
+    ) -> None:
+        config = source.config
+        url, launch_request_id, given = wire.resolve_status_url(config.host("campaign_url"), target)
+        self.launch_request_id = launch_request_id
+        self.status_url = given
+        self.until = options.until
+        self.timeout = options.timeout
+        self._options = options
+        self._source = source
+        self._clock = options.clock
+        self._request = wire.build_request_to_url(config, wire.CAMPAIGN_STATUS, url)
+        self._schedule = PollSchedule(
+            float(options.poll_interval),
+            max(float(options.max_interval), float(options.poll_interval)),
+            config.retry.retry_after_cap,
+        )
+        self._view = View(launch_request_id)
+        self._seen_answer = False
+        if resume is not None:
+            self._seen_answer = _checkpoint.restore(self._view, resume)
+        self._answer: StatusAnswer | None = None
+        self._result: CampaignStatus | None = None
+        self._buffer: deque[tuple[str, DeploymentChange]] = deque()
+        self._started: float | None = None
+        self._ended: float | None = None
+        self._deadline: float | None = None
+        self.next_poll_at = 0.0
+        """When the next poll is due, on the options' clock."""
+        self._quiet = 0  # polls in a row without a change
+        self._failures = 0  # failed polls in a row
+        self._polls = self._retries = self._changes = 0
+        self._finished = self._closed = self._busy = False
+        self._retrying = tenacity.AsyncRetrying(
+            retry=(
+                tenacity.retry_if_exception(self._is_transient)
+                | tenacity.retry_if_result(lambda _: not self._finished)
+            ),
+            wait=self._wait,
+            stop=lambda _: self._deadline is not None and self._clock() >= self._deadline,
+            sleep=self._schedule_poll,
+            before_sleep=self._count_retry,
+            retry_error_callback=self._timed_out,
+        )
+        self._attempts: tenacity.AsyncRetrying | None = None
+        self._attempt: tenacity.AttemptManager | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<CampaignTracker {self.launch_request_id!r} until={self.until!r} "
+            f"state={self.state} progress={self.progress}>"
+        )
+
+    @property
+    def state(self) -> CampaignState | None:
+        """The ``CampaignState`` of the last poll (None before the first)."""
+        return self._view.state
+
+    @property
+    def counts(self) -> Counter[DeploymentStatus | None]:
+        """Deployments by current status (``None``: not yet taken); a copy."""
+        return Counter(self._view.counts)
+
+    @property
+    def progress(self) -> Progress:
+        """done/total, failed and delivered, from :attr:`counts`."""
+        return self._view.progress()
+
+    @property
+    def result(self) -> CampaignStatus | None:
+        """The last status read (built on first access after each poll), with
+        the statuses as the tracker holds them; None before the first read."""
+        if self._result is None and self._answer is not None:
+            self._result = self._view.result(self._answer)
+        return self._result
+
+    @property
+    def stats(self) -> TrackerStats:
+        started, ended = self._started, self._ended
+        now = self._clock() if ended is None else ended
+        elapsed = 0.0 if started is None else now - started
+        return TrackerStats(self._polls, self._retries, self._changes, self._view.stale, elapsed)
+
+    @property
+    def finished(self) -> bool:
+        """True once the ``until`` condition was met (or the tracker closed)."""
+        return self._finished
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Plain JSON-able data to resume from (``client.track(..., resume=cp)``).
+        Changes read but not yet taken from the iterator are yielded again."""
+        return _checkpoint.checkpoint(self._view, self.status_url, self._buffer)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> DeploymentChange:
+        if self._busy:
+            raise RuntimeError("this CampaignTracker is already being iterated")
+        self._busy = True
+        try:
+            while not self._buffer:
+                if self._closed or not await self.prepare_poll():
+                    raise StopAsyncIteration
+                delay = self.next_poll_at - self._clock()
+                if delay > 0:
+                    await self._source.sleep(delay)
+                await self.poll()
+            self._changes += 1
+            return self._buffer.popleft()[1]
+        finally:
+            self._busy = False
+
+    async def aclose(self) -> None:
+        """Stop tracking; idempotent. Nothing runs between two changes."""
+        self._closed = True
+        self._finish()
+        self._buffer.clear()
+        self._attempt = None
+
+    # -- the steps, also driven by TrackerGroup ------------------------------------
+
+    async def prepare_poll(self) -> bool:
+        """Let tenacity decide the next poll (``next_poll_at``). False when
+        tracking is over; raises the final error (``NotFoundError`` after the
+        grace, a shape ``ResponseError``, the tracker's timeout)."""
+        if self._attempt is not None:
+            return True
+        if self._finished:
+            return False
+        if self._attempts is None:
+            self._started = self.next_poll_at = self._clock()
+            if self.timeout is not None:
+                self._deadline = self._started + self.timeout
+            self._attempts = self._retrying.__aiter__()
+        try:
+            self._attempt = await self._attempts.__anext__()
+        except StopAsyncIteration:
+            self._finish()
+            return False
+        except BaseException:
+            self._finish()
+            raise
+        return True
+
+    async def poll(self) -> None:
+        """One attempt: one HTTP exchange, then the diff. Cancel-safe: if it
+        is cancelled, the same attempt is made again on the next step."""
+        attempt = self._attempt
+        assert attempt is not None
+        timeout = None
+        if self._deadline is not None:
+            left = max(self._deadline - self._clock(), 1.0)
+            timeout = min(self._source.config.timeout, left)
+        self._polls += 1
+        try:
+            answer = await self._source.attempt(self._request, _decode_answer, timeout)
+        except Exception:
+            self._attempt = None
+            self._failures += 1
+            attempt.retry_state.set_exception(sys.exc_info())  # type: ignore[arg-type]
+            return
+        self._attempt = None
+        self._failures = 0
+        try:
+            changed = await self._apply(answer)
+        except BaseException:
+            self._finish()
+            raise
+        attempt.retry_state.set_result(changed)
+
+    def take_changes(self) -> list[tuple[str, DeploymentChange]]:
+        """The changes read and not yet yielded, handed to a group that yields them."""
+        changes = list(self._buffer)
+        self._buffer.clear()
+        self._changes += len(changes)
+        return changes
+
+    def held_counts(self) -> Counter[DeploymentStatus | None]:
+        """:attr:`counts` without the copy, for a group's totals."""
+        return self._view.counts
+
+    async def _apply(self, answer: StatusAnswer) -> bool:
+        view = self._view
+        previous_state = view.state
+        changes = view.apply(answer, datetime.now(UTC))
+        self._answer = answer
+        self._result = None
+        self._seen_answer = True
+        if answer.status is CampaignState.DONE and (self.until == "done" or view.settled()):
+            self._finish()
+        self._buffer.extend(changes)
+        self._quiet = 0 if changes else self._quiet + 1
+        on_state = self._options.on_state
+        if answer.status is not previous_state and on_state is not None:
+            outcome = on_state(answer.status)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return bool(changes)
+
+    def _finish(self) -> None:
+        self._finished = True
+        if self._ended is None and self._started is not None:
+            self._ended = self._clock()
+
+    # -- tenacity hooks -------------------------------------------------------------
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        if isinstance(exc, errors.NotFoundError):
+            assert self._started is not None
+            grace = self._options.not_found_grace
+            return not self._seen_answer and self._clock() - self._started < grace
+        if isinstance(exc, errors.ResponseError):
+            return exc.path is None  # not JSON at all (a proxy page, a cut body)
+        return is_retryable(self._request, exc)
+
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
+        assert outcome is not None
+        if outcome.failed:
+            retry_after = getattr(outcome.exception(), "retry_after", None)
+            wait = self._schedule.after_failure(retry_after, self._failures)
+        else:
+            wait = self._schedule.after_poll(outcome.result(), self._quiet)
+        if self._deadline is None:
+            return wait
+        return max(0.0, min(wait, self._deadline - self._clock()))
+
+    async def _schedule_poll(self, seconds: float) -> None:
+        # tenacity's sleep only sets when the next poll is due; the wait
+        # happens in __anext__ or the group's step (cancel-safe).
+        self.next_poll_at = self._clock() + seconds
+
+    def _count_retry(self, retry_state: tenacity.RetryCallState) -> None:
+        outcome = retry_state.outcome
+        if outcome is not None and outcome.failed:
+            self._retries += 1
+
+    def _timed_out(self, retry_state: tenacity.RetryCallState) -> None:
+        outcome = retry_state.outcome
+        cause = outcome.exception() if outcome is not None and outcome.failed else None
+        reached = "DONE" if self.until == "done" else "DONE with every deployment settled"
+        error = errors.TimeoutError(
+            f"launch request {self.launch_request_id!r} was not {reached} within "
+            f"{self.timeout:g} s (state {self.state}, progress {self.progress})",
+            last_status=self.result,
+        )
+        raise error from cause
