@@ -73,7 +73,7 @@ class FakeService:
         result = self.respond(len(self.requests) - 1, users)
         if isinstance(result, BaseException):
             raise result
-        return result  # type: ignore[no-any-return]
+        return result
 
     @property
     def phones(self) -> list[str]:
@@ -117,7 +117,9 @@ def people(n: int, start: int = 0) -> list[User]:
 # -- chunking and buckets -----------------------------------------------------
 
 
-async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: ScriptedExchange):
+async def test_chunks_in_input_order_with_acks(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     service = serve(mocked, FakeService())
     report = await client.send_bulk(7, people(25), chunk_size=10, concurrency=1)
     assert [len(users) for users in service.requests] == [10, 10, 5]
@@ -142,7 +144,9 @@ async def test_chunks_in_input_order_with_acks(client: CampaignClient, mocked: S
     assert report.elapsed > 0
 
 
-async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: ScriptedExchange):
+async def test_concurrent_chunks_all_sent_once(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     service = serve(mocked, FakeService())
     report = await client.send_bulk("7", people(1000), chunk_size=37, concurrency=8)
     assert sorted(service.phones) == sorted(f"+1555{i:07d}" for i in range(1000))
@@ -152,7 +156,7 @@ async def test_concurrent_chunks_all_sent_once(client: CampaignClient, mocked: S
 
 async def test_invalid_and_duplicate_users_reported_not_sent(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     service = serve(mocked, FakeService())
     bad_user = User(cellphone="12", country_code="1")
     users: list[Any] = [
@@ -205,7 +209,7 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
 
 async def test_ambiguous_500_is_reported_and_never_resent(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if users[0]["cellphone"] == "5550000010":
             return Reply(status=500, payload={"detail": "boom"})
@@ -227,7 +231,7 @@ async def test_ambiguous_500_is_reported_and_never_resent(
 
 async def test_dropped_connection_after_sending_is_ambiguous(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Any:
         # What the adapter makes of a server that closes once it read the request.
         return dropped_after_sending() if n == 0 else Reply(status=202, payload=ack(n))
@@ -239,7 +243,7 @@ async def test_dropped_connection_after_sending_is_ambiguous(
     assert [c.index for c in report.accepted] == [1]
 
 
-async def test_429_waits_and_retries(client: CampaignClient, mocked: ScriptedExchange):
+async def test_429_waits_and_retries(client: CampaignClient, mocked: ScriptedExchange) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if n == 0:
             return Reply(status=429, headers={"Retry-After": "0"}, payload={"detail": "x"})
@@ -255,7 +259,7 @@ async def test_429_waits_and_retries(client: CampaignClient, mocked: ScriptedExc
 
 async def test_429_after_every_retry_is_rejected_and_safe(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     service = serve(
         mocked, FakeService(lambda n, users: Reply(status=429, payload={"detail": "x"}))
     )
@@ -265,7 +269,7 @@ async def test_429_after_every_retry_is_rejected_and_safe(
     assert len(report.users_for("rejected")) == 3
 
 
-async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: ScriptedExchange):
+async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: ScriptedExchange) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if users[0]["cellphone"] == "5550000000":
             return Reply(status=400, payload={"detail": "bad"})
@@ -278,7 +282,7 @@ async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: Script
     assert report.counts["accepted"] == 4
 
 
-async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: ScriptedExchange):
+async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: ScriptedExchange) -> None:
     service = serve(
         mocked, FakeService(lambda n, users: Reply(status=401, payload={"detail": "no"}))
     )
@@ -293,7 +297,7 @@ async def test_401_stops_sending_the_rest(client: CampaignClient, mocked: Script
 
 async def test_bad_poll_id_and_options_fail_before_sending(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     service = serve(mocked, FakeService())
     consumed = 0
 
@@ -308,12 +312,12 @@ async def test_bad_poll_id_and_options_fail_before_sending(
     paths = [path for path, _ in info.value.problems]
     assert paths == ["poll_id", "chunk_size", "concurrency", "rate_limit"]
     with pytest.raises(ValidationError):
-        await client.send_bulk(7, "+15550000000")
+        await client.send_bulk(7, "+15550000000")  # type: ignore[arg-type]
     assert consumed == 0
     assert service.requests == []
 
 
-async def test_rate_limit_spaces_requests(mocked: ScriptedExchange):
+async def test_rate_limit_spaces_requests(mocked: ScriptedExchange) -> None:
     waits: list[float] = []
 
     async def record(seconds: float) -> None:
@@ -333,7 +337,9 @@ async def test_rate_limit_spaces_requests(mocked: ScriptedExchange):
 # -- report --------------------------------------------------------------------
 
 
-async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: ScriptedExchange):
+async def test_users_for_accepted_needs_keep(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     serve(mocked, FakeService())
     report = await client.send_bulk(7, people(4), chunk_size=3)
     assert report.accepted[0].users is None
@@ -345,7 +351,9 @@ async def test_users_for_accepted_needs_keep(client: CampaignClient, mocked: Scr
     assert kept.users_for("accepted") == people(4)
 
 
-async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: ScriptedExchange):
+async def test_report_repr_is_short_and_keyless(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     serve(mocked, FakeService(lambda n, users: Reply(status=500, body="x" * 5000)))
     report = await client.send_bulk(7, people(5000), chunk_size=100, concurrency=4)
     text = repr(report)
@@ -357,7 +365,9 @@ async def test_report_repr_is_short_and_keyless(client: CampaignClient, mocked: 
     assert isinstance(report, BulkReport)
 
 
-async def test_progress_reports_final_counts(client: CampaignClient, mocked: ScriptedExchange):
+async def test_progress_reports_final_counts(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         return Reply(status=500 if n == 1 else 202, payload=ack(n))
 
@@ -372,7 +382,7 @@ async def test_progress_reports_final_counts(client: CampaignClient, mocked: Scr
 
 async def test_async_progress_callback_and_failing_callback_do_not_stop(
     client: CampaignClient, mocked: ScriptedExchange, caplog: pytest.LogCaptureFixture
-):
+) -> None:
     serve(mocked, FakeService())
     calls: list[int] = []
 
@@ -393,7 +403,7 @@ async def test_async_progress_callback_and_failing_callback_do_not_stop(
 
 async def test_cancelled_send_cancels_its_pending_progress_calls(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
     started: list[asyncio.Task[Any]] = []
@@ -419,7 +429,7 @@ async def test_cancelled_send_cancels_its_pending_progress_calls(
 # -- input ---------------------------------------------------------------------
 
 
-async def test_async_iterable_input(client: CampaignClient, mocked: ScriptedExchange):
+async def test_async_iterable_input(client: CampaignClient, mocked: ScriptedExchange) -> None:
     service = serve(mocked, FakeService())
 
     async def stream() -> AsyncIterator[Any]:
@@ -434,7 +444,7 @@ async def test_async_iterable_input(client: CampaignClient, mocked: ScriptedExch
     assert [d.position for d in report.duplicates] == [7]
 
 
-async def test_input_is_consumed_lazily(client: CampaignClient, mocked: ScriptedExchange):
+async def test_input_is_consumed_lazily(client: CampaignClient, mocked: ScriptedExchange) -> None:
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
     consumed = 0
@@ -462,7 +472,7 @@ async def test_input_is_consumed_lazily(client: CampaignClient, mocked: Scripted
 
 async def test_an_input_error_is_raised_after_sending_what_was_read(
     client: CampaignClient, mocked: ScriptedExchange
-):
+) -> None:
     service = serve(mocked, FakeService())
 
     def generate() -> Iterator[User]:
@@ -513,7 +523,7 @@ def respond_by_phone(n: int, users: list[dict[str, Any]]) -> Reply:
 
 async def test_journal_records_each_recipient_outcome(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     serve(mocked, FakeService(respond_by_phone))
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
@@ -526,7 +536,7 @@ async def test_journal_records_each_recipient_outcome(
 
 async def test_rerun_in_another_order_sends_nobody_again(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService(respond_by_phone))
     journal = tmp_path / "run.db"
     first = await client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
@@ -557,7 +567,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
 
 async def test_rerun_sends_only_users_added_and_not_the_removed_ones(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(5), chunk_size=2, journal=journal)
@@ -571,7 +581,7 @@ async def test_rerun_sends_only_users_added_and_not_the_removed_ones(
 
 async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(4), chunk_size=2, concurrency=1, journal=journal)
@@ -590,7 +600,7 @@ async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
 
 async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
     journal = tmp_path / "run.db"
@@ -613,7 +623,7 @@ async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
 
 async def test_a_run_belongs_to_one_poll(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(2), journal=journal, run="spring")
@@ -628,7 +638,7 @@ async def test_a_run_belongs_to_one_poll(
 
 async def test_an_old_chunk_journal_is_refused(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     journal = tmp_path / "old.db"
     with sqlite3.connect(journal) as conn:
@@ -691,7 +701,7 @@ def test_users_from_csv_bad_header(tmp_path: Path) -> None:
 
 async def test_send_bulk_from_csv_async(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
-):
+) -> None:
     service = serve(mocked, FakeService())
     path = tmp_path / "users.csv"
     path.write_text(CSV_TEXT)
@@ -704,7 +714,7 @@ async def test_send_bulk_from_csv_async(
     assert service.requests[1][0]["deployment_eta"] == 1893456000
 
 
-async def test_empty_input_sends_nothing(client: CampaignClient, mocked: ScriptedExchange):
+async def test_empty_input_sends_nothing(client: CampaignClient, mocked: ScriptedExchange) -> None:
     service = serve(mocked, FakeService())
     report = await client.send_bulk(7, iter(()))
     assert service.requests == []

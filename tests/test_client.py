@@ -673,10 +673,10 @@ async def test_validation_lists_every_problem_and_sends_nothing(
         USERS[0],
         User(cellphone="300-ABC", country_code="57", deployment_eta=datetime(2030, 1, 1)),
         User(
-            cellphone=3001,
-            country_code="+12345",  # type: ignore[arg-type]
-            user_session_keys=[SessionKey("k", 5), "nope"],
-        ),  # type: ignore[arg-type, list-item]
+            cellphone=3001,  # type: ignore[arg-type]
+            country_code="+12345",
+            user_session_keys=[SessionKey("k", 5), "nope"],  # type: ignore[arg-type, list-item]
+        ),
         "not a user",
     ]
     with pytest.raises(ValidationError) as caught:
@@ -965,4 +965,4 @@ async def test_max_retries_joins_a_given_retry_policy() -> None:
     client = CampaignClient(KEY, max_retries=5, retry=RetryPolicy(backoff_initial=0.1))
     assert client.config.retry == RetryPolicy(max_retries=5, backoff_initial=0.1)
     with pytest.raises(ConfigurationError, match="RetryPolicy"):
-        CampaignClient(KEY, max_retries=1, retry={"max_retries": 1})
+        CampaignClient(KEY, max_retries=1, retry={"max_retries": 1})  # type: ignore[arg-type]
