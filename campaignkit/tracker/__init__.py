@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from .._sansio import resolve_status_url
 from ..models import CampaignAck
-from ._diff import DeploymentChange, Progress
+from ._diff import DeploymentChange, Progress, TrackerStats
 from ._group import TrackerGroup
 from ._options import OnState, StatusSource, TrackOptions, Until
-from ._tracker import CampaignTracker, TrackerStats
+from ._tracker import CampaignTracker
 
 Target = CampaignAck | str
 """What can be tracked: an acknowledgement, a ``launch_request_id`` or a ``status_url``."""

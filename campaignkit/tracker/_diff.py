@@ -93,6 +93,19 @@ class Progress:
         return cls(done, total, failed, delivered)
 
 
+@attrs.frozen(slots=True)
+class TrackerStats:
+    """``polls``: HTTP exchanges made; ``retries``: failed polls that were
+    retried; ``changes``: changes yielded; ``stale``: backward moves ignored;
+    ``elapsed``: seconds since the first poll."""
+
+    polls: int = 0
+    retries: int = 0
+    changes: int = 0
+    stale: int = 0
+    elapsed: float = 0.0
+
+
 def entry_key(entry: StatusEntry) -> str:
     """The key of one deployment entry: conversation_id, else service_id,
     else cellphone; ``""`` when it has none of them."""

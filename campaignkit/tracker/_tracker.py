@@ -1,11 +1,7 @@
-"""``CampaignTracker``: one tenacity ``AsyncRetrying`` drives the tracking.
-
-Each attempt is one poll (one HTTP exchange through the source), the result
-predicate keeps polling until the campaign is finished, the wait comes from
-:class:`PollSchedule`, the stop is the deadline (``timeout``). No background
-task: waits and polls run inside ``__anext__``, so breaking out, ``aclose()``
-or cancelling leaves nothing running.
-"""
+"""``CampaignTracker``: one tenacity ``AsyncRetrying`` drives the tracking,
+each attempt one poll, waits from :class:`PollSchedule`, the stop at the
+deadline. No background task: waits and polls run inside ``__anext__``, so
+breaking out, ``aclose()`` or cancelling leaves nothing running."""
 
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Self
 
-import attrs
 import tenacity
 
 from .. import _sansio as wire
@@ -27,24 +22,11 @@ from .._transport import is_retryable
 from ..models import CampaignAck, CampaignStatus
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
-from ._diff import DeploymentChange, Progress, View
+from ._diff import DeploymentChange, Progress, TrackerStats, View
 from ._options import StatusSource, TrackOptions
 from ._schedule import PollSchedule
 
 _decode_answer = decoder(StatusAnswer)
-
-
-@attrs.frozen(slots=True)
-class TrackerStats:
-    """``polls``: HTTP exchanges made; ``retries``: failed polls that were
-    retried; ``changes``: changes yielded; ``stale``: backward moves ignored;
-    ``elapsed``: seconds since the first poll."""
-
-    polls: int = 0
-    retries: int = 0
-    changes: int = 0
-    stale: int = 0
-    elapsed: float = 0.0
 
 
 class CampaignTracker(AsyncClosing):
