@@ -59,7 +59,6 @@ from .bulk import (
     Planner,
     UserInput,
     default_run,
-    report_from_ledger,
     send_claim,
 )
 from .client import CampaignClient
@@ -256,12 +255,13 @@ class BulkWorkers:
         raise_problems(problems)
         ledger = await self._producer.get()
         run = run or default_run(segment)
-        await ledger.start_run(run, segment)
+        # Chunk names are new to each producer: a re-read input never joins an older chunk.
+        input_pass = uuid.uuid4().hex[:8]
+        prefix = f"{input_pass}-"
+        await ledger.start_run(run, segment, input_pass=input_pass)
         for chunk in await ledger.unenqueued_chunks(run):
             await self._enqueue(ledger, run, chunk)
         planner = Planner(chunk_size)
-        # Chunk names are new to each producer: a re-read input never joins an older chunk.
-        prefix = f"{uuid.uuid4().hex[:8]}-"
 
         async def plan(planned: PlannedChunk | None) -> None:
             await ledger.skip(run, planner.drain_skipped())
@@ -314,7 +314,7 @@ class BulkWorkers:
         async with asyncio.timeout(timeout):
             async for _ in self.progress(run, poll_interval=poll_interval):
                 pass
-        return await report_from_ledger(await self._producer.get(), run)
+        return await (await self._producer.get()).report(run)
 
 
 async def _items(users: UserInput) -> AsyncIterator[Any]:

@@ -205,3 +205,32 @@ def test_any_input_orders_and_crash_points_send_nobody_twice(
                 await scenario(functools.partial(PostgresLedger, dsn))
 
         asyncio.run(on_postgres())
+
+
+async def test_the_ledger_reports_a_run_as_send_bulk_did(
+    sb: Sandbox, journal: Callable[[], Ledger]
+) -> None:
+    users: list[Any] = [
+        *people(range(10)),
+        *people([3, 4]),
+        {"cellphone": "x", "country_code": "+57"},
+    ]
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0].id
+        async with journal() as ledger:
+            sent = await client.send_bulk(poll, users, chunk_size=4, journal=ledger)
+            info = await ledger.run_info(f"poll-{poll}")
+            read = await ledger.report(f"poll-{poll}")
+    assert sent.counts == {
+        "accepted": 10,
+        "rejected": 0,
+        "ambiguous": 0,
+        "invalid": 1,
+        "duplicate": 2,
+    }
+    assert read.counts == sent.counts
+    assert read.total == sent.total == 13
+    assert read.launch_request_ids == sent.launch_request_ids
+    assert [d.position for d in read.duplicates] == [10, 11]
+    assert info is not None
+    assert (info.input_done, info.total) == (True, 13)

@@ -269,4 +269,10 @@ async def test_restarted_producer(
         assert await bulk.submit(poll, rest, run="r", chunk_size=70) == "r"
         report = await bulk.wait("r", poll_interval=0.05, timeout=30)
     assert report.counts["accepted"] == VALID
+    # The skipped inputs are those of the last pass, counted once.
+    last_pass = Planner(70)
+    for user in rest:
+        last_pass.take(user)
+    assert report.counts["invalid"] == len(last_pass.invalid)
+    assert report.counts["duplicate"] == len(last_pass.duplicates)
     await assert_once(sb, postgres_dsn, "r", report)

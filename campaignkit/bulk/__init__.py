@@ -47,7 +47,6 @@ from .._report import (
     InvalidUser,
     Outcome,
 )
-from ..ledger import Ledger
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
 from ._send import (
@@ -79,13 +78,7 @@ __all__ = [
     "UserInput",
     "ausers_from_csv",
     "default_run",
-    "report_from_ledger",
     "send_bulk",
     "send_claim",
     "users_from_csv",
 ]
-
-
-async def report_from_ledger(ledger: Ledger, run: str) -> BulkReport:
-    """The run's report read from ``ledger``: the same as ``ledger.report(run)``."""
-    return await ledger.report(run)

@@ -228,6 +228,7 @@ class _BulkSend:
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
         if self.ledger is not None:
+            await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
             for _, _, state, ack, _ in await self.ledger.claims(self.run_name):
                 if state == ACCEPTED and ack:
                     parsed = CampaignAck(**orjson.loads(ack))
@@ -249,6 +250,9 @@ class _BulkSend:
         for name in ("accepted", "rejected", "ambiguous"):
             getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
         report.elapsed = time.monotonic() - started
+        if self.ledger is not None and self._input_error is None:
+            await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+            await self.ledger.finish_input(self.run_name, report.total)
         await self.progress.finish()
         if self._input_error is not None:
             error = self._input_error
@@ -318,7 +322,6 @@ async def send_bulk(
     try:
         if ledger is not None:
             await ledger.open()
-            await ledger.start_run(run_name, segment)
         bulk = _BulkSend(
             client,
             str(poll_id),

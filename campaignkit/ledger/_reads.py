@@ -50,6 +50,13 @@ def _user_of(text: str | None) -> User:
     return user
 
 
+# The skipped inputs of the run's latest pass only: another pass's positions
+# may name other inputs (a rerun in another order).
+_CURRENT_PASS: Final = (
+    "run = ? AND input_pass = (SELECT input_pass FROM campaignkit_runs WHERE run = ?)"
+)
+
+
 class LedgerReads:
     """The read side of :class:`SqlLedger`, over the same transactions."""
 
@@ -67,7 +74,10 @@ class LedgerReads:
                 run,
             )
             skipped = await tx.fetch(
-                "SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE run = ? GROUP BY kind", run
+                f"SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE {_CURRENT_PASS}"
+                " GROUP BY kind",
+                run,
+                run,
             )
         counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
         counts.update({state: int(n) for state, n in rows})
@@ -111,10 +121,12 @@ class LedgerReads:
         return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     async def skipped(self, run: str) -> list[Skipped]:
+        """The inputs the run's current pass did not send."""
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "SELECT position, kind, phone, reason, line, item FROM campaignkit_skipped"
-                " WHERE run = ? ORDER BY position",
+                f" WHERE {_CURRENT_PASS} ORDER BY position",
+                run,
                 run,
             )
         return [Skipped(*row) for row in rows]
@@ -167,6 +179,11 @@ class LedgerReads:
                 )
         counted = sum(report.counts.values())
         report.total = max(info.total or 0, counted)
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
+            )
+        report.elapsed = max(0.0, (rows[0][0] or info.created) - info.created)
         return report
 
     # -- webhook deliveries

@@ -27,7 +27,8 @@ SCHEMA: Final = (
         poll TEXT NOT NULL,
         created DOUBLE PRECISION NOT NULL,
         total BIGINT,
-        input_done INTEGER NOT NULL DEFAULT 0
+        input_done INTEGER NOT NULL DEFAULT 0,
+        input_pass TEXT NOT NULL DEFAULT ''
     )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
         run TEXT NOT NULL,
@@ -72,13 +73,14 @@ SCHEMA: Final = (
     )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_skipped (
         run TEXT NOT NULL,
+        input_pass TEXT NOT NULL,
         position BIGINT NOT NULL,
         kind TEXT NOT NULL,
         phone TEXT,
         reason TEXT,
         line BIGINT,
         item TEXT,
-        PRIMARY KEY (run, position)
+        PRIMARY KEY (run, input_pass, position)
     )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_seen (
         namespace TEXT NOT NULL,

@@ -78,8 +78,14 @@ class SqlLedger(LedgerReads, abc.ABC):
 
     # -- runs
 
-    async def start_run(self, run: str, poll: str) -> RunInfo:
-        """The run, created for ``poll`` if new; a run of another poll is refused."""
+    async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
+        """The run, created for ``poll`` if new; a run of another poll is refused.
+
+        ``input_pass`` names a new reading of the run's input (a producer, a
+        ``send_bulk`` call): the run is not done until it finishes, and the
+        report counts the inputs it skips, not those of earlier passes (whose
+        positions may name other inputs).
+        """
         async with self._transaction() as tx:
             await tx.execute(
                 "INSERT INTO campaignkit_runs (run, poll, created) VALUES (?, ?, ?)"
@@ -89,6 +95,14 @@ class SqlLedger(LedgerReads, abc.ABC):
                 time.time(),
             )
             info = await self._run_info(tx, run)
+            if input_pass is not None and info is not None and info.poll == poll:
+                await tx.execute(
+                    "UPDATE campaignkit_runs SET input_pass = ?, input_done = 0, total = NULL"
+                    " WHERE run = ?",
+                    input_pass,
+                    run,
+                )
+                info = await self._run_info(tx, run)
         assert info is not None
         if info.poll != poll:
             raise LedgerError(
@@ -299,14 +313,22 @@ class SqlLedger(LedgerReads, abc.ABC):
         return [row[0] for row in rows]
 
     async def skip(self, run: str, items: Sequence[Skipped]) -> None:
-        """Record inputs not sent (invalid or duplicate), for the run's report."""
+        """Record inputs not sent (invalid or duplicate) by the run's current pass."""
         if not items:
             return
         async with self._transaction() as tx:
+            rows = await tx.fetch("SELECT input_pass FROM campaignkit_runs WHERE run = ?", run)
+            if not rows:
+                raise LedgerError(f"this ledger has no run {run!r}: start_run() first")
             await tx.executemany(
-                "INSERT INTO campaignkit_skipped (run, position, kind, phone, reason, line, item)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, position) DO NOTHING",
-                [(run, s.position, s.kind, s.phone, s.reason, s.line, s.item) for s in items],
+                "INSERT INTO campaignkit_skipped"
+                " (run, input_pass, position, kind, phone, reason, line, item)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run, input_pass, position) DO NOTHING",
+                [
+                    (run, rows[0][0], s.position, s.kind, s.phone, s.reason, s.line, s.item)
+                    for s in items
+                ],
             )
 
     # -- reading

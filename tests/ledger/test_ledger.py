@@ -315,6 +315,7 @@ async def test_counts_list_every_state(ledger: Ledger) -> None:
         "invalid": 0,
         "duplicate": 0,
     }
+    await ledger.start_run(RUN, "poll-1")
     await ledger.plan(RUN, "c1", people(3))
     await ledger.plan(RUN, "c2", people(2, first=3, position=3))
     await claimed(ledger, "c2")
@@ -345,7 +346,10 @@ async def test_records_are_paged_in_input_order(ledger: Ledger) -> None:
     assert [r async for r in ledger.records("other-run")] == []
 
 
-async def test_skipped(ledger: Ledger) -> None:
+async def test_skipped_inputs_are_those_of_the_current_pass(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="no run"):
+        await ledger.skip(RUN, [Skipped(1, "invalid")])
+    await ledger.start_run(RUN, "poll-1", input_pass="first")
     items = [
         Skipped(7, "duplicate", phone="+573000000001"),
         Skipped(2, "invalid", reason="no cellphone", line=3, item='{"x": 1}'),
@@ -355,6 +359,15 @@ async def test_skipped(ledger: Ledger) -> None:
     await ledger.skip(RUN, [])
     assert await ledger.skipped(RUN) == items[::-1]
     assert await ledger.skipped("other-run") == []
+    # A rerun in another order: its positions name other inputs.
+    await ledger.start_run(RUN, "poll-1", input_pass="second")
+    assert await ledger.skipped(RUN) == []
+    info = await ledger.run_info(RUN)
+    assert info is not None
+    assert not info.input_done
+    await ledger.skip(RUN, [Skipped(0, "invalid", reason="empty")])
+    assert [s.position for s in await ledger.skipped(RUN)] == [0]
+    assert (await ledger.counts(RUN))["invalid"] == 1
 
 
 # -- the producer's chunks
