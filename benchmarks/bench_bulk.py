@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import resource
 import subprocess
@@ -27,7 +26,8 @@ from aiohttp import web
 
 from campaignkit import CampaignClient, User
 from campaignkit import _sansio as wire
-from campaignkit._validation import user_wire
+from campaignkit._validation import users_tuple, users_wire
+from campaignkit.bulk import Planner
 
 from ._floor_server import free_port, running
 from ._harness import Row, Timing, ab_async, ab_sync, throughput_ratio, time_ratio
@@ -72,18 +72,24 @@ def row5(quick: bool) -> list[Row]:
 
     def sdk() -> None:  # what send_campaign does before any I/O
         for _ in range(repeat):
-            client._deploy_request(wire.SEND_CAMPAIGN, 7, users)
+            problems: list[tuple[str, str]] = []
+            given = users_tuple(users, problems)
+            body = users_wire(given, problems)
+            wire.build_request(
+                client.config,
+                wire.SEND_CAMPAIGN,
+                path_params={"poll_id": "7"},
+                json={"users": body},
+                users=given,
+            )
 
-    def bulk_chunk() -> None:  # what send_bulk does per chunk (validate, dedup key, hash)
+    def bulk_chunk() -> None:  # what send_bulk does per chunk (validate, dedup, body)
         for _ in range(repeat):
-            wires = []
-            for index, user in enumerate(users):
-                entry = user_wire(user, f"users[{index}]", [])
-                assert entry is not None
-                _ = entry["country_code"] + entry["cellphone"]
-                wires.append(entry)
-            body = orjson.dumps(wires, option=orjson.OPT_SORT_KEYS)
-            hashlib.sha256(body).hexdigest()
+            planner = Planner(len(users))
+            for user in users:
+                chunk = planner.take(user)
+            assert chunk is not None
+            _ = chunk.body
 
     floor_t, sdk_t = ab_sync(floor, sdk, rounds)
     _, bulk_t = ab_sync(floor, bulk_chunk, rounds)
