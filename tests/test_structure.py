@@ -28,7 +28,6 @@ IN_PROGRESS: dict[tuple[str, str], str] = {
     ("cycle", "campaignkit._demo"): "cli <-> _demo: the demo becomes a cli command",
     ("cycle", "campaignkit.cli"): "cli <-> _demo: the demo becomes a cli command",
     ("size", "campaignkit.cli"): "cli.py becomes the package campaignkit/cli/",
-    ("size", "campaignkit.client"): "client methods of 3-6 lines over one helper",
     ("size", "campaignkit.bulk._send"): "bulk sends are rebuilt by the ledger issue",
     ("size", "campaignkit.ledger._store"): "not split yet",
     ("size", "campaignkit.sandbox._app"): "not split yet",
