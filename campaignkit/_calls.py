@@ -50,6 +50,21 @@ def _session_page(body: bytes, status: int, headers: Mapping[str, str]) -> Sessi
     return page if page.next_id else SessionPage(page.results, None)
 
 
+_ACK = wire.decoder(CampaignAck)
+_LEGACY = wire.decoder(LegacyDeployment)
+
+
+def _users_body(users: Iterable[User]) -> dict[str, Any]:
+    """A campaign body's ``_call`` arguments: its JSON, users and problems."""
+    problems: Problems = []
+    given = users_tuple(users, problems)
+    return {
+        "body_problems": problems,
+        "json": {"users": users_wire(given, problems)},
+        "users": given,
+    }
+
+
 class ServiceCalls:
     """The calls of :class:`~campaignkit.CampaignClient`."""
 
@@ -91,8 +106,9 @@ class ServiceCalls:
     ) -> CampaignAck:
         """Queue a campaign of ``poll_id`` to ``users``; answered before anyone
         is messaged. Track it with :meth:`track`."""
-        return await self._deploy(
-            wire.SEND_CAMPAIGN, CampaignAck, poll_id, users, timeout, max_retries
+        body = _users_body(users)
+        return await self._call(
+            wire.SEND_CAMPAIGN, _ACK, timeout, max_retries, **body, poll_id=poll_id
         )
 
     async def deploy_legacy(
@@ -113,31 +129,9 @@ class ServiceCalls:
             DeprecationWarning,
             stacklevel=2,
         )
-        return await self._deploy(
-            wire.DEPLOY_LEGACY, LegacyDeployment, poll_id, users, timeout, max_retries
-        )
-
-    async def _deploy(
-        self,
-        endpoint: wire.Endpoint,
-        answer: type[T],
-        poll_id: str | int,
-        users: Iterable[User],
-        timeout: float | None,
-        max_retries: int | None,
-    ) -> T:
-        problems: Problems = []
-        given = users_tuple(users, problems)
-        body = users_wire(given, problems)
+        body = _users_body(users)
         return await self._call(
-            endpoint,
-            wire.decoder(answer),
-            timeout,
-            max_retries,
-            body_problems=problems,
-            json={"users": body},
-            users=given,
-            poll_id=poll_id,
+            wire.DEPLOY_LEGACY, _LEGACY, timeout, max_retries, **body, poll_id=poll_id
         )
 
     async def update_session(
@@ -161,8 +155,6 @@ class ServiceCalls:
             json={"user_session_keys": keys},
             session_external_id=session_external_id,
         )
-
-    # -- reads (retried) ------------------------------------------------------
 
     async def get_campaign_status(
         self,
