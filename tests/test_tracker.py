@@ -1,5 +1,5 @@
-"""CampaignTracker against scripted status answers (aioresponses) and a tiny
-local server (for cancellation, open connections and track_many's bound).
+"""CampaignTracker against scripted status answers (a ScriptedExchange) and a
+tiny local server (for cancellation, open connections and track_many's bound).
 
 Time is fake: the client's ``sleep=`` advances a fake clock the tracker reads
 through ``clock=``, so backoffs of minutes run instantly and are asserted.
@@ -16,10 +16,9 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
-from aioresponses import aioresponses
+from helpers.exchange import ScriptedExchange, dropped_after_sending
 from helpers.fakes import FakeTime
 from helpers.servers import serving
 from hypothesis import given, settings
@@ -89,18 +88,17 @@ def fake() -> FakeTime:
 
 
 @pytest.fixture
-async def client(fake: FakeTime) -> AsyncIterator[CampaignClient]:
-    async with CampaignClient(KEY, campaign_url=CAMPAIGN, sleep=fake.sleep) as c:
-        yield c
+def mocked() -> ScriptedExchange:
+    return ScriptedExchange()
 
 
 @pytest.fixture
-def mocked() -> AsyncIterator[aioresponses]:
-    with aioresponses() as m:
-        yield m
+async def client(fake: FakeTime, mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
+    async with CampaignClient(KEY, campaign_url=CAMPAIGN, sleep=fake.sleep, exchange=mocked) as c:
+        yield c
 
 
-def script(m: aioresponses, *answers: Any, url: str = URL) -> None:
+def script(m: ScriptedExchange, *answers: Any, url: str = URL) -> None:
     """Register answers in order; a dict is a 200 JSON answer, a tuple
     ``(status, body, headers)`` anything else, an exception is raised."""
     for item in answers:
@@ -113,8 +111,8 @@ def script(m: aioresponses, *answers: Any, url: str = URL) -> None:
             m.get(url, status=status, body=body, headers=headers)
 
 
-def requests_to(m: aioresponses, url: str = URL) -> int:
-    return sum(len(calls) for (method, u), calls in m.requests.items() if str(u) == url)
+def requests_to(m: ScriptedExchange, url: str = URL) -> int:
+    return len(m.calls("GET", url))
 
 
 async def collect(tracker: Any) -> list[DeploymentChange]:
@@ -130,7 +128,7 @@ async def collect_into(tracker: Any, got: list[DeploymentChange]) -> None:
 
 
 async def test_scripted_sequence_yields_each_change_once_with_state_counts_and_waits(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
@@ -187,7 +185,7 @@ async def test_scripted_sequence_yields_each_change_once_with_state_counts_and_w
 
 
 async def test_interval_grows_to_max_while_nothing_changes(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(mocked, *[answer("PENDING")] * 8, answer("DONE", dep(1, "DELIVERED")))
     changes = await collect(
@@ -201,7 +199,7 @@ async def test_interval_grows_to_max_while_nothing_changes(
 
 
 async def test_push_misspelling_unknown_status_and_spelling_flip(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
@@ -223,7 +221,7 @@ async def test_push_misspelling_unknown_status_and_spelling_flip(
 
 
 async def test_backward_stale_read_is_not_yielded_and_final_never_moves(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
@@ -247,7 +245,7 @@ async def test_backward_stale_read_is_not_yielded_and_final_never_moves(
 
 
 async def test_keys_fall_back_to_service_id_then_cellphone(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     a = {"service_id": "s1", "cellphone": "3001", "status": "RECEIVED"}
     b = {"conversation_id": None, "service_id": None, "cellphone": "3002", "status": "RECEIVED"}
@@ -270,7 +268,7 @@ async def test_keys_fall_back_to_service_id_then_cellphone(
 
 
 async def test_transient_failures_are_retried_counted_and_retry_after_overrides_the_wait(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
@@ -278,7 +276,7 @@ async def test_transient_failures_are_retried_counted_and_retry_after_overrides_
         (429, '{"detail": "slow down"}', {"Retry-After": "7"}),
         (503, '{"detail": "busy"}', {"Retry-After": "11"}),
         (500, '{"detail": "boom"}', {}),
-        aiohttp.ServerDisconnectedError(),
+        dropped_after_sending(),
         (502, "<html><body>Bad Gateway</body></html>", {"Content-Type": "text/html"}),
         (200, "<html>proxy</html>", {"Content-Type": "text/html"}),
         answer("DONE", dep(1, "DELIVERED")),
@@ -296,7 +294,7 @@ async def test_transient_failures_are_retried_counted_and_retry_after_overrides_
 
 
 async def test_not_found_is_tolerated_during_the_grace_period(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     not_found = (404, '{"detail": "Launch request not found"}', {})
     script(mocked, not_found, not_found, answer("DONE", dep(1, "DELIVERED")))
@@ -306,7 +304,7 @@ async def test_not_found_is_tolerated_during_the_grace_period(
 
 
 async def test_not_found_after_the_grace_period_is_raised(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     mocked.get(URL, status=404, body='{"detail": "not found"}', repeat=True)
     tracker = client.track(ACK, clock=fake.clock, not_found_grace=10, poll_interval=1.0)
@@ -321,7 +319,7 @@ async def test_not_found_after_the_grace_period_is_raised(
 
 
 async def test_not_found_after_a_successful_read_is_raised_at_once(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED")), (404, '{"detail": "gone"}', {}))
     tracker = client.track(ACK, clock=fake.clock)
@@ -333,7 +331,7 @@ async def test_not_found_after_a_successful_read_is_raised_at_once(
 
 
 async def test_timeout_raises_campaignkit_timeout_with_the_last_status(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "DELIVERED")))
     mocked.get(
@@ -367,7 +365,7 @@ def builtins_timeout() -> type[BaseException]:
 
 
 async def test_timeout_while_failing_carries_the_last_good_status_and_the_cause(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(mocked, answer("PENDING"))
     mocked.get(URL, status=500, body="{}", repeat=True)
@@ -392,7 +390,7 @@ async def test_timeout_while_failing_carries_the_last_good_status_and_the_cause(
     ],
 )
 async def test_malformed_entry_is_a_response_error_with_its_path(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime, entry: Any, path: str
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime, entry: Any, path: str
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED"), entry))
     with pytest.raises(ResponseError) as info:
@@ -403,7 +401,7 @@ async def test_malformed_entry_is_a_response_error_with_its_path(
 
 
 async def test_malformed_entry_after_a_good_poll_reports_its_index(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     good = [dep(i, "RECEIVED") for i in range(20)]
     bad = [dict(d) for d in good]
@@ -433,9 +431,9 @@ async def test_malformed_entry_after_a_good_poll_reports_its_index(
     ],
 )
 async def test_wrong_top_level_shape(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime, body: Any, path: str
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime, body: Any, path: str
 ) -> None:
-    mocked.get(URL, body=json.dumps(body), content_type="application/json")
+    mocked.get(URL, body=json.dumps(body), headers={"Content-Type": "application/json"})
     with pytest.raises(ResponseError) as info:
         await collect(client.track(ACK, clock=fake.clock))
     assert info.value.path == path
@@ -459,18 +457,20 @@ async def test_wrong_top_level_shape(
     ],
 )
 async def test_foreign_status_url_is_refused_before_any_request(
-    client: CampaignClient, mocked: aioresponses, status_url: str
+    client: CampaignClient, mocked: ScriptedExchange, status_url: str
 ) -> None:
     mocked.get(re.compile(".*"), payload=answer("DONE"), repeat=True)
     ack = CampaignAck("queued", "12", "b-1", "lr-1", status_url)
     with pytest.raises(CampaignKitError, match="status_url"):
         client.track(ack)
-    assert mocked.requests == {}
+    assert mocked.requests == []
 
 
-async def test_status_url_forms_and_path_prefix(fake: FakeTime, mocked: aioresponses) -> None:
+async def test_status_url_forms_and_path_prefix(fake: FakeTime, mocked: ScriptedExchange) -> None:
     prefixed = "http://host.example.com/campaign"
-    async with CampaignClient(KEY, campaign_url=prefixed, sleep=fake.sleep) as client:
+    async with CampaignClient(
+        KEY, campaign_url=prefixed, sleep=fake.sleep, exchange=mocked
+    ) as client:
         url = f"{prefixed}/v2/send-campaign/L1"
         same_origin = "http://HOST.example.com:80/campaign/v2/send-campaign/L1"
         targets = [
@@ -488,9 +488,10 @@ async def test_status_url_forms_and_path_prefix(fake: FakeTime, mocked: aiorespo
         mocked.get(url, payload=answer("DONE", dep(1, "DELIVERED"), launch="L1"))
         changes = await collect(client.track("L1", clock=fake.clock))
         assert [c.launch_request_id for c in changes] == ["L1"]
-        (_method, requested), calls = next(iter(mocked.requests.items()))
-        assert str(requested) == url
-        assert calls[0].kwargs["headers"]["Authorization"] == KEY
+        (requested,) = mocked.requests
+        assert requested.url == url
+        assert requested.endpoint.method == "GET"
+        assert requested.headers["Authorization"] == KEY
         # A launch id needing encoding stays one path segment.
         assert client.track("a b?c", clock=fake.clock)._request.url.endswith(
             "/v2/send-campaign/a%20b%3Fc"
@@ -514,7 +515,7 @@ async def test_invalid_options_are_validation_errors(client: CampaignClient) -> 
 
 
 async def test_until_settled_goes_past_done_until_nothing_is_in_progress(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
@@ -536,7 +537,7 @@ async def test_until_settled_goes_past_done_until_nothing_is_in_progress(
 
 
 async def test_until_done_stops_at_done_even_with_deployments_in_progress(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(mocked, answer("DONE", dep(1, "RECEIVED")), answer("DONE", dep(1, "DELIVERED")))
     tracker = client.track(ACK, clock=fake.clock)
@@ -545,7 +546,7 @@ async def test_until_done_stops_at_done_even_with_deployments_in_progress(
 
 
 async def test_until_settled_times_out_on_stuck_deployments(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     mocked.get(URL, payload=answer("DONE", dep(1, "RECEIVED"), dep(2, "DELIVERED")), repeat=True)
     tracker = client.track(ACK, clock=fake.clock, until="settled", timeout=60)
@@ -557,14 +558,16 @@ async def test_until_settled_times_out_on_stuck_deployments(
 
 
 async def test_checkpoint_resume_in_a_new_client_never_reyields(
-    mocked: aioresponses, fake: FakeTime
+    mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     script(
         mocked,
         answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED"), dep(3, None)),
         answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
     )
-    async with CampaignClient(KEY, campaign_url=CAMPAIGN, sleep=fake.sleep) as first:
+    async with CampaignClient(
+        KEY, campaign_url=CAMPAIGN, sleep=fake.sleep, exchange=mocked
+    ) as first:
         tracker = first.track(ACK, clock=fake.clock)
         got = [await anext(tracker) for _ in range(3)]
         # c2 RECEIVED->SUCCESS and c3 None->RECEIVED were read, not yet yielded.
@@ -579,12 +582,16 @@ async def test_checkpoint_resume_in_a_new_client_never_reyields(
     assert checkpoint["launch_request_id"] == "lr-1"
     assert checkpoint["state"] == "CLAIMED"
 
+    assert requests_to(mocked) == 2
+    service = ScriptedExchange()  # the first client closed its exchange
     script(
-        mocked,
+        service,
         answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
         answer("DONE", dep(1, "DELIVERED"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
     )
-    async with CampaignClient(KEY, campaign_url=CAMPAIGN, sleep=fake.sleep) as second:
+    async with CampaignClient(
+        KEY, campaign_url=CAMPAIGN, sleep=fake.sleep, exchange=service
+    ) as second:
         resumed = second.track(ACK.status_url, resume=checkpoint, clock=fake.clock)
         assert resumed.counts == Counter({S.SUCCESS: 1, S.RECEIVED: 1, None: 1})
         rest = await collect(resumed)
@@ -612,7 +619,7 @@ async def test_resume_refuses_another_launchs_checkpoint(client: CampaignClient)
 
 
 async def test_early_break_and_aclose_leave_no_task(
-    client: CampaignClient, mocked: aioresponses, fake: FakeTime
+    client: CampaignClient, mocked: ScriptedExchange, fake: FakeTime
 ) -> None:
     mocked.get(URL, payload=answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED")), repeat=True)
     tracker = client.track(ACK, clock=fake.clock)
