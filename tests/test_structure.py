@@ -29,7 +29,6 @@ IN_PROGRESS: dict[tuple[str, str], str] = {
     ("cycle", "campaignkit.cli"): "cli <-> _demo: the demo becomes a cli command",
     ("size", "campaignkit.cli"): "cli.py becomes the package campaignkit/cli/",
     ("size", "campaignkit.bulk._send"): "bulk sends are rebuilt by the ledger issue",
-    ("size", "campaignkit.ledger._store"): "not split yet",
     ("size", "campaignkit.sandbox._app"): "not split yet",
     ("size", "campaignkit.workers"): "not split yet",
 }

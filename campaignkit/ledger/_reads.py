@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import Final, Literal
 
 import orjson
@@ -25,7 +24,7 @@ from ._records import (
     RunInfo,
     Skipped,
 )
-from ._schema import Transaction
+from ._schema import Transaction, Transactional
 
 _OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
     PLANNED: "rejected",
@@ -57,14 +56,30 @@ _CURRENT_PASS: Final = (
 )
 
 
-class LedgerReads:
-    """The read side of :class:`SqlLedger`, over the same transactions."""
-
-    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
-        raise NotImplementedError
+class LedgerReads(Transactional):
+    """The read side of :class:`SqlLedger`."""
 
     async def run_info(self, run: str) -> RunInfo | None:
-        raise NotImplementedError
+        async with self._transaction() as tx:
+            return await self._run_info(tx, run)
+
+    async def _run_info(self, tx: Transaction, run: str) -> RunInfo | None:
+        rows = await tx.fetch(
+            "SELECT run, poll, created, total, input_done FROM campaignkit_runs WHERE run = ?", run
+        )
+        if not rows:
+            return None
+        name, poll, created, total, done = rows[0]
+        return RunInfo(name, poll, created, total, bool(done))
+
+    async def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT run, poll, created, total, input_done FROM campaignkit_runs"
+                " ORDER BY created DESC, run"
+            )
+        return [RunInfo(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
 
     async def counts(self, run: str) -> dict[str, int]:
         """Recipients per state (every state present, zeros included)."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
 from ..errors import LedgerError
@@ -89,6 +91,14 @@ SCHEMA: Final = (
         PRIMARY KEY (namespace, key)
     )""",
 )
+
+
+class Transactional(abc.ABC):
+    """What every part of a ledger runs its statements in."""
+
+    @abc.abstractmethod
+    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """One transaction: committed durably on success, rolled back on error."""
 
 
 async def create_schema(tx: Transaction) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -60,16 +61,36 @@ class SqliteLedger(SqlLedger):
     async def _connect(self) -> None:
         if self._conn is not None:
             return
-        self._executor = concurrent.futures.ThreadPoolExecutor(
+        executor = self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="campaignkit-ledger"
         )
         self._lock = asyncio.Lock()
         try:
             self._conn = await self._call(self._open_file)
         except BaseException:
-            self._executor.shutdown(wait=False)
-            self._executor = None
+            executor.shutdown(wait=False)
+            if self._executor is executor:
+                self._executor = None
             raise
+
+    def _wal_mode(self, conn: sqlite3.Connection) -> str:
+        """Switch the file to WAL (once: the mode is kept in the file).
+
+        The switch needs the file to itself, and SQLite answers "database is
+        locked" at once, without its busy timeout, while another process
+        opens the same new file: so wait here, up to ``busy_timeout``.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+            if mode.lower() == "wal":
+                return mode
+            try:
+                return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _open_file(self) -> sqlite3.Connection:
         try:
@@ -79,7 +100,7 @@ class SqliteLedger(SqlLedger):
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path!r}: {exc}") from exc
         try:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = self._wal_mode(conn)
             if str(mode).lower() != "wal":
                 raise LedgerError(f"the ledger {self.path!r} cannot use WAL mode ({mode})")
             conn.execute("PRAGMA synchronous=FULL")

@@ -12,11 +12,11 @@ import abc
 import time
 import uuid
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from operator import attrgetter
 from typing import Final
 
 from ..errors import LedgerError
+from ._producer import ProducerBookkeeping
 from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
@@ -26,7 +26,6 @@ from ._records import (
     Recipient,
     Record,
     RunInfo,
-    Skipped,
 )
 from ._schema import Transaction, create_schema
 
@@ -36,7 +35,7 @@ _BATCH: Final = 5000
 EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
 
 
-class SqlLedger(LedgerReads, abc.ABC):
+class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     claim_ttl: float
@@ -46,10 +45,6 @@ class SqlLedger(LedgerReads, abc.ABC):
         if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
             raise LedgerError(f"claim_ttl must be a number of seconds > 0, got {claim_ttl!r}")
         self.claim_ttl = float(claim_ttl)
-
-    @abc.abstractmethod
-    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
-        """One transaction: committed durably on success, rolled back on error."""
 
     @abc.abstractmethod
     async def _connect(self) -> None: ...
@@ -110,35 +105,6 @@ class SqlLedger(LedgerReads, abc.ABC):
                 "name another run (run=...)"
             )
         return info
-
-    async def run_info(self, run: str) -> RunInfo | None:
-        async with self._transaction() as tx:
-            return await self._run_info(tx, run)
-
-    async def _run_info(self, tx: Transaction, run: str) -> RunInfo | None:
-        rows = await tx.fetch(
-            "SELECT run, poll, created, total, input_done FROM campaignkit_runs WHERE run = ?", run
-        )
-        if not rows:
-            return None
-        name, poll, created, total, done = rows[0]
-        return RunInfo(name, poll, created, total, bool(done))
-
-    async def runs(self) -> list[RunInfo]:
-        """Every run, newest first."""
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT run, poll, created, total, input_done FROM campaignkit_runs"
-                " ORDER BY created DESC, run"
-            )
-        return [RunInfo(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
-
-    async def finish_input(self, run: str, total: int) -> None:
-        """Record that the run's whole input (``total`` items) has been planned."""
-        async with self._transaction() as tx:
-            await tx.execute(
-                "UPDATE campaignkit_runs SET total = ?, input_done = 1 WHERE run = ?", total, run
-            )
 
     # -- planning and claiming
 
@@ -292,43 +258,5 @@ class SqlLedger(LedgerReads, abc.ABC):
                 )
                 expired += len(rows)
         return expired
-
-    # -- the producer's chunks
-
-    async def mark_enqueued(self, run: str, chunk: str) -> None:
-        async with self._transaction() as tx:
-            await tx.execute(
-                "UPDATE campaignkit_chunks SET enqueued = 1 WHERE run = ? AND chunk = ?", run, chunk
-            )
-
-    async def unenqueued_chunks(self, run: str) -> list[str]:
-        """Chunks with planned recipients whose message may never have been sent."""
-        async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT c.chunk FROM campaignkit_chunks c WHERE c.run = ? AND c.enqueued = 0"
-                " AND EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = c.run"
-                " AND r.chunk = c.chunk AND r.state = 'planned') ORDER BY c.created",
-                run,
-            )
-        return [row[0] for row in rows]
-
-    async def skip(self, run: str, items: Sequence[Skipped]) -> None:
-        """Record inputs not sent (invalid or duplicate) by the run's current pass."""
-        if not items:
-            return
-        async with self._transaction() as tx:
-            rows = await tx.fetch("SELECT input_pass FROM campaignkit_runs WHERE run = ?", run)
-            if not rows:
-                raise LedgerError(f"this ledger has no run {run!r}: start_run() first")
-            await tx.executemany(
-                "INSERT INTO campaignkit_skipped"
-                " (run, input_pass, position, kind, phone, reason, line, item)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (run, input_pass, position) DO NOTHING",
-                [
-                    (run, rows[0][0], s.position, s.kind, s.phone, s.reason, s.line, s.item)
-                    for s in items
-                ],
-            )
 
     # -- reading
