@@ -30,7 +30,6 @@ IN_PROGRESS: dict[tuple[str, str], str] = {
     ("size", "campaignkit.cli"): "cli.py becomes the package campaignkit/cli/",
     ("size", "campaignkit.bulk._send"): "bulk sends are rebuilt by the ledger issue",
     ("size", "campaignkit.sandbox._app"): "not split yet",
-    ("size", "campaignkit.workers"): "not split yet",
 }
 
 Graph = dict[str, set[str]]

@@ -1,58 +1,19 @@
-"""Bulk sends across many worker processes and machines, on taskiq (extra ``workers``).
-
-One run, one ledger shared by everyone (:class:`~campaignkit.ledger.PostgresLedger`
-across machines), one taskiq broker of your choice::
-
-    # tasks.py, imported by the producer and by every worker
-    broker = RedisStreamBroker("redis://127.0.0.1:6379")
-    bulk = BulkWorkers(broker, "postgresql://ledger-host/campaigns")
-
-    # the producer
-    await broker.startup()
-    async with bulk:
-        run = await bulk.submit(poll_id, users_from_csv("users.csv"), run="spring")
-        async for progress in bulk.progress(run):
-            print(progress.counts)
-        report = await bulk.wait(run)  # the BulkReport send_bulk gives
-
-    # the workers: ``taskiq worker tasks:broker`` or ``campaignkit worker``
-
-The producer streams the input into the ledger chunk by chunk (invalid inputs
-and repeated phones are filed as skipped) and enqueues one message per chunk:
-``(run, chunk)``, the users stay in the ledger. A worker atomically claims the
-chunk's planned recipients, sends them with the client's send rules and
-settles the claim. A redelivered message finds nothing left to claim; a
-worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the
-workers' ledger) and is reported ambiguous, never resent; a restarted
-producer re-enqueues the chunks its predecessor planned but may not have
-enqueued, and its re-read input plans only recipients the run has not taken.
-The broker must redeliver a message whose worker died before acknowledging it
-(Redis streams, RabbitMQ and NATS JetStream brokers do; a plain Redis list does
-not): otherwise that chunk stays planned until a producer is run again.
-"""
+"""BulkWorkers: one bulk send spread over taskiq workers (see :mod:`campaignkit.workers`)."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import inspect
 import os
 import socket
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
+from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
 
-try:
-    from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
-except ImportError:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "campaignkit.workers needs taskiq: pip install 'campaignkit[workers]'"
-    ) from None
-
-from ._validation import Problems, path_segment, raise_problems
-from .bulk import (
+from .._validation import Problems, path_segment, raise_problems
+from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     BulkReport,
     PlannedChunk,
@@ -61,14 +22,13 @@ from .bulk import (
     default_run,
     send_claim,
 )
-from .client import CampaignClient
-from .errors import ConfigurationError, LedgerError
-from .ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
+from ..client import CampaignClient
+from ..errors import ConfigurationError, LedgerError
+from ..ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
 
 if TYPE_CHECKING:
-    from taskiq_redis import RedisStreamBroker
+    pass
 
-__all__ = ["TASK_NAME", "BulkWorkers", "RunProgress", "broker_from"]
 
 TASK_NAME: Final = "campaignkit.send_chunk"
 
@@ -324,74 +284,3 @@ async def _items(users: UserInput) -> AsyncIterator[Any]:
     else:
         for item in users:
             yield item
-
-
-def broker_from(
-    spec: str, *, queue: str = "campaignkit", redeliver_after: float = 60.0
-) -> AsyncBroker:
-    """The taskiq broker ``spec`` names.
-
-    ``redis://`` / ``rediss://`` / ``unix://``: a Redis streams broker on
-    ``queue`` whose messages left unacknowledged ``redeliver_after`` seconds
-    (their worker died) go to another worker; redelivering early is safe,
-    the ledger never lets a chunk be sent twice. ``module:attribute``: your
-    own broker object (RabbitMQ, NATS, ...), imported.
-    """
-    if spec.startswith(("redis://", "rediss://", "unix://")):
-        # One message read at a time, so idle workers share the queue evenly.
-        return _redis_streams()(
-            spec,
-            queue_name=queue,
-            idle_timeout=max(1, round(redeliver_after * 1000)),
-            xread_count=1,
-            xread_block=1000,
-        )
-    module, sep, attribute = spec.partition(":")
-    if not sep or "://" in spec:
-        raise ConfigurationError(
-            f"--broker takes a redis:// URL or module:attribute of a taskiq broker, got {spec!r}"
-        )
-    try:
-        broker = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigurationError(f"cannot import the broker {spec!r}: {exc}") from None
-    if inspect.isfunction(broker):
-        broker = broker()
-    if not isinstance(broker, AsyncBroker):
-        raise ConfigurationError(f"{spec!r} is not a taskiq broker")
-    return broker
-
-
-def _redis_streams() -> type[RedisStreamBroker]:
-    from redis.asyncio import Redis
-    from taskiq import AckableMessage
-    from taskiq_redis import RedisStreamBroker
-
-    class RedisStreams(RedisStreamBroker):
-        """taskiq-redis's streams broker, reclaiming the messages of dead
-        consumers after every read, new messages or not (taskiq-redis 1.2
-        reclaims only after a read that got some: an idle queue never gave
-        a dead worker's messages to anyone)."""
-
-        async def listen(self) -> AsyncGenerator[AckableMessage, None]:
-            group, consumer, queue = self.consumer_group_name, self.consumer_name, self.queue_name
-            async with Redis(connection_pool=self.connection_pool) as conn:
-                while True:
-                    fetched: Any = await conn.xreadgroup(
-                        group, consumer, {queue: ">"}, block=self.block, count=self.count
-                    )
-                    messages = [m for _, stream in fetched for m in stream]
-                    reclaimed: Any = await conn.xautoclaim(
-                        queue,
-                        group,
-                        consumer,
-                        min_idle_time=self.idle_timeout,
-                        count=self.unacknowledged_batch_size,
-                    )
-                    for message_id, fields in [*messages, *reclaimed[1]]:
-                        if fields:  # None: deleted from the stream meanwhile
-                            yield AckableMessage(
-                                data=fields[b"data"], ack=self._ack_generator(message_id, queue)
-                            )
-
-    return RedisStreams

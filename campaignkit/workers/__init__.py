@@ -1,0 +1,44 @@
+"""Bulk sends across many worker processes and machines, on taskiq (extra ``workers``).
+
+One run, one ledger shared by everyone (:class:`~campaignkit.ledger.PostgresLedger`
+across machines), one taskiq broker of your choice::
+
+    # tasks.py, imported by the producer and by every worker
+    broker = RedisStreamBroker("redis://127.0.0.1:6379")
+    bulk = BulkWorkers(broker, "postgresql://ledger-host/campaigns")
+
+    # the producer
+    await broker.startup()
+    async with bulk:
+        run = await bulk.submit(poll_id, users_from_csv("users.csv"), run="spring")
+        async for progress in bulk.progress(run):
+            print(progress.counts)
+        report = await bulk.wait(run)  # the BulkReport send_bulk gives
+
+    # the workers: ``taskiq worker tasks:broker`` or ``campaignkit worker``
+
+The producer streams the input into the ledger chunk by chunk (invalid inputs
+and repeated phones are filed as skipped) and enqueues one message per chunk:
+``(run, chunk)``, the users stay in the ledger. A worker atomically claims the
+chunk's planned recipients, sends them with the client's send rules and
+settles the claim. A redelivered message finds nothing left to claim; a
+worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the
+workers' ledger) and is reported ambiguous, never resent; a restarted
+producer re-enqueues the chunks its predecessor planned but may not have
+enqueued, and its re-read input plans only recipients the run has not taken.
+The broker must redeliver a message whose worker died before acknowledging it
+(Redis streams, RabbitMQ and NATS JetStream brokers do; a plain Redis list does
+not): otherwise that chunk stays planned until a producer is run again.
+"""
+
+try:
+    import taskiq  # noqa: F401
+except ImportError:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "campaignkit.workers needs taskiq: pip install 'campaignkit[workers]'"
+    ) from None
+
+from ._brokers import broker_from
+from ._bulk_workers import TASK_NAME, BulkWorkers, RunProgress
+
+__all__ = ["TASK_NAME", "BulkWorkers", "RunProgress", "broker_from"]
