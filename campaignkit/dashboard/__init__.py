@@ -1,0 +1,36 @@
+"""Watching campaigns in a browser: a live dashboard (aiohttp, server-sent
+events, inline SVG, everything served from the package) and the same funnel
+and chart as a self-contained HTML report.
+
+- ``_funnel``: the one mapping of deployment statuses to funnel stages.
+- ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments.
+- ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part.
+"""
+
+from ._app import DASHBOARD, dashboard_app, running_dashboard, serve_dashboard
+from ._dashboard import Dashboard, Discover, sandbox_launches
+from ._funnel import Funnel, Stage, funnel, stage_of
+from ._html import LaunchSummary
+from ._report import render_report, write_report
+from ._timeline import Sample, Timeline
+from ._watch import Watch
+
+__all__ = [
+    "DASHBOARD",
+    "Dashboard",
+    "Discover",
+    "Funnel",
+    "LaunchSummary",
+    "Sample",
+    "Stage",
+    "Timeline",
+    "Watch",
+    "dashboard_app",
+    "funnel",
+    "render_report",
+    "running_dashboard",
+    "sandbox_launches",
+    "serve_dashboard",
+    "stage_of",
+    "write_report",
+]

@@ -1,0 +1,68 @@
+"""The status-over-time chart as inline SVG: one stacked step area per funnel
+stage, drawn on the server for the live page and the report alike (no script
+draws anything)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from ._funnel import Stage
+from ._timeline import Sample
+
+__all__ = ["chart_svg"]
+
+# Bottom to top: what is settled under what is still moving.
+LAYERS = (Stage.DELIVERED, Stage.SENT, Stage.FAILED, Stage.UNKNOWN, Stage.TAKEN, Stage.QUEUED)
+WIDTH, HEIGHT = 720, 220
+LEFT, RIGHT, TOP, BOTTOM = 48, 12, 10, 26
+
+
+def _seconds(span: float) -> str:
+    if span < 120:
+        return f"{span:.0f} s"
+    return f"{span / 60:.0f} min" if span < 7200 else f"{span / 3600:.1f} h"
+
+
+def _steps(xs: Sequence[float], ys: Sequence[float]) -> list[tuple[float, float]]:
+    """A step line: each value held from its sample's x to the next one's."""
+    return [point for i, v in enumerate(ys) for point in ((xs[i], v), (xs[i + 1], v))]
+
+
+def chart_svg(samples: Sequence[Sample]) -> str:
+    """Deployments per stage over the time of ``samples`` (time order)."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    start = samples[0].at if samples else None
+    offsets = [(s.at - start).total_seconds() for s in samples] if start else []
+    elapsed = offsets[-1] if len(samples) > 1 else 0.0
+    peak = max((s.funnel.total for s in samples), default=0)
+    xs = [LEFT + plot_w * (t / elapsed if elapsed else 0.0) for t in offsets]
+    xs.append(LEFT + plot_w)  # the last sample holds until the right edge
+
+    def y(count: int) -> float:
+        return TOP + plot_h * (1 - count / peak) if peak else TOP + plot_h
+
+    paths = []
+    below = [0] * len(samples)
+    for stage in LAYERS:
+        above = [b + s.funnel.count(stage) for b, s in zip(below, samples, strict=True)]
+        if above != below:
+            edge = _steps(xs, [y(n) for n in above]) + _steps(xs, [y(n) for n in below])[::-1]
+            points = " ".join(f"{x:.1f},{v:.1f}" for x, v in edge)
+            title = f"<title>{stage}</title>"
+            paths.append(f'<polygon class="area st-{stage}" points="{points}">{title}</polygon>')
+        below = above
+    axis_y = TOP + plot_h
+    label = f"deployments by stage over {_seconds(elapsed)}"
+    return (
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{escape(label)}">'
+        f'<line class="axis" x1="{LEFT}" y1="{axis_y}" x2="{WIDTH - RIGHT}" y2="{axis_y}"/>'
+        f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{axis_y}"/>'
+        + "".join(paths)
+        + f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{peak}</text>'
+        f'<text class="tick" x="{LEFT - 6}" y="{axis_y}" text-anchor="end">0</text>'
+        f'<text class="tick" x="{LEFT}" y="{HEIGHT - 8}">0 s</text>'
+        f'<text class="tick" x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end">'
+        f"{_seconds(elapsed)}</text></svg>"
+    )
