@@ -8,10 +8,10 @@ import csv
 import itertools
 import os
 from collections.abc import AsyncIterator, Generator, Iterator
-from datetime import datetime
 
 import attrs
 
+from ._user_input import as_user
 from ._validation import Problems, raise_problems, user_wire
 from .models import SessionKey, User
 
@@ -60,35 +60,21 @@ def _csv_layout(header: list[str], eta_column: str) -> _CsvLayout:
     )
 
 
-def _csv_eta(text: str) -> int | datetime | None:
-    text = text.strip()
-    if not text:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"deployment_eta: expected UNIX seconds or an ISO 8601 date-time, got {text!r}"
-        ) from None
-
-
 def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> User | InvalidInput:
     if len(row) != len(layout.header):
         return InvalidInput(
             reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
         )
-    try:
-        eta = None if layout.eta is None else _csv_eta(row[layout.eta])
-    except ValueError as exc:
-        return InvalidInput(reason=f"line {line}: {exc}", row=line)
-    user = User(
-        cellphone=row[layout.cellphone].strip(),
-        country_code=row[layout.country_code].strip(),
-        user_session_keys=tuple(SessionKey(name, row[i]) for i, name in layout.keys),
-        deployment_eta=eta,
+    user, reason = as_user(
+        {
+            "cellphone": row[layout.cellphone].strip(),
+            "country_code": row[layout.country_code].strip(),
+            "user_session_keys": tuple(SessionKey(name, row[i]) for i, name in layout.keys),
+            "deployment_eta": None if layout.eta is None else row[layout.eta],
+        }
     )
+    if user is None:
+        return InvalidInput(reason=f"line {line}: {reason}", row=line)
     if validate:
         problems: Problems = []
         if user_wire(user, "", problems) is None:
@@ -108,7 +94,7 @@ def users_from_csv(
     """Stream users from a CSV file with a header row.
 
     Columns: ``country_code``, ``cellphone``, optionally ``deployment_eta``
-    (UNIX seconds or an ISO 8601 date-time with offset; empty for none), and
+    (UNIX seconds or an ISO 8601 date-time with its offset; empty for none), and
     every other column is a session variable named by its header (its value
     kept as written, empty included). Blank lines are skipped.
 

@@ -1,9 +1,16 @@
-"""A :class:`User` from what a caller hands a bulk send: a User, or a dict
-shaped like the wire (also how the ledger keeps each recipient's user)."""
+"""A :class:`User` from what a caller hands the SDK: a User, or a dict shaped
+like the wire. Bulk sends, the ledger's records, CSV rows and the CLI's JSON
+files all come through :func:`as_user`, so a user reads the same from each.
+
+One rule for ``deployment_eta``: UNIX seconds (an int, or digits as text), an
+aware datetime, or ISO 8601 text. A date-time without a UTC offset is refused
+(by the validation, naming the field), never guessed as UTC or local time.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from .models import SessionKey, User
@@ -13,32 +20,54 @@ _USER_FIELDS: Final = frozenset(
 )
 
 
+def parse_time(text: str) -> int | datetime:
+    """UNIX seconds from digits, else an ISO 8601 date or date-time as written
+    (naive when it has no offset: the caller decides what that means)."""
+    text = text.strip()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"expected UNIX seconds or an ISO 8601 date-time, got {text!r}") from None
+
+
 def as_user(item: Any) -> tuple[User | None, str | None]:
-    """A User from a User or a wire-shaped dict, or the reason it is not one."""
+    """A User from a User or a wire-shaped dict, or the reason it is not one.
+
+    Values are kept as given for the validation to report by path; only text
+    ETAs are parsed here (empty text means none).
+    """
     if isinstance(item, User):
         return item, None
-    if isinstance(item, Mapping):
-        unknown = [str(name) for name in item if name not in _USER_FIELDS]
-        if unknown:
-            return None, f"unknown field(s): {', '.join(sorted(unknown))}"
-        missing = [name for name in ("cellphone", "country_code") if name not in item]
-        if missing:
-            return None, f"missing field(s): {', '.join(missing)}"
-        keys = item.get("user_session_keys", ())
-        if isinstance(keys, list | tuple):
-            converted: list[Any] = []
-            for key in keys:
-                if isinstance(key, Mapping):
-                    if set(key) != {"key", "value"}:
-                        return None, "each user_session_keys item needs exactly 'key' and 'value'"
-                    key = SessionKey(key["key"], key["value"])
-                converted.append(key)
-            keys = converted
-        user = User(
-            cellphone=item["cellphone"],
-            country_code=item["country_code"],
-            user_session_keys=keys,
-            deployment_eta=item.get("deployment_eta"),
-        )
-        return user, None
-    return None, f"expected a User or a dict, got {type(item).__name__}"
+    if not isinstance(item, Mapping):
+        return None, f"expected a User or a dict, got {type(item).__name__}"
+    unknown = [str(name) for name in item if name not in _USER_FIELDS]
+    if unknown:
+        return None, f"unknown field(s): {', '.join(sorted(unknown))}"
+    missing = [name for name in ("cellphone", "country_code") if name not in item]
+    if missing:
+        return None, f"missing field(s): {', '.join(missing)}"
+    keys = item.get("user_session_keys", ())
+    if isinstance(keys, list | tuple):
+        converted: list[Any] = []
+        for key in keys:
+            if isinstance(key, Mapping):
+                if set(key) != {"key", "value"}:
+                    return None, "each user_session_keys item needs exactly 'key' and 'value'"
+                key = SessionKey(key["key"], key["value"])
+            converted.append(key)
+        keys = converted
+    eta = item.get("deployment_eta")
+    if isinstance(eta, str):
+        try:
+            eta = parse_time(eta) if eta.strip() else None
+        except ValueError as exc:
+            return None, f"deployment_eta: {exc}"
+    user = User(
+        cellphone=item["cellphone"],
+        country_code=item["country_code"],
+        user_session_keys=keys,
+        deployment_eta=eta,
+    )
+    return user, None

@@ -7,8 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from test_cli import _clean_env, run  # noqa: F401 - a fixture
-from test_cli import sb as sb  # the fixture
+from helpers.cli import run
 
 from campaignkit.sandbox import Sandbox
 

@@ -1,25 +1,42 @@
-"""``campaignkit demo``: the whole story against an in-process sandbox."""
+"""``demo``: the whole story against an in-process sandbox: send, track,
+a first reply on a real webhook server, the session updated, its history."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
-from .models import User
-from .status import DeploymentStatus
-from .webhooks import AgentPicker, ReplyEvent, first_reply_app
-
-if TYPE_CHECKING:
-    from .cli import Ctx
-
-__all__ = ["demo_users", "run_demo"]
+from ..errors import CampaignKitError
+from ..models import User
+from ..status import DeploymentStatus
+from ..webhooks import AgentPicker, ReplyEvent, first_reply_app
+from .argtypes import positive_float, positive_int
+from .context import AddCommand, Ctx, ExitStatus
+from .output import format_history, status_table
+from .track import track_campaign
 
 STUCK = 3  # magic endings 9900-9902 stay in progress for good: left out of the demo
 STATUSES = list(DeploymentStatus)
+
+
+def register(add: AddCommand) -> None:
+    p = add(
+        "demo",
+        "the whole story on an in-process sandbox, in under a minute",
+        "Start a sandbox, send a campaign of 200 users mixing outcomes, track it live, "
+        "print the per-status table, receive a user's first reply on a real local webhook "
+        "server, update the session and print its history. No account, no network.",
+    )
+    p.add_argument(
+        "--speed", type=positive_float, default=1.0, help="sandbox clock speed (1: ~10 s)"
+    )
+    p.add_argument("--users", type=positive_int, default=200, help="campaign size (200)")
+    p.add_argument("--seed", type=int, default=7)
+    p.set_defaults(func=cmd_demo, needs_client=False)
 
 
 def demo_users(count: int) -> list[User]:
@@ -42,9 +59,8 @@ def demo_users(count: int) -> list[User]:
     return users
 
 
-async def run_demo(ctx: Ctx) -> int:
-    from .cli import format_history, status_table, track_campaign
-    from .sandbox import Sandbox
+async def cmd_demo(ctx: Ctx) -> ExitStatus:
+    from ..sandbox import Sandbox
 
     a = ctx.args
     began = time.monotonic()
@@ -114,7 +130,7 @@ async def run_demo(ctx: Ctx) -> int:
 
             delivered = [d for d in status.deployments if d.status is DeploymentStatus.DELIVERED]
             if not delivered:
-                raise RuntimeError("no deployment was delivered: nobody can reply")
+                raise CampaignKitError("no deployment was delivered: nobody can reply")
             who = delivered[0].cellphone
             say(f'\n6. User +57 {who} replies "Yes, tell me more" (simulated by the sandbox)')
             result = await sb.reply(who, text="Yes, tell me more", country_code="+57")
@@ -136,4 +152,4 @@ async def run_demo(ctx: Ctx) -> int:
         f"\nDone in {time.monotonic() - began:.1f}s. Next: `campaignkit sandbox` to keep a "
         "sandbox running, `campaignkit --help` for the real service."
     )
-    return 0
+    return ExitStatus.OK

@@ -1,0 +1,5 @@
+"""``python -m campaignkit.cli``: the ``campaignkit`` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,49 @@
+"""Parsers of option values: a value, or argparse's usage error (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC
+
+from .._user_input import parse_time
+
+
+def timestamp(text: str) -> int:
+    """UNIX seconds, or an ISO 8601 date / date-time; for ``--since`` and
+    ``--until`` a naive one means UTC (documented; an ETA refuses it)."""
+    try:
+        parsed = parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if isinstance(parsed, int):
+        return parsed
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp())
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value

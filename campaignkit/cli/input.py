@@ -1,0 +1,116 @@
+"""Users files of ``send``: CSV (as :func:`campaignkit.users_from_csv` reads
+it), a JSON array or ``{"users": [...]}``, JSON Lines, or stdin (``-``).
+
+Every user goes through the SDK's one coercion (``as_user``), the one
+``send_bulk`` applies to dicts: a user, its session keys and its
+``deployment_eta`` read the same from CSV, JSON and Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .. import errors
+from .._user_input import as_user
+from ..bulk import InvalidInput, users_from_csv
+from ..models import User
+from .context import UsageError
+from .output import one_line
+
+
+def readable(path: str) -> str:
+    """The display name of an input path; a UsageError if it is not a file."""
+    if path == "-":
+        return "<stdin>"
+    if not os.path.isfile(path):
+        raise UsageError(f"cannot read {path}: no such file")
+    return path
+
+
+def is_csv(path: str, fmt: str | None) -> bool:
+    if fmt is not None:
+        return fmt == "csv"
+    return Path(path).suffix.lower() not in (".json", ".jsonl")
+
+
+def load_users(path: str, fmt: str | None) -> list[User]:
+    """Every user of the file, for one request; a UsageError naming the first
+    items that are not users (the request's validation checks the rest)."""
+    name = readable(path)
+    with _reading(name):
+        if is_csv(path, fmt):
+            items = list(users_from_csv(_source(path), validate=False))
+        else:
+            items = [_user(item, i) for i, item in enumerate(_json_items(path, name))]
+    bad = [item.reason for item in items if isinstance(item, InvalidInput)]
+    if bad:
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise UsageError(f"{name}: {'; '.join(bad[:3])}{more}")
+    return [item for item in items if isinstance(item, User)]
+
+
+def bulk_input(path: str, fmt: str | None) -> tuple[Iterable[Any], int | None]:
+    """The file's items for ``send_bulk``, which validates and reports each
+    one (CSV rows by line, streamed), and their number if cheaply known."""
+    name = readable(path)
+    if is_csv(path, fmt):
+        return users_from_csv(_source(path)), _count_rows(path)
+    with _reading(name):
+        items = _json_items(path, name)
+    return items, len(items)
+
+
+def _user(item: Any, index: int) -> User | InvalidInput:
+    user, reason = as_user(item)
+    return InvalidInput(reason=f"users[{index}]: {reason}") if user is None else user
+
+
+def _source(path: str) -> str:
+    return "/dev/stdin" if path == "-" else path
+
+
+@contextlib.contextmanager
+def _reading(name: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{name} is not UTF-8 text") from None
+    except errors.ValidationError as exc:  # a CSV header without the needed columns
+        raise UsageError(f"{name}: {one_line(exc)}") from None
+
+
+def _json_items(path: str, name: str) -> list[Any]:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8-sig")
+    try:
+        data: Any = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        try:  # JSON Lines
+            data = [orjson.loads(line) for line in text.splitlines() if line.strip()]
+        except orjson.JSONDecodeError:
+            raise UsageError(f"{name}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and isinstance(data.get("users"), list):
+        data = data["users"]
+    if not isinstance(data, list):
+        raise UsageError(f'{name}: expected a JSON array of users or {{"users": [...]}}')
+    return data
+
+
+def _count_rows(path: str) -> int | None:
+    """The data rows of a CSV file (for a progress bar), None for stdin."""
+    if path == "-":
+        return None
+    try:
+        with open(path, "rb") as f:
+            lines = sum(1 for line in f if line.strip())
+    except OSError:
+        return None
+    return max(lines - 1, 0)

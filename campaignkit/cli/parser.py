@@ -1,0 +1,95 @@
+"""The command line's parser: global options, accepted before or after the
+command name, and one subcommand per command of the command modules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from .._version import __version__
+from ..config import ENV_API_KEY, ENV_URLS
+from . import demo, polls, runs, sandbox, send, sessions, track
+from .argtypes import positive_float
+from .context import EPILOG, ExitStatus
+
+COMMANDS = (demo, sandbox, send, track, sessions, polls, runs)
+
+COMMON_DEFAULTS: dict[str, Any] = {
+    "api_key": None,
+    "base_url": None,
+    "campaign_url": None,
+    "agent_url": None,
+    "timeout": None,
+    "max_retries": None,
+    "json": False,
+    "quiet": False,
+    "debug": False,
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the CLI's usage exit status."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _common() -> Parser:
+    # Defaults suppressed: a value given before the command survives the
+    # subparser; parse() fills in COMMON_DEFAULTS afterwards.
+    common = Parser(add_help=False)
+    s = argparse.SUPPRESS
+    g = common.add_argument_group("connection (default: the CAMPAIGNKIT_* variables)")
+    g.add_argument("--api-key", default=s, help=f"API key (prefer {ENV_API_KEY})")
+    g.add_argument("--base-url", default=s, help=f"main host ({ENV_URLS['base_url']})")
+    g.add_argument("--campaign-url", default=s, help=f"campaign host ({ENV_URLS['campaign_url']})")
+    g.add_argument("--agent-url", default=s, help=f"agent host ({ENV_URLS['agent_url']})")
+    g.add_argument("--timeout", type=positive_float, default=s, help="seconds per request")
+    g.add_argument("--max-retries", type=int, default=s, help="retries of a failed read")
+    o = common.add_argument_group("output")
+    o.add_argument("--json", action="store_true", default=s, help="machine-readable output")
+    o.add_argument("-q", "--quiet", action="store_true", default=s, help="no progress/notes")
+    o.add_argument("--debug", action="store_true", default=s, help="tracebacks on errors")
+    return common
+
+
+def build_parser() -> Parser:
+    common = _common()
+    parser = Parser(
+        prog="campaignkit",
+        description="Send, track and inspect campaigns of the Conversation Campaign and "
+        "Session Service; `campaignkit demo` shows it all on a local sandbox.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"campaignkit {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=Parser
+    )
+
+    def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=help,
+            description=description or help,
+            parents=[common],
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    for module in COMMANDS:
+        module.register(add)
+    return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, global options defaulted; SystemExit for --help,
+    --version and usage errors, as argparse does."""
+    args = build_parser().parse_args(argv)
+    for name, default in COMMON_DEFAULTS.items():
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    return args

@@ -1,0 +1,216 @@
+"""``worker`` (send the chunks of bulk runs from a taskiq broker) and ``runs``
+(a delivery ledger's runs, one run's counts, its users to retry)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from ..ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, ledger_from
+from ..ledger._sqlite import DEFAULT_CLAIM_TTL
+from .argtypes import positive_float, positive_int
+from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .files import write_atomically
+from .output import table
+
+
+def register(add: AddCommand) -> None:
+    p = add(
+        "worker",
+        "send chunks of bulk runs from a taskiq broker (extra 'workers')",
+        "Take chunks of bulk runs from the broker's queue, claim each in the ledger and send "
+        "it with the client's send rules, until SIGINT/SIGTERM (the chunks under way are "
+        "finished first). Start as many as you like, on any machine that reaches the broker "
+        "and the ledger. Producers use campaignkit.workers.BulkWorkers (README, 'Bulk sends "
+        "across workers').",
+    )
+    p.add_argument(
+        "--broker",
+        required=True,
+        help="redis://HOST:PORT/DB (a Redis streams broker), or module:attribute naming a "
+        "taskiq broker object of yours (RabbitMQ, NATS, ...)",
+    )
+    p.add_argument(
+        "--journal",
+        required=True,
+        help="the runs' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
+    )
+    p.add_argument("--concurrency", type=positive_int, default=4, help="chunks at a time (4)")
+    p.add_argument("--queue", default="campaignkit", help="Redis stream name (campaignkit)")
+    p.add_argument(
+        "--claim-ttl",
+        type=positive_float,
+        default=DEFAULT_CLAIM_TTL,
+        help="seconds after which a claim of a dead worker is reported ambiguous "
+        f"({DEFAULT_CLAIM_TTL:g}); longer than any chunk's request can last",
+    )
+    p.add_argument(
+        "--redeliver-after",
+        type=positive_float,
+        default=60.0,
+        help="Redis: seconds before a message left unacknowledged by a dead worker goes "
+        "to another (60); early is safe, a chunk is never claimed twice",
+    )
+    p.set_defaults(func=cmd_worker, needs_client=False)
+
+    p = add(
+        "runs",
+        "the runs of a delivery ledger, or one run's counts",
+        "List the runs of the ledger, or show RUN's recipients per state (expired claims, "
+        "of senders that died, are first reported ambiguous). --export writes RUN's rejected "
+        "or ambiguous users as a CSV file that `send` reads, for a deliberate retry.",
+    )
+    p.add_argument("run", nargs="?", help="a run's name")
+    p.add_argument(
+        "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
+    )
+    p.add_argument("--export", choices=["rejected", "ambiguous"], help="write these users as CSV")
+    p.add_argument("-o", "--output", type=Path, help="CSV file for --export (default: stdout)")
+    p.set_defaults(func=cmd_runs, needs_client=False)
+
+
+def open_ledger(journal: str, *, claim_ttl: float | None = None) -> Ledger:
+    """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN)."""
+    ledger = ledger_from(journal)
+    if claim_ttl is not None:
+        ledger.claim_ttl = claim_ttl
+    return ledger
+
+
+async def cmd_worker(ctx: Ctx) -> ExitStatus:
+    from taskiq import TaskiqEvents, TaskiqState
+
+    from ..workers import BulkWorkers, broker_from
+
+    a = ctx.args
+    client = ctx.client()  # configuration errors now, not at the first chunk
+    broker = broker_from(a.broker, queue=a.queue, redeliver_after=a.redeliver_after)
+    bulk = BulkWorkers(
+        broker, lambda: open_ledger(a.journal, claim_ttl=a.claim_ttl), client=lambda: client
+    )
+    ledger = open_ledger(a.journal)
+
+    def ready(state: TaskiqState) -> None:
+        ctx.note(
+            f"campaignkit worker {bulk.owner} ready: {type(broker).__name__}"
+            f"{f' queue {a.queue}' if '://' in a.broker else ''}, ledger {ledger!r}, "
+            f"concurrency {a.concurrency} (SIGINT/SIGTERM: stop after the chunks under way)"
+        )
+
+    broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, ready)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await bulk.work(concurrency=a.concurrency, stop=stop)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    ctx.note("campaignkit worker stopped")
+    return ExitStatus.OK
+
+
+def _created(info: RunInfo) -> str:
+    return datetime.fromtimestamp(info.created, UTC).isoformat(timespec="seconds")
+
+
+def _run_json(info: RunInfo, counts: dict[str, int]) -> dict[str, Any]:
+    return {
+        "run": info.run,
+        "poll_id": info.poll,
+        "created": _created(info),
+        "input_done": info.input_done,
+        "total": info.total,
+        "counts": counts,
+    }
+
+
+async def cmd_runs(ctx: Ctx) -> ExitStatus:
+    a = ctx.args
+    if a.export and not a.run:
+        raise UsageError("--export needs a RUN")
+    if a.output and not a.export:
+        raise UsageError("-o/--output needs --export")
+    async with open_ledger(a.journal) as ledger:
+        if not a.run:
+            await list_runs(ctx, ledger)
+            return ExitStatus.OK
+        info = await ledger.run_info(a.run)
+        if info is None:
+            raise UsageError(f"no run named {a.run!r} in {ledger!r}")
+        await ledger.expire(a.run)
+        if a.export:
+            await export_run(ctx, ledger, a.run, a.export, a.output)
+            return ExitStatus.OK
+        counts = await ledger.counts(a.run)
+        if ctx.json:
+            ctx.emit(_run_json(info, counts))
+        else:
+            state = "input read" if info.input_done else "input still being read"
+            ctx.print(
+                f"run {info.run}: poll {info.poll}, created {_created(info)}, {state}"
+                + (f" ({info.total} inputs)" if info.total is not None else "")
+            )
+            ctx.print(table(list(counts.items()), ["state", "users"]))
+    return ExitStatus.OK
+
+
+async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
+    runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
+    if ctx.json:
+        ctx.emit([_run_json(info, counts) for info, counts in runs])
+        return
+    rows = [
+        (
+            info.run,
+            info.poll,
+            _created(info),
+            "done" if info.input_done else "reading",
+            *counts.values(),
+        )
+        for info, counts in runs
+    ]
+    ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
+
+
+async def export_run(ctx: Ctx, ledger: Ledger, run: str, state: str, output: Path | None) -> None:
+    """Write the run's users in ``state`` as a CSV that ``send`` reads."""
+    keys: dict[str, None] = {}
+    async for record in ledger.records(run, [state]):
+        keys.update(dict.fromkeys(k["key"] for k in _stored(record)["user_session_keys"]))
+    columns = ["country_code", "cellphone", "deployment_eta", *keys]
+
+    async def write(f: TextIO) -> int:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        count = 0
+        async for record in ledger.records(run, [state]):
+            user = _stored(record)
+            row = {k["key"]: k["value"] for k in user["user_session_keys"]}
+            row.update((name, user.get(name, "")) for name in columns[:3])
+            writer.writerow(row)
+            count += 1
+        f.flush()
+        return count
+
+    count = await write(ctx.out) if output is None else await write_atomically(output, write)
+    advice = (
+        "they may have been received: check before sending them again"
+        if state == AMBIGUOUS
+        else "send them again with `campaignkit send POLL FILE --bulk`"
+    )
+    ctx.note(
+        f"wrote {count} {state} users of run {run}{f' to {output}' if output else ''}: {advice}"
+    )
+
+
+def _stored(record: Record) -> dict[str, Any]:
+    user: dict[str, Any] = orjson.loads(record.user or "{}")
+    return user

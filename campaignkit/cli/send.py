@@ -1,0 +1,175 @@
+"""``send``: one campaign request, or a bulk send in chunks (``--bulk``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import errors
+from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport
+from ..client import CampaignClient
+from .argtypes import positive_int
+from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .input import bulk_input, load_users
+from .output import Progress, counts_json, one_line, plain, table
+from .track import report_status, track_campaign
+
+
+def register(add: AddCommand) -> None:
+    p = add(
+        "send",
+        "send a campaign to users from a CSV or JSON file",
+        "Send POLL_ID to the users of FILE ('-' for stdin). CSV: a header row with "
+        "cellphone, country_code, optional deployment_eta (UNIX seconds or ISO 8601 with a "
+        "UTC offset); every other column is a session variable. JSON: an array of user "
+        "objects as on the wire ({cellphone, country_code, user_session_keys, "
+        'deployment_eta?}; user_session_keys may be an object), or {"users": [...]}.',
+    )
+    p.add_argument("poll_id")
+    p.add_argument("file", help="users file (.csv / .json / .jsonl, or '-')")
+    p.add_argument("--format", choices=["csv", "json"], help="default: from the file name")
+    p.add_argument("--track", action="store_true", help="track the campaign after sending")
+    bulk = p.add_argument_group("bulk (large lists: chunks, concurrency, resumable journal)")
+    bulk.add_argument("--bulk", action="store_true", help="send in chunks")
+    bulk.add_argument("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE)
+    bulk.add_argument("--concurrency", type=positive_int, default=4)
+    bulk.add_argument(
+        "--journal",
+        help="delivery ledger: an SQLite file or a postgresql:// DSN; rerun to resume",
+    )
+    bulk.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
+    bulk.add_argument(
+        "--retry-rejected", action="store_true", help="send again the run's rejected users"
+    )
+    p.set_defaults(func=cmd_send, needs_client=True)
+
+
+async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
+    a = ctx.args
+    if a.bulk:
+        return await cmd_bulk(ctx, client)
+    for flag, given in (
+        ("--journal", a.journal),
+        ("--run", a.run),
+        ("--retry-rejected", a.retry_rejected),
+    ):
+        if given:
+            raise UsageError(f"{flag} needs --bulk")
+    users = load_users(a.file, a.format)
+    if not users:
+        raise UsageError(f"{a.file}: no users")
+    ack = await client.send_campaign(a.poll_id, users)
+    if ctx.json and not a.track:
+        ctx.emit(ack)
+        return ExitStatus.OK
+    if not ctx.json:
+        ctx.print(f"{ack.message}: {len(users)} users, poll {ack.id}")
+        ctx.print(f"launch_request_id: {ack.launch_request_id}")
+        ctx.print(f"batch_id:          {ack.batch_id}")
+    if not a.track:
+        ctx.note(f"follow it with: campaignkit track {ack.launch_request_id}")
+        return ExitStatus.OK
+    status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
+    if ctx.json:
+        ctx.emit({"ack": plain(ack), "status": plain(status), "counts": counts_json(status)})
+    else:
+        report_status(ctx, status)
+    return ExitStatus.OK
+
+
+async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
+    a = ctx.args
+    if (a.run or a.retry_rejected) and not a.journal:
+        raise UsageError("--run and --retry-rejected need --journal")
+    users, total = bulk_input(a.file, a.format)
+    with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
+
+        def on_progress(p: BulkProgress) -> None:
+            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
+            detail = f"accepted {p.accepted}"
+            for label, n in (
+                ("failed", p.failed),
+                ("ambiguous", p.ambiguous),
+                ("invalid", p.invalid),
+                ("duplicate", p.duplicates),
+            ):
+                if n:
+                    detail += f", {label} {n}"
+            progress.update(done, max(total or 0, p.validated) or None, detail)
+
+        try:
+            report = await client.send_bulk(
+                a.poll_id,
+                users,
+                chunk_size=a.chunk_size,
+                concurrency=a.concurrency,
+                journal=a.journal,
+                run=a.run,
+                retry_rejected=a.retry_rejected,
+                on_progress=on_progress,
+            )
+        except errors.ValidationError as exc:
+            if any(path.startswith("users") or path == "poll_id" for path, _ in exc.problems):
+                raise
+            raise UsageError(one_line(exc)) from None
+    if ctx.json:
+        ctx.emit(bulk_summary(report))
+    else:
+        print_bulk_report(ctx, report)
+    if report.ambiguous:
+        return ExitStatus.AMBIGUOUS
+    if report.rejected or report.invalid:
+        return ExitStatus.PARTIAL
+    return ExitStatus.OK
+
+
+def print_bulk_report(ctx: Ctx, report: BulkReport) -> None:
+    journal = ctx.args.journal
+    ctx.print(table(list(report.counts.items()), ["outcome", "users"]))
+    ctx.print(f"{len(report.accepted)} campaign(s) accepted in {report.elapsed:.1f}s")
+    for item in report.invalid[:5]:
+        where = f"line {item.row}" if item.row else f"input #{item.position + 1}"
+        ctx.note(f"invalid: {where}: {item.reason}")
+    if len(report.invalid) > 5:
+        ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+    for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
+        for c in chunks:
+            ctx.note(
+                f"{label}: chunk {c.index} ({c.size} users): {one_line(c.error) if c.error else ''}"
+            )
+    if report.ambiguous:
+        ctx.note(
+            "ambiguous chunks may or may not have reached the service: check before resending"
+            + (
+                " (rerunning with the same --journal reports them again, it never resends them)"
+                if journal
+                else ""
+            )
+        )
+    elif report.rejected and journal:
+        ctx.note(
+            "rejected chunks were not sent: rerun with the same --journal and "
+            "--retry-rejected to retry them"
+        )
+
+
+def bulk_summary(report: BulkReport) -> dict[str, Any]:
+    def chunks(items: Sequence[BulkChunk]) -> list[dict[str, Any]]:
+        return [
+            {"chunk": c.index, "size": c.size, "error": one_line(c.error) if c.error else None}
+            for c in items
+        ]
+
+    return {
+        "poll_id": report.poll_id,
+        "total": report.total,
+        "counts": report.counts,
+        "complete": report.complete,
+        "elapsed": round(report.elapsed, 3),
+        "launch_request_ids": report.launch_request_ids,
+        "invalid": [
+            {"position": i.position, "row": i.row, "reason": i.reason} for i in report.invalid
+        ],
+        "rejected": chunks(report.rejected),
+        "ambiguous": chunks(report.ambiguous),
+    }

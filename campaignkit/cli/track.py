@@ -1,0 +1,124 @@
+"""``track`` and ``status``: a campaign followed live, or read once."""
+
+from __future__ import annotations
+
+from .. import errors
+from ..client import CampaignClient
+from ..models import CampaignStatus
+from .argtypes import positive_float
+from .context import AddCommand, Ctx, ExitStatus
+from .output import Progress, count_summary, settled, status_json, status_table, table
+
+
+def register(add: AddCommand) -> None:
+    p = add("track", "follow a campaign live until DONE (or settled)")
+    p.add_argument("launch_request_id")
+    p.add_argument(
+        "--settled", action="store_true", help="go on until no deployment is in progress"
+    )
+    p.add_argument("--poll-interval", type=positive_float, default=1.0, help="seconds (1)")
+    p.add_argument(
+        "--max-interval",
+        type=positive_float,
+        default=5.0,
+        help="longest wait between polls while nothing changes (5)",
+    )
+    p.add_argument(
+        "--track-timeout",
+        dest="track_timeout",
+        type=positive_float,
+        help="give up after this many seconds (exit 5)",
+    )
+    p.set_defaults(func=cmd_track, needs_client=True)
+
+    p = add("status", "a campaign's state and per-status counts")
+    p.add_argument("launch_request_id")
+    p.add_argument("--deployments", action="store_true", help="list every deployment")
+    p.set_defaults(func=cmd_status, needs_client=True)
+
+
+async def track_campaign(
+    ctx: Ctx,
+    client: CampaignClient,
+    launch_request_id: str,
+    *,
+    until: str,
+    poll_interval: float = 1.0,
+    max_interval: float = 5.0,
+    timeout: float | None = None,
+    label: str = "tracking",
+) -> CampaignStatus:
+    """Follow a campaign with a live progress display; the last status read."""
+    tracker = client.track(
+        launch_request_id,
+        until=until,
+        poll_interval=poll_interval,
+        max_interval=max(max_interval, poll_interval),
+        timeout=timeout,
+    )
+    with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
+
+        def show() -> None:
+            p = tracker.progress
+            state = tracker.state.value if tracker.state is not None else "..."
+            progress.update(p.done, p.total or None, f"{state}  {count_summary(tracker.counts)}")
+
+        async with tracker:
+            try:
+                async for _change in tracker:
+                    show()
+            finally:
+                show()
+    result = tracker.result
+    if result is None:  # pragma: no cover - the tracker ends after a poll
+        result = await client.get_campaign_status(launch_request_id)
+    return result
+
+
+def report_status(ctx: Ctx, status: CampaignStatus) -> None:
+    if ctx.json:
+        ctx.emit(status_json(status))
+    else:
+        ctx.print(
+            f"{status.status.value}: {len(status.deployments)} deployments, "
+            f"{settled(status)} settled"
+        )
+        ctx.print(status_table(status))
+
+
+async def cmd_track(ctx: Ctx, client: CampaignClient) -> ExitStatus:
+    a = ctx.args
+    try:
+        status = await track_campaign(
+            ctx,
+            client,
+            a.launch_request_id,
+            until="settled" if a.settled else "done",
+            poll_interval=a.poll_interval,
+            max_interval=a.max_interval,
+            timeout=a.track_timeout,
+        )
+    except errors.TimeoutError as exc:
+        if exc.last_status is not None and not ctx.json:
+            ctx.print(status_table(exc.last_status))
+        raise
+    report_status(ctx, status)
+    return ExitStatus.OK
+
+
+async def cmd_status(ctx: Ctx, client: CampaignClient) -> ExitStatus:
+    status = await client.get_campaign_status(ctx.args.launch_request_id)
+    if ctx.json:
+        ctx.emit(status_json(status))
+        return ExitStatus.OK
+    ctx.print(
+        f"launch request {status.launch_request_id}: {status.status.value}, poll {status.poll_id}, "
+        f"{len(status.deployments)} deployments, {settled(status)} settled"
+    )
+    if status.deployments:
+        ctx.print(status_table(status))
+    if ctx.args.deployments:
+        ctx.print()
+        rows = [(d.cellphone, d.status or "", d.conversation_id) for d in status.deployments]
+        ctx.print(table(rows, ["cellphone", "status", "conversation_id"]))
+    return ExitStatus.OK

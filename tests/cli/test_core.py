@@ -1,0 +1,78 @@
+"""Errors as a user sees them: the real console script, exit statuses,
+one-line errors, the help."""
+
+from __future__ import annotations
+
+from helpers.cli import (
+    closed_port,
+    subprocess,
+)
+
+
+async def test_bad_flags_exit_2() -> None:
+    for argv in (
+        ["polls", "--bogus"],
+        ["nosuchcommand"],
+        [],
+        ["sessions"],
+        ["track", "x", "--poll-interval", "-1"],
+    ):
+        result = await subprocess(*argv)
+        assert result.code == 2, argv
+        assert "Traceback" not in result.err
+        assert "error:" in result.err
+
+
+async def test_missing_key_is_one_line_exit_3() -> None:
+    result = await subprocess("polls", env={"CAMPAIGNKIT_BASE_URL": "http://127.0.0.1:9"})
+    assert result.code == 3
+    assert result.out == ""
+    assert result.err.count("\n") == 1
+    assert "no API key" in result.err
+    assert "CAMPAIGNKIT_API_KEY" in result.err
+
+
+async def test_missing_host_is_config_error() -> None:
+    result = await subprocess("agents", env={"CAMPAIGNKIT_API_KEY": "k-123456"})
+    assert result.code == 3
+    assert "--agent-url" in result.err
+    assert result.err.count("\n") == 1
+
+
+async def test_unreachable_host_is_one_line_exit_5() -> None:
+    key = "sk_live_TOPSECRET_42"
+    env = {"CAMPAIGNKIT_API_KEY": key, "CAMPAIGNKIT_BASE_URL": f"http://127.0.0.1:{closed_port()}"}
+    result = await subprocess("polls", "--max-retries", "0", "--timeout", "5", env=env)
+    assert result.code == 5
+    assert result.err.count("\n") == 1
+    assert result.err.startswith("campaignkit: error: ")
+    assert "Traceback" not in result.err
+    assert key not in result.err
+
+    debug = await subprocess("polls", "--max-retries", "0", "--debug", "--api-key", key, env=env)
+    assert debug.code == 5
+    assert "Traceback" in debug.err
+    assert key not in debug.err + debug.out
+
+
+async def test_help_documents_exit_codes() -> None:
+    result = await subprocess("--help")
+    assert result.code == 0
+    for line in ("Exit codes:", "ambiguous send", "130"):
+        assert line in result.out
+    for command in (
+        "demo",
+        "sandbox",
+        "send",
+        "track",
+        "status",
+        "sessions",
+        "history",
+        "polls",
+        "agents",
+        "update-session",
+    ):
+        assert command in result.out
+    sub = await subprocess("send", "--help")
+    assert "--bulk" in sub.out
+    assert "--journal" in sub.out

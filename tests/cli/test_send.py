@@ -1,0 +1,155 @@
+"""``send``, one request or ``--bulk``, against an in-process sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from helpers.cli import (
+    first_poll,
+    run,
+    users_rows,
+    write_csv,
+)
+
+from campaignkit.sandbox import Sandbox
+
+
+async def test_send_csv_then_status_and_track(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    rows = users_rows(3)
+    rows.append({"country_code": "+57", "cellphone": "3110009916", "name": "failing"})
+    path = write_csv(tmp_path / "users.csv", rows)
+    sent = await run(sb, "send", str(poll), str(path), "--json")
+    assert sent.code == 0, sent.err
+    ack = sent.json()
+    launch = ack["launch_request_id"]
+    assert ack["id"] == str(poll)
+
+    tracked = await run(sb, "track", launch, "--settled", "--poll-interval", "0.05", "--json")
+    assert tracked.code == 0, tracked.err
+    data = tracked.json()
+    assert data["status"] == "DONE"
+    assert data["counts"] == {"DELIVERED": 3, "FAILURE_BY_RATE_LIMIT": 1}
+    assert "tracking" in tracked.err  # the progress line went to stderr
+
+    status = await run(sb, "status", launch)
+    assert status.code == 0, status.err
+    assert "DELIVERED" in status.out
+    assert "FAILURE_BY_RATE_LIMIT" in status.out
+    assert "4 deployments" in status.out
+    listed = await run(sb, "status", launch, "--deployments")
+    assert "3110009916" in listed.out
+
+
+async def test_send_json_with_track(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    path = tmp_path / "users.json"
+    path.write_bytes(
+        orjson.dumps(
+            {
+                "users": [
+                    {
+                        "cellphone": "3000000001",
+                        "country_code": "+57",
+                        "user_session_keys": {"a": "1"},
+                    },
+                    {
+                        "cellphone": "3000009922",
+                        "country_code": "+57",
+                        "user_session_keys": [{"key": "b", "value": "2"}],
+                    },
+                ]
+            }
+        )
+    )
+    result = await run(sb, "send", str(poll), str(path), "--track", "-q")
+    assert result.code == 0, result.err
+    assert "launch_request_id:" in result.out
+    assert "DONE" in result.out
+    assert result.err == ""  # --quiet: no progress, no notes
+
+
+async def test_send_invalid_user_is_usage_error_naming_the_path(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await first_poll(sb)
+    path = write_csv(
+        tmp_path / "u.csv",
+        [
+            {"country_code": "+57", "cellphone": "3000000001"},
+            {"country_code": "57", "cellphone": "3000000002"},
+        ],
+    )
+    result = await run(sb, "send", str(poll), str(path))
+    assert result.code == 2
+    assert "users[1].country_code" in result.err
+    assert result.err.count("\n") == 1
+    assert (await sb.snapshot(users=False))["companies"][0]["launches"] in ([], {})
+
+
+async def test_send_missing_file_and_bad_csv_header(sb: Sandbox, tmp_path: Path) -> None:
+    missing = await run(sb, "send", "1", str(tmp_path / "nope.csv"))
+    assert missing.code == 2
+    assert "no such file" in missing.err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("phone,name\n300,x\n")
+    result = await run(sb, "send", "1", str(bad))
+    assert result.code == 2
+    assert "country_code" in result.err
+
+
+async def test_send_unknown_poll_is_api_error(sb: Sandbox, tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "u.csv", users_rows(1))
+    result = await run(sb, "send", "987654", str(path))
+    assert result.code == 1
+    assert "404" in result.err
+
+
+async def test_bulk_send_with_journal_resumes(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    rows = users_rows(50)
+    rows.append(dict(rows[0]))  # a duplicate phone
+    path = write_csv(tmp_path / "users.csv", rows)
+    journal = tmp_path / "journal.sqlite"
+    argv = ("send", str(poll), str(path), "--bulk", "--chunk-size", "20", "--journal", str(journal))
+    first = await run(sb, *argv, "--json")
+    assert first.code == 0, first.err
+    report = first.json()
+    assert report["counts"]["accepted"] == 50
+    assert report["counts"]["duplicate"] == 1
+    assert len(report["launch_request_ids"]) == 3
+    assert "sending" in first.err
+
+    second = await run(sb, *argv, "--json")
+    assert second.code == 0, second.err
+    assert second.json()["launch_request_ids"] == report["launch_request_ids"]
+    launches = (await sb.snapshot(users=False))["companies"][0]["launches"]
+    assert len(launches) == 3  # nothing was sent twice
+
+
+async def test_bulk_send_invalid_rows_exit_6(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    rows = [*users_rows(3), {"country_code": "57", "cellphone": "3000000009", "name": "x"}]
+    path = write_csv(tmp_path / "users.csv", rows)
+    result = await run(sb, "send", str(poll), str(path), "--bulk")
+    assert result.code == 6
+    assert "accepted" in result.out
+    assert "invalid: line 5" in result.err
+
+
+async def test_journal_needs_bulk(sb: Sandbox, tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "u.csv", users_rows(1))
+    result = await run(sb, "send", "1", str(path), "--journal", str(tmp_path / "j"))
+    assert result.code == 2
+    assert "--bulk" in result.err
+
+
+async def test_send_5xx_is_ambiguous_exit_4(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    path = write_csv(tmp_path / "u.csv", users_rows(2))
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
+    result = await run(sb, "send", str(poll), str(path))
+    assert result.code == 4
+    assert "do not resend blindly" in result.err
+    assert result.err.count("\n") == 1
