@@ -33,12 +33,6 @@ VALID = len(expected_phones(COUNT))
 
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture
 def queue() -> str:
     """A queue of this test's own on the shared Redis."""
     return f"campaignkit-test-{uuid.uuid4().hex[:12]}"
@@ -174,7 +168,13 @@ async def test_redelivered_messages_send_nobody_twice(
     ):
         report = await bulk.wait(run, poll_interval=0.05, timeout=30)
         await asyncio.wait_for(results.all_in.wait(), 10)  # the redelivered originals
-    assert Counter(results.values) == {"accepted": chunks, None: chunks}
+    # Each chunk is sent once; every other delivery of it finds nothing to
+    # claim: the copies, the reclaimed originals, and (on a loaded machine) a
+    # message reclaimed again while its first worker was still at it.
+    outcomes = Counter(results.values)
+    assert outcomes["accepted"] == chunks
+    assert outcomes[None] >= chunks
+    assert set(outcomes) == {"accepted", None}
     assert report.counts["accepted"] == VALID
     assert_inputs(report)
     await assert_once(sb, postgres_dsn, run, report)

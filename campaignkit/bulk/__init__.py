@@ -47,6 +47,7 @@ from .._report import (
     InvalidUser,
     Outcome,
 )
+from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
 from ._send import (
@@ -77,6 +78,7 @@ __all__ = [
     "ProgressCallback",
     "UserInput",
     "ausers_from_csv",
+    "bulk_problems",
     "default_run",
     "send_bulk",
     "send_claim",

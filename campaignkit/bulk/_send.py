@@ -15,11 +15,12 @@ import orjson
 
 from .._csv import InvalidInput
 from .._report import BulkChunk, BulkProgress, BulkReport
-from .._validation import Problems, path_segment, raise_problems
+from .._validation import raise_problems
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
 from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record, ledger_from
 from ..models import CampaignAck, User
 from ._held import grouped, held_outcome
+from ._options import bulk_problems
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
 from ._sender import ClaimOutcome, send_claim, send_request
@@ -298,23 +299,16 @@ async def send_bulk(
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
     """
-    problems: Problems = []
-    segment = path_segment("poll_id", poll_id, problems)
-    for name, value in (("chunk_size", chunk_size), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            problems.append((name, f"must be an int >= 1, got {value!r}"))
-    if rate_limit is not None and (
-        isinstance(rate_limit, bool)
-        or not isinstance(rate_limit, int | float)
-        or not rate_limit > 0
-    ):
-        problems.append(("rate_limit", f"must be a number > 0 (requests/s), got {rate_limit!r}"))
-    if run is not None and (not isinstance(run, str) or not run.strip()):
-        problems.append(("run", f"must be a non-empty string, got {run!r}"))
+    segment, problems = bulk_problems(
+        poll_id,
+        users,
+        chunk_size=chunk_size,
+        concurrency=concurrency,
+        rate_limit=rate_limit,
+        run=run,
+    )
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
-    if isinstance(users, str | bytes | Mapping) or not isinstance(users, Iterable | AsyncIterable):
-        problems.append(("users", f"expected an iterable of users, got {type(users).__name__}"))
     raise_problems(problems)
     ledger = None if journal is None else ledger_from(journal)
     owned = ledger is not None and ledger is not journal

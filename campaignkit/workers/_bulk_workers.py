@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import attrs
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
 
-from .._validation import Problems, path_segment, raise_problems
+from .._validation import raise_problems
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     BulkReport,
     PlannedChunk,
     Planner,
     UserInput,
+    bulk_problems,
     default_run,
     send_claim,
 )
@@ -208,10 +209,7 @@ class BulkWorkers:
         whole input is planned; the workers may still be sending. A bad
         ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
         """
-        problems: Problems = []
-        segment = path_segment("poll_id", poll_id, problems)
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            problems.append(("chunk_size", f"must be an int >= 1, got {chunk_size!r}"))
+        segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
         raise_problems(problems)
         ledger = await self._producer.get()
         run = run or default_run(segment)
