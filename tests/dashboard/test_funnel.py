@@ -1,0 +1,107 @@
+"""The funnel mapping, the timeline and the chart: pure, no I/O."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from campaignkit import CampaignState, DeploymentStatus
+from campaignkit.dashboard import Funnel, Sample, Stage, Timeline, funnel, stage_of
+from campaignkit.dashboard._svg import chart_svg
+
+S = DeploymentStatus
+NON_FAILURES = {
+    S.RECEIVED: Stage.TAKEN,
+    S.RECEIVED_BY_WORKER: Stage.TAKEN,
+    S.RETRY: Stage.TAKEN,
+    S.SUCCESS: Stage.SENT,
+    S.PUSH_NOTIFICATION: Stage.SENT,
+    S.DELIVERED: Stage.DELIVERED,
+}
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_not_taken_is_queued() -> None:
+    assert stage_of(None) is Stage.QUEUED
+
+
+@pytest.mark.parametrize("status", list(S), ids=str)
+def test_every_known_status_has_its_stage(status: DeploymentStatus) -> None:
+    assert stage_of(status) is NON_FAILURES.get(status, Stage.FAILED)
+
+
+def test_the_wire_misspelling_is_sent() -> None:
+    assert stage_of(S("PUSH_NOTIFATION")) is Stage.SENT
+
+
+def test_an_unknown_status_is_its_own_stage() -> None:
+    with pytest.warns(RuntimeWarning, match="unknown deployment status"):
+        status = S("DASHBOARD_TEST_NEW_STATUS")
+    assert stage_of(status) is Stage.UNKNOWN
+    assert funnel({status: 2}).unknown == 2
+
+
+def test_funnel_of_counts() -> None:
+    counts: Counter[DeploymentStatus | None] = Counter(
+        {None: 4, S.RETRY: 1, S.RECEIVED: 2, S.SUCCESS: 3, S.DELIVERED: 5, S.REVOKED: 1}
+    )
+    counts.update({S.INVALID_PHONE: 2, S.FAILURE: 2})
+    result = funnel(counts)
+    assert result == Funnel(
+        queued=4,
+        taken=3,
+        sent=3,
+        delivered=5,
+        failures=(("FAILURE", 2), ("INVALID_PHONE", 2), ("REVOKED", 1)),
+    )
+    assert (result.failed, result.total) == (5, 20)
+    assert result.to_json() == {
+        "queued": 4,
+        "taken": 3,
+        "sent": 3,
+        "delivered": 5,
+        "failed": 5,
+        "unknown": 0,
+        "total": 20,
+        "failures": {"FAILURE": 2, "INVALID_PHONE": 2, "REVOKED": 1},
+    }
+    assert [stage for stage, _ in result.stages()] == list(Stage)
+
+
+def test_zero_counts_leave_no_failure_row() -> None:
+    assert funnel({S.FAILURE: 0, None: 1}).failures == ()
+
+
+def sample(seconds: float, delivered: int, state: CampaignState = CampaignState.CLAIMED) -> Sample:
+    return Sample(
+        T0 + timedelta(seconds=seconds), state, Funnel(queued=10 - delivered, delivered=delivered)
+    )
+
+
+def test_timeline_skips_repeats_and_keeps_its_ends_when_full() -> None:
+    timeline = Timeline(limit=4)
+    assert timeline.record(sample(0, 0))
+    assert not timeline.record(sample(1, 0))
+    for second in range(1, 10):
+        timeline.record(sample(second, second))
+    kept = timeline.samples
+    assert len(kept) <= 4
+    assert kept[0] == sample(0, 0)
+    assert kept[-1] == sample(9, 9)
+    assert [s.at for s in kept] == sorted(s.at for s in kept)
+
+
+def test_chart_stacks_the_stages_over_time() -> None:
+    svg = chart_svg([sample(0, 0), sample(30, 4), sample(60, 10, CampaignState.DONE)])
+    assert svg.count("<polygon") == 2  # queued and delivered; empty stages draw nothing
+    assert 'class="area st-delivered"' in svg
+    assert 'class="area st-queued"' in svg
+    assert ">60 s</text>" in svg
+    assert ">10</text>" in svg  # the y axis tops at the largest total
+
+
+def test_chart_of_one_sample_or_none() -> None:
+    assert "<polygon" in chart_svg([sample(0, 3)])
+    assert "<polygon" not in chart_svg([])

@@ -1,0 +1,92 @@
+"""The report: one self-contained HTML file with the dashboard's funnel and chart."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from campaignkit import CampaignClient, CampaignState, CampaignStatus, Deployment, DeploymentStatus
+from campaignkit.dashboard import Funnel, Sample, funnel, render_report, write_report
+
+pytestmark = pytest.mark.timeout(30)
+
+S = DeploymentStatus
+LOADS = {"script", "link", "img", "iframe", "object", "embed", "audio", "video", "source"}
+
+
+class Outside(HTMLParser):
+    """What in a page would load from elsewhere or run: tags and URL attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in LOADS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:
+            if name in {"src", "href", "xlink:href", "action", "srcset"} or name.startswith("on"):
+                self.found.append(f"{tag} {name}={value}")
+
+
+def outside_references(page: str) -> list[str]:
+    parser = Outside()
+    parser.feed(page)
+    words = [word for word in ("http:", "https:", "url(", "@import", "//") if word in page]
+    return parser.found + words
+
+
+def deployment(i: int, status: DeploymentStatus | None) -> Deployment:
+    return Deployment(f"c{i}", f"s{i}", f"300{i:07d}", status=status)
+
+
+def test_a_report_is_self_contained_and_escapes_what_it_shows() -> None:
+    statuses = [S.DELIVERED] * 5 + [S.SUCCESS, S.FAILURE_BY_OPTOUT_CONTACT, None]
+    status = CampaignStatus(
+        "<b>launch</b>", CampaignState.CLAIMED, 7, tuple(map(deployment, range(8), statuses))
+    )
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    history = [Sample(start, CampaignState.PENDING, Funnel())]
+    page = render_report(status, history, now=start + timedelta(seconds=90))
+
+    assert outside_references(page) == []
+    assert "<b>launch</b>" not in page
+    assert "&lt;b&gt;launch&lt;/b&gt;" in page
+    assert 'data-stage="delivered">5<' in page
+    assert 'data-stage="queued">1<' in page
+    assert 'data-reason="FAILURE_BY_OPTOUT_CONTACT">1<' in page
+    assert "<style>" in page
+    assert ".st-delivered" in page
+    assert "<svg" in page
+    assert ">90 s</text>" in page
+    assert "2026-01-01 00:01:30 UTC" in page
+
+
+async def test_write_report_reads_the_launch(
+    client: CampaignClient,
+    send: Callable[[], Awaitable[str]],
+    settle: Callable[[str], Awaitable[Counter[DeploymentStatus | None]]],
+    tmp_path: Path,
+) -> None:
+    launch = await send()
+    expected = funnel(await settle(launch))
+    path = tmp_path / "report.html"
+
+    status = await write_report(client, launch, path)
+
+    page = path.read_text(encoding="utf-8")
+    assert status.launch_request_id == launch
+    assert funnel(Counter(d.status for d in status.deployments)) == expected
+    assert outside_references(page) == []
+    for stage, count in expected.stages():
+        assert f'data-stage="{stage}">{count}<' in page
+
+
+def test_the_check_sees_what_loads_from_elsewhere() -> None:
+    page = '<link rel="stylesheet" href="/s.css"><p style="background:url(x.png)">'
+    assert outside_references(page) == ["<link>", "link href=/s.css", "url("]
