@@ -1,0 +1,240 @@
+"""The engine of ``send_bulk``: a reader planning chunks, senders sending them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .._report import BulkChunk, BulkProgress, BulkReport
+from ..errors import AuthenticationError, CampaignKitError, NotFoundError
+from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
+from ..models import CampaignAck, User
+from ._held import grouped, held_outcome
+from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
+from ._planner import PlannedChunk, Planner
+from ._sender import ClaimOutcome, send_claim, send_request
+
+if TYPE_CHECKING:
+    from ..client import CampaignClient
+
+_FATAL = (AuthenticationError, NotFoundError)
+
+
+# Not slotted: the state built from the options is set in __attrs_post_init__.
+@attrs.define(slots=False)
+class BulkSend:
+    client: CampaignClient
+    poll_id: str
+    segment: str
+    chunk_size: int
+    concurrency: int
+    rate_limit: float | None
+    ledger: Ledger | None
+    run_name: str
+    retry_rejected: bool
+    on_progress: Callable[[BulkProgress], object] | None
+    keep_accepted_users: bool
+    timeout: float | None
+    max_retries: int | None
+
+    def __attrs_post_init__(self) -> None:
+        sleep = self.client.transport.sleep
+        self.limiter = None if self.rate_limit is None else RateLimiter(self.rate_limit, sleep)
+        self.sender_id = uuid.uuid4().hex
+        self.report = BulkReport(self.poll_id, keeps_accepted_users=self.keep_accepted_users)
+        self.planner = Planner(self.chunk_size)
+        self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
+        self.fatal: CampaignKitError | None = None
+        self.acks: dict[str, CampaignAck] = {}
+        self.progress = ProgressReporter(self.on_progress, self.planner)
+        self._input_error: BaseException | None = None
+
+    # -- reading
+
+    async def read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
+        try:
+            await self._read(users)
+        except Exception as exc:
+            # Send what is queued, then re-raise from run().
+            self._input_error = exc
+        # Not in a finally: once cancelled, a put on a full queue would hang.
+        for _ in range(self.concurrency):
+            await self.queue.put(None)
+
+    async def _read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
+        # The per-user work is synchronous (Planner.take); the loop awaits only
+        # to hand over a full chunk, and now and then so a long input cannot
+        # starve it.
+        planner, put = self.planner, self.queue.put
+        if isinstance(users, AsyncIterable):
+            async for item in users:
+                if (chunk := planner.take(item)) is not None:
+                    await put(chunk)
+                elif not planner.total & 511:
+                    self.progress.advance()
+                    await asyncio.sleep(0)
+        else:
+            for item in users:
+                if (chunk := planner.take(item)) is not None:
+                    await put(chunk)
+                elif not planner.total & 511:
+                    self.progress.advance()
+                    await asyncio.sleep(0)
+        if (chunk := planner.flush()) is not None:
+            await put(chunk)
+
+    # -- sending
+
+    async def send(self) -> None:
+        while True:
+            chunk = await self.queue.get()
+            if chunk is None:
+                return
+            if self.fatal is not None:
+                self._finish(
+                    chunk, chunk.users, chunk.positions, ClaimOutcome("rejected", error=self.fatal)
+                )
+            elif self.ledger is None:
+                await self._send_unjournaled(chunk)
+            else:
+                await self._send_journaled(chunk, self.ledger)
+
+    async def _send_unjournaled(self, chunk: PlannedChunk) -> None:
+        if self.limiter is not None:
+            await self.limiter.wait()
+        self.progress.advance({"sent": len(chunk.users)})
+        result = await send_request(
+            self.client,
+            self.segment,
+            chunk.body,
+            chunk.users,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        self._settled(chunk, chunk.users, chunk.positions, result)
+
+    async def _send_journaled(self, chunk: PlannedChunk, ledger: Ledger) -> None:
+        chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
+        held = await ledger.plan(
+            self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
+        )
+        for record_group in grouped(held):
+            self._report_held(chunk, record_group)
+        if len(held) == len(chunk.users):
+            return
+        if self.limiter is not None:
+            await self.limiter.wait()
+        # Committed (durably) before the request leaves.
+        claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
+        by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
+        claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
+        accounted = {by_phone[r.phone] for r in held}.union(claimed)
+        lost = [i for i in range(len(chunk.phones)) if i not in accounted]
+        if lost:  # claimed between our plan and claim by another sender of the run
+            self._report_held(
+                chunk, [Record(chunk.phones[i], chunk.positions[i], IN_FLIGHT) for i in lost]
+            )
+        if claim is None:
+            return
+        users = tuple(chunk.users[i] for i in claimed)
+        self.progress.advance({"sent": len(users)})
+        result = await send_claim(
+            self.client,
+            ledger,
+            self.run_name,
+            self.segment,
+            claim,
+            users=users,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        self._settled(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
+
+    def _settled(
+        self,
+        chunk: PlannedChunk,
+        users: Sequence[User],
+        positions: Sequence[int],
+        result: ClaimOutcome,
+        claim: str | None = None,
+    ) -> None:
+        if isinstance(result.error, _FATAL) and self.fatal is None:
+            self.fatal = result.error
+        self._finish(chunk, users, positions, result, claim)
+
+    def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
+        """Report recipients of ``chunk`` the ledger already holds: not sent again."""
+        index = {phone: i for i, phone in enumerate(chunk.phones)}
+        users = [chunk.users[index[r.phone]] for r in records]
+        positions = [chunk.positions[index[r.phone]] for r in records]
+        result = held_outcome(records[0], users, self.acks)
+        self._finish(chunk, users, positions, result, records[0].claim, resumed=True)
+
+    def _finish(
+        self,
+        chunk: PlannedChunk,
+        users: Sequence[User],
+        positions: Sequence[int],
+        result: ClaimOutcome,
+        claim: str | None = None,
+        *,
+        resumed: bool = False,
+    ) -> None:
+        keep = result.outcome != "accepted" or self.keep_accepted_users
+        report_chunk = BulkChunk(
+            chunk.index,
+            claim,
+            result.outcome,
+            len(users),
+            ack=result.ack,
+            error=result.error,
+            resumed=resumed,
+            positions=positions,
+            users=tuple(users) if keep else None,
+        )
+        getattr(self.report, result.outcome).append(report_chunk)
+        self.progress.advance({PROGRESS_FIELD[result.outcome]: len(users)})
+
+    async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
+        started = time.monotonic()
+        if self.ledger is not None:
+            await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+            for _, _, state, ack, _ in await self.ledger.claims(self.run_name):
+                if state == ACCEPTED and ack:
+                    parsed = CampaignAck(**orjson.loads(ack))
+                    self.acks[parsed.launch_request_id] = parsed
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.read(users))
+                for _ in range(self.concurrency):
+                    group.create_task(self.send())
+        except BaseException as failed:  # a sender's error, or cancelled
+            await self.progress.cancel()
+            if isinstance(failed, BaseExceptionGroup) and len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+        report = self.report
+        report.total = self.planner.total
+        report.invalid = self.planner.invalid
+        report.duplicates = self.planner.duplicates
+        for name in ("accepted", "rejected", "ambiguous"):
+            getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
+        report.elapsed = time.monotonic() - started
+        if self.ledger is not None and self._input_error is None:
+            await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+            await self.ledger.finish_input(self.run_name, report.total)
+        await self.progress.finish()
+        if self._input_error is not None:
+            error = self._input_error
+            error.add_note(
+                f"send_bulk: the input raised after {report.total} items; the full chunks "
+                "read before it were sent (see the ledger, if any), the partial one was not"
+            )
+            raise error
+        return report
