@@ -3,10 +3,12 @@ one-line errors, the help."""
 
 from __future__ import annotations
 
-from helpers.cli import (
-    closed_port,
-    subprocess,
-)
+import sys
+
+from helpers.cli import closed_port, subprocess
+
+from campaignkit import cli
+from campaignkit.cli import ExitStatus
 
 
 async def test_bad_flags_exit_2() -> None:
@@ -76,3 +78,30 @@ async def test_help_documents_exit_codes() -> None:
     sub = await subprocess("send", "--help")
     assert "--bulk" in sub.out
     assert "--journal" in sub.out
+
+
+async def test_help_needs_no_docstrings() -> None:
+    """``python -OO`` strips docstrings: the help, exit codes included, stays."""
+    program = (sys.executable, "-OO", "-m", "campaignkit.cli")
+    result = await subprocess("--help", program=program)
+    assert result.code == 0, result.err
+    assert "130  interrupted (Ctrl-C)" in result.out
+    sub = await subprocess("demo", "--help", program=program)
+    assert sub.code == 0, sub.err
+    assert "--speed" in sub.out
+    assert "Exit codes:" in sub.out
+
+
+def test_exit_statuses_keep_their_numbers() -> None:
+    expected = {
+        "ok": 0,
+        "error": 1,
+        "usage": 2,
+        "config": 3,
+        "ambiguous": 4,
+        "network": 5,
+        "partial": 6,
+        "interrupted": 130,
+    }
+    assert {status.name.lower(): status.value for status in ExitStatus} == expected
+    assert expected == cli.EXIT

@@ -1,0 +1,99 @@
+"""Users files and the one coercion behind them: a user, and its
+``deployment_eta`` above all, reads the same from a CSV row, a JSON file and a
+dict handed to ``send_bulk``; a date-time without a UTC offset is refused by
+each, naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers.cli import first_poll, run, write_csv
+
+from campaignkit import User
+from campaignkit._user_input import as_user
+from campaignkit._validation import Problems, user_wire
+from campaignkit.bulk import InvalidInput, users_from_csv
+from campaignkit.cli.context import UsageError
+from campaignkit.cli.input import load_users
+from campaignkit.sandbox import Sandbox
+
+ROW = {"country_code": "+57", "cellphone": "3000000001"}
+IN_2030 = 1893456000  # 2030-01-01T00:00:00Z
+
+
+def eta_files(tmp_path: Path, eta: Any) -> tuple[Path, Path]:
+    """The same user with ``eta`` as a CSV file and as a JSON file."""
+    csv_path = write_csv(tmp_path / "u.csv", [{**ROW, "deployment_eta": str(eta)}])
+    json_path = tmp_path / "u.json"
+    json_path.write_bytes(orjson.dumps([{**ROW, "deployment_eta": eta}]))
+    return csv_path, json_path
+
+
+def wire_eta(user: User) -> Any:
+    problems: Problems = []
+    wire = user_wire(user, "user", problems)
+    assert wire is not None, problems
+    return wire["deployment_eta"]
+
+
+@pytest.mark.parametrize(
+    "eta", [IN_2030, str(IN_2030), "2030-01-01T00:00:00Z", "2030-01-01T01:00:00+01:00"]
+)
+def test_an_eta_in_seconds_or_with_an_offset_reads_the_same_everywhere(
+    tmp_path: Path, eta: Any
+) -> None:
+    csv_path, json_path = eta_files(tmp_path, eta)
+    from_dict, reason = as_user({**ROW, "deployment_eta": eta})
+    assert from_dict is not None, reason
+    from_csv = next(iter(users_from_csv(csv_path)))
+    assert isinstance(from_csv, User)
+    users = [from_csv, load_users(str(json_path), None)[0], from_dict]
+    assert [wire_eta(user) for user in users] == [IN_2030] * 3
+
+
+@pytest.mark.parametrize("eta", ["2030-01-01T00:00:00", "2030-01-01"])
+async def test_a_naive_eta_is_refused_everywhere_naming_the_field(
+    sb: Sandbox, tmp_path: Path, eta: str
+) -> None:
+    poll = await first_poll(sb)
+    csv_path, json_path = eta_files(tmp_path, eta)
+    [row] = users_from_csv(csv_path)
+    assert isinstance(row, InvalidInput)
+    assert row.reason == "line 2: deployment_eta: datetime must be timezone-aware"
+    for path in (csv_path, json_path):
+        sent = await run(sb, "send", str(poll), str(path))
+        assert sent.code == 2, sent.err
+        assert "users[0].deployment_eta: datetime must be timezone-aware" in sent.err
+    async with sb.client() as client:
+        report = await client.send_bulk(poll, [{**ROW, "deployment_eta": eta}])
+    assert [i.reason for i in report.invalid] == [
+        "users[0].deployment_eta: datetime must be timezone-aware"
+    ]
+    assert (await sb.snapshot(users=False))["companies"][0]["launches"] in ([], {})
+
+
+def test_an_eta_that_is_no_date_names_the_field_and_the_text(tmp_path: Path) -> None:
+    csv_path, json_path = eta_files(tmp_path, "tomorrow")
+    expected = "deployment_eta: expected UNIX seconds or an ISO 8601 date-time, got 'tomorrow'"
+    [row] = users_from_csv(csv_path)
+    assert isinstance(row, InvalidInput)
+    assert row.reason == f"line 2: {expected}"
+    assert as_user({**ROW, "deployment_eta": "tomorrow"}) == (None, expected)
+    with pytest.raises(UsageError, match=f"users\\[0\\]: {expected}"):
+        load_users(str(json_path), None)
+
+
+async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await first_poll(sb)
+    path = tmp_path / "u.json"
+    users = [ROW, {"country_code": "+57", "phone": "3000000002"}]
+    path.write_text("\n".join(orjson.dumps(user).decode() for user in users))  # JSON Lines
+    one = await run(sb, "send", str(poll), str(path))
+    assert one.code == 2
+    assert "users[1]: unknown field(s): phone" in one.err
+    bulk = await run(sb, "send", str(poll), str(path), "--bulk")
+    assert bulk.code == 6, bulk.err
+    assert "invalid: input #2: unknown field(s): phone" in bulk.err
