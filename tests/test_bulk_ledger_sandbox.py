@@ -10,11 +10,11 @@ import contextlib
 import functools
 import random
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from helpers.ledgers import STORES, NewLedger
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,23 +24,10 @@ from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
 
-STORES = ["sqlite", "postgres"]
-
-
-@pytest.fixture(params=STORES)
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Ledger]:
-    """Makes ledgers of one store, all on the same file or database."""
-    if request.param == "sqlite":
-        path = tmp_path / "run.db"
-        return lambda: SqliteLedger(path)
-    dsn = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresLedger(dsn)
-
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50, seed=3) as sandbox:
-        yield sandbox
+def sandbox_options() -> dict[str, Any]:
+    return {"seed": 3}
 
 
 def people(numbers: Sequence[int]) -> list[User]:
@@ -89,13 +76,13 @@ VARIANTS: dict[str, tuple[list[int], int]] = {
 
 @pytest.mark.parametrize("variant", VARIANTS)
 async def test_a_rerun_sends_only_who_was_never_sent(
-    sb: Sandbox, journal: Callable[[], Ledger], variant: str
+    sb: Sandbox, new_ledger: NewLedger, variant: str
 ) -> None:
     numbers, chunk_size = VARIANTS[variant]
     async with sb.client() as client:
-        first = await send(client, journal(), people(FIRST), 7)
+        first = await send(client, new_ledger(), people(FIRST), 7)
         assert first.counts["accepted"] == len(FIRST)
-        again = await send(client, journal(), people(numbers), chunk_size)
+        again = await send(client, new_ledger(), people(numbers), chunk_size)
     got = await received(sb, sb.company_id)
     everyone = {f"+5731{n:08d}" for n in set(FIRST) | set(numbers)}
     assert_at_most_once(got, everyone, again)
@@ -104,15 +91,15 @@ async def test_a_rerun_sends_only_who_was_never_sent(
 
 
 async def test_after_an_ambiguous_chunk_a_rerun_does_not_resend_it(
-    sb: Sandbox, journal: Callable[[], Ledger]
+    sb: Sandbox, new_ledger: NewLedger
 ) -> None:
     # The service takes the second request, then fails to answer: ambiguous.
     await sb.set_faults({"kind": "500", "route": "send_campaign", "when": "after", "count": 1})
     async with sb.client() as client:
-        first = await send(client, journal(), people(FIRST[:7]), 7)
+        first = await send(client, new_ledger(), people(FIRST[:7]), 7)
         assert first.counts["ambiguous"] == 7
-        first = await send(client, journal(), people(FIRST), 7)
-        again = await send(client, journal(), people(FIRST[::-1]), 5)
+        first = await send(client, new_ledger(), people(FIRST), 7)
+        again = await send(client, new_ledger(), people(FIRST[::-1]), 5)
     got = await received(sb, sb.company_id)
     assert ambiguous_phones(again) == {f"+5731{n:08d}" for n in FIRST[:7]}
     assert_at_most_once(got, {f"+5731{n:08d}" for n in FIRST}, again)
@@ -208,7 +195,7 @@ def test_any_input_orders_and_crash_points_send_nobody_twice(
 
 
 async def test_the_ledger_reports_a_run_as_send_bulk_did(
-    sb: Sandbox, journal: Callable[[], Ledger]
+    sb: Sandbox, new_ledger: NewLedger
 ) -> None:
     users: list[Any] = [
         *people(range(10)),
@@ -217,7 +204,7 @@ async def test_the_ledger_reports_a_run_as_send_bulk_did(
     ]
     async with sb.client() as client:
         poll = (await client.list_polls())[0].id
-        async with journal() as ledger:
+        async with new_ledger() as ledger:
             sent = await client.send_bulk(poll, users, chunk_size=4, journal=ledger)
             info = await ledger.run_info(f"poll-{poll}")
             read = await ledger.report(f"poll-{poll}")

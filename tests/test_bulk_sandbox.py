@@ -10,7 +10,6 @@ import random
 import signal
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +30,8 @@ _spec.loader.exec_module(child)
 
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50, seed=11) as sandbox:
-        yield sandbox
+def sandbox_options() -> dict[str, Any]:
+    return {"seed": 11}
 
 
 async def received(sb: Sandbox) -> Counter[str]:

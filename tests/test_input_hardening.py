@@ -4,7 +4,7 @@ another route, and answers larger than ``max_response_bytes`` are refused."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -51,12 +51,6 @@ CALLS: dict[str, tuple[str, Call]] = {
     "poll_id (sessions)": ("list_sessions", lambda c, v: c.list_sessions(v)),
     "poll_id (send)": ("send_campaign", lambda c, v: c.send_campaign(v, USER)),
 }
-
-
-@pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50) as sandbox:
-        yield sandbox
 
 
 async def _requests(sb: Sandbox) -> dict[str, int]:

@@ -8,7 +8,7 @@ import asyncio
 import gc
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -80,12 +80,6 @@ def resource_warnings() -> Iterator[list[warnings.WarningMessage]]:
         gc.collect()
     unclosed = [str(w.message) for w in caught if "nclosed" in str(w.message)]
     assert unclosed == []
-
-
-@pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50) as sandbox:
-        yield sandbox
 
 
 def _other_tasks(before: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:

@@ -85,9 +85,8 @@ async def recorder() -> AsyncIterator[Recorder]:
 
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50, legacy_enabled=True) as sandbox:
-        yield sandbox
+def sandbox_options() -> dict[str, Any]:
+    return {"legacy_enabled": True}
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -42,15 +41,8 @@ def normal(status: str | None) -> DeploymentStatus | None:
 
 
 @pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=50, seed=7) as sb:
-        yield sb
-
-
-@pytest.fixture
-async def client(sandbox: Sandbox) -> AsyncIterator[CampaignClient]:
-    async with sandbox.client() as c:
-        yield c
+def sandbox_options() -> dict[str, Any]:
+    return {"seed": 7}
 
 
 async def send(client: CampaignClient, users: list[User]) -> CampaignAck:
@@ -58,8 +50,8 @@ async def send(client: CampaignClient, users: list[User]) -> CampaignAck:
     return await client.send_campaign(polls[0].id, users)
 
 
-async def histories(sandbox: Sandbox, launch: str) -> dict[str, dict[str, Any]]:
-    snapshot = await sandbox.snapshot(launch=launch)
+async def histories(sb: Sandbox, launch: str) -> dict[str, dict[str, Any]]:
+    snapshot = await sb.snapshot(launch=launch)
     (company,) = [c for c in snapshot["companies"] if c["launches"]]
     (record,) = company["launches"]
     return {user["conversation_id"]: user for user in record["users"]}
@@ -117,7 +109,7 @@ def final_counts(users: dict[str, dict[str, Any]]) -> Counter[DeploymentStatus |
 
 
 async def test_all_thirty_outcomes_match_the_sandbox_history(
-    sandbox: Sandbox, client: CampaignClient
+    sb: Sandbox, client: CampaignClient
 ) -> None:
     delivered = User(cellphone="3005550101", country_code="+57")
     ack = await send(client, [*magic_users(range(30)), delivered])
@@ -128,12 +120,12 @@ async def test_all_thirty_outcomes_match_the_sandbox_history(
     assert states[-1] is CampaignState.DONE
     assert tracker.result is not None
     assert tracker.result.status is CampaignState.DONE
-    check_consistent(changes, await histories(sandbox, ack.launch_request_id), complete=False)
+    check_consistent(changes, await histories(sb, ack.launch_request_id), complete=False)
 
     # Let every deployment reach its end, then read the rest of the story.
-    await sandbox.set_clock(advance=120)
+    await sb.set_clock(advance=120)
     rest = [change async for change in client.track(ack, resume=tracker.checkpoint(), **FAST)]
-    users = await histories(sandbox, ack.launch_request_id)
+    users = await histories(sb, ack.launch_request_id)
     everything = changes + rest
     check_consistent(everything, users, complete=True)
     transitions = [(c.deployment.conversation_id, c.previous, c.current) for c in everything]
@@ -150,13 +142,13 @@ async def test_all_thirty_outcomes_match_the_sandbox_history(
 
 
 async def test_counts_equal_the_sandbox_state_when_it_is_still(
-    sandbox: Sandbox, client: CampaignClient
+    sb: Sandbox, client: CampaignClient
 ) -> None:
     ack = await send(client, magic_users(range(30)))
-    await sandbox.set_clock(advance=120)  # every deployment at its end: nothing moves
+    await sb.set_clock(advance=120)  # every deployment at its end: nothing moves
     tracker = client.track(ack, **FAST)
     changes = [change async for change in tracker]
-    users = await histories(sandbox, ack.launch_request_id)
+    users = await histories(sb, ack.launch_request_id)
     assert tracker.counts == final_counts(users)
     assert len(changes) == 30  # None -> final, once each
     assert tracker.progress.total == 30
@@ -165,53 +157,51 @@ async def test_counts_equal_the_sandbox_state_when_it_is_still(
     assert Counter(d.status for d in tracker.result.deployments) == tracker.counts
 
 
-async def test_thirty_percent_of_status_calls_faulted() -> None:
-    async with Sandbox(speed=5, seed=11) as sandbox, sandbox.client() as client:
-        await sandbox.set_faults(
-            {"kind": "500", "route": "campaign_status", "rate": 0.1},
-            {"kind": "429", "route": "campaign_status", "rate": 0.1, "retry_after": 0.02},
-            {"kind": "drop", "route": "campaign_status", "rate": 0.1},
-            {"kind": "truncated", "route": "campaign_status", "rate": 0.1},
-            seed=3,
-        )
-        ack = await send(client, magic_users(range(30)))
-        # Settled never comes (00-02 are stuck): many polls until the timeout.
-        tracker = client.track(ack, until="settled", timeout=2.5, **FAST)
-        changes: list[DeploymentChange] = []
-        with pytest.raises(TimeoutError):
-            await collect_into(tracker, changes)
-        assert tracker.state is CampaignState.DONE
-        await sandbox.set_clock(advance=120)
-        resumed = client.track(ack, resume=tracker.checkpoint(), **FAST)
-        rest = [change async for change in resumed]
-        users = await histories(sandbox, ack.launch_request_id)
-        check_consistent(changes + rest, users, complete=True)
-        transitions = [
-            (c.deployment.conversation_id, c.previous, c.current) for c in changes + rest
-        ]
-        assert len(transitions) == len(set(transitions))
-        stats = tracker.stats
-        assert stats.polls >= 20, stats
-        # About 34% of calls fail (four rules of 10%); retried, never fatal.
-        assert 0.15 * stats.polls <= stats.retries <= 0.6 * stats.polls, stats
-        faults = await sandbox.admin("GET", "/faults")
-        assert sum(rule["fired"] for rule in faults["faults"]) >= stats.retries
+@pytest.mark.parametrize("sandbox_options", [{"speed": 5, "seed": 11}])
+async def test_thirty_percent_of_status_calls_faulted(sb: Sandbox, client: CampaignClient) -> None:
+    await sb.set_faults(
+        {"kind": "500", "route": "campaign_status", "rate": 0.1},
+        {"kind": "429", "route": "campaign_status", "rate": 0.1, "retry_after": 0.02},
+        {"kind": "drop", "route": "campaign_status", "rate": 0.1},
+        {"kind": "truncated", "route": "campaign_status", "rate": 0.1},
+        seed=3,
+    )
+    ack = await send(client, magic_users(range(30)))
+    # Settled never comes (00-02 are stuck): many polls until the timeout.
+    tracker = client.track(ack, until="settled", timeout=2.5, **FAST)
+    changes: list[DeploymentChange] = []
+    with pytest.raises(TimeoutError):
+        await collect_into(tracker, changes)
+    assert tracker.state is CampaignState.DONE
+    await sb.set_clock(advance=120)
+    resumed = client.track(ack, resume=tracker.checkpoint(), **FAST)
+    rest = [change async for change in resumed]
+    users = await histories(sb, ack.launch_request_id)
+    check_consistent(changes + rest, users, complete=True)
+    transitions = [(c.deployment.conversation_id, c.previous, c.current) for c in changes + rest]
+    assert len(transitions) == len(set(transitions))
+    stats = tracker.stats
+    assert stats.polls >= 20, stats
+    # About 34% of calls fail (four rules of 10%); retried, never fatal.
+    assert 0.15 * stats.polls <= stats.retries <= 0.6 * stats.polls, stats
+    faults = await sb.admin("GET", "/faults")
+    assert sum(rule["fired"] for rule in faults["faults"]) >= stats.retries
 
 
 async def test_until_settled_ends_when_nothing_is_in_progress(
-    sandbox: Sandbox, client: CampaignClient
+    sb: Sandbox, client: CampaignClient
 ) -> None:
     ack = await send(client, magic_users(range(3, 30)))
     tracker = client.track(ack, until="settled", timeout=30, **FAST)
     changes = [change async for change in tracker]
-    users = await histories(sandbox, ack.launch_request_id)
+    users = await histories(sb, ack.launch_request_id)
     assert not any(status is None or status.is_in_progress for status in tracker.counts)
     assert tracker.counts == final_counts(users)
     check_consistent(changes, users, complete=True)
 
 
 async def test_until_settled_times_out_on_the_stuck_ones(
-    sandbox: Sandbox, client: CampaignClient
+    sb: Sandbox, client: CampaignClient
 ) -> None:
     ack = await send(client, magic_users(range(30)))
     tracker = client.track(ack, until="settled", timeout=1.5, **FAST)
@@ -226,9 +216,9 @@ async def test_until_settled_times_out_on_the_stuck_ones(
     assert tracker.stats.elapsed >= 1.5
 
 
-async def test_checkpoint_resume_across_a_new_client(sandbox: Sandbox) -> None:
+async def test_checkpoint_resume_across_a_new_client(sb: Sandbox) -> None:
     baseline = asyncio.all_tasks()
-    async with sandbox.client() as first:
+    async with sb.client() as first:
         ack = await send(first, magic_users(range(30)))
         tracker = first.track(ack, **FAST)
         before = []
@@ -238,21 +228,21 @@ async def test_checkpoint_resume_across_a_new_client(sandbox: Sandbox) -> None:
                 break
         saved = json.dumps(tracker.checkpoint())
     assert leftover(baseline) == set()
-    await sandbox.set_clock(advance=120)
-    async with sandbox.client() as second:
+    await sb.set_clock(advance=120)
+    async with sb.client() as second:
         after = [c async for c in second.track(ack.status_url, resume=json.loads(saved), **FAST)]
-    users = await histories(sandbox, ack.launch_request_id)
+    users = await histories(sb, ack.launch_request_id)
     check_consistent(before + after, users, complete=True)
     transitions = [(c.deployment.conversation_id, c.previous, c.current) for c in before + after]
     assert len(transitions) == len(set(transitions))
 
 
-async def test_track_many_over_twenty_launches(sandbox: Sandbox, client: CampaignClient) -> None:
+async def test_track_many_over_twenty_launches(sb: Sandbox, client: CampaignClient) -> None:
     acks = [
         await send(client, magic_users([3 + n % 27, 4 + n % 25], prefix=f"31{n:02d}"))
         for n in range(20)
     ]
-    await sandbox.set_clock(advance=5)
+    await sb.set_clock(advance=5)
     baseline = asyncio.all_tasks()
     group = client.track_many(acks, concurrency=4, until="settled", timeout=30, **FAST)
     changes = [change async for change in group]
@@ -260,7 +250,7 @@ async def test_track_many_over_twenty_launches(sandbox: Sandbox, client: Campaig
     assert {c.launch_request_id for c in changes} == {a.launch_request_id for a in acks}
     total: Counter[DeploymentStatus | None] = Counter()
     for ack in acks:
-        users = await histories(sandbox, ack.launch_request_id)
+        users = await histories(sb, ack.launch_request_id)
         mine = [c for c in changes if c.launch_request_id == ack.launch_request_id]
         check_consistent(mine, users, complete=True)
         total += final_counts(users)
@@ -269,7 +259,7 @@ async def test_track_many_over_twenty_launches(sandbox: Sandbox, client: Campaig
 
 
 async def test_early_break_against_the_sandbox_leaves_nothing_running(
-    sandbox: Sandbox, client: CampaignClient
+    sb: Sandbox, client: CampaignClient
 ) -> None:
     ack = await send(client, magic_users(range(30)))
     baseline = asyncio.all_tasks()

@@ -4,7 +4,6 @@ duplicated: the admin snapshot counts each user once)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,9 +25,8 @@ pytestmark = pytest.mark.timeout(20)
 
 
 @pytest.fixture
-async def client(sb: Sandbox) -> AsyncIterator[CampaignClient]:
-    async with sb.client(timeout=5.0, max_retries=3) as client:
-        yield client
+def client_options() -> dict[str, Any]:
+    return {"timeout": 5.0, "max_retries": 3}
 
 
 def _user(cellphone: str, **kw: Any) -> User:

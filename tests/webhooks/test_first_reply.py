@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from helpers.ledgers import STORES, NewLedger, journal_of, ledger_factory
+from helpers.ledgers import NewLedger, journal_of
 from helpers.servers import serving
 
 from campaignkit import User, ValidationError
@@ -204,11 +203,6 @@ async def test_failed_on_reply_lets_a_redelivery_through(
 
 
 # -- duplicates detected through a ledger ---------------------------------------
-
-
-@pytest.fixture(params=STORES)
-def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
-    return ledger_factory(request, tmp_path)
 
 
 async def test_a_fresh_app_sharing_the_ledger_ignores_a_redelivery(

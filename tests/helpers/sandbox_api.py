@@ -1,17 +1,13 @@
-"""Fixtures: a fast sandbox on 127.0.0.1 and a plain aiohttp caller for it."""
+"""A plain aiohttp caller for the sandbox (the ``api`` fixture), without the SDK."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import attrs
-import pytest
 
 from campaignkit.sandbox import Sandbox
-
-SPEED = 50.0  # one 1 s status step lasts 20 ms of real time
 
 
 @attrs.frozen
@@ -75,21 +71,3 @@ class Api:
 
     async def status(self, launch_id: str, **kw: Any) -> Answer:
         return await self.call("GET", f"{self.sb.campaign_url}/v2/send-campaign/{launch_id}", **kw)
-
-
-@pytest.fixture
-def sandbox_options() -> dict[str, Any]:
-    """Override in a module to start the sandbox with other settings."""
-    return {}
-
-
-@pytest.fixture
-async def sb(sandbox_options: dict[str, Any]) -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=SPEED, **sandbox_options) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture
-async def api(sb: Sandbox) -> AsyncIterator[Api]:
-    async with aiohttp.ClientSession() as http:
-        yield Api(sb, http)
