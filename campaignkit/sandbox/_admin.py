@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ._app import FAULTS, REPLIES, WORLD
 from ._faults import InvalidFaults
 from ._http import ServiceError, json_response
+from ._keys import FAULTS, REPLIES, WORLD
 from ._sessions import US
 from ._state import Company, Launch, NotRepliable
 

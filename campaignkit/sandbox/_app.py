@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,26 +10,20 @@ import orjson
 from aiohttp import web
 from aiohttp.web_urldispatcher import AbstractRoute
 
-from ._faults import Faults, FaultSpec
-from ._http import ROUTES, RouteSpec, ServiceError, Shape, error_response, json_response
+from ._faults import Faults
+from ._http import ROUTES, RouteSpec, ServiceError, json_response
+from ._keys import FAULTS, PREFIXES, REPLIES, SPECS, WORLD
+from ._middleware import Handler, service_middleware
 from ._replies import Replies
 from ._sessions import US, BadCursor
 from ._state import Company, World
 from ._users import InvalidUsers, UserIn, parse_keys, parse_users
 
-__all__ = ["PREFIXES", "build_app"]
+__all__ = ["build_app"]
 
-log = logging.getLogger("campaignkit.sandbox")
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PREFIXES = {"main": "/main", "campaign": "/campaign", "agent": "/agent"}
 MAX_PAGE = 10_000
 DEFAULT_PAGE = 1000
 LEGACY_SHUTDOWN = "15 November 2026"
-
-WORLD = web.AppKey("world", World)
-REPLIES = web.AppKey("replies", Replies)
-FAULTS = web.AppKey("faults", Faults)
-SPECS = web.AppKey("specs", dict[AbstractRoute, RouteSpec])
 
 
 # ---- request helpers -------------------------------------------------------
@@ -245,104 +237,6 @@ HANDLERS: dict[str, Handler] = {
     "session_history": session_history,
     "list_polls": list_polls,
 }
-
-
-# ---- middleware: errors and faults ----------------------------------------
-async def _answer(request: web.Request, handler: Handler, shape: Shape) -> web.StreamResponse:
-    """Run the handler; every failure becomes an error body, never a trace."""
-    try:
-        return await handler(request)
-    except ServiceError as error:
-        return error_response(request, shape, error)
-    except web.HTTPException:
-        raise
-    except ConnectionResetError:  # the caller hung up while we read its body
-        log.info("client went away: %s %s", request.method, request.path)
-        return web.Response(status=499)
-    except Exception:
-        log.exception("sandbox handler failed: %s %s", request.method, request.path)
-        internal = ServiceError(500, "internal_error", "Internal sandbox error.", "Error interno.")
-        return error_response(request, shape, internal)
-
-
-@web.middleware
-async def service_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    match = request.match_info
-    if match.http_exception is not None:
-        shape: Shape = "detail" if request.path.startswith(PREFIXES["campaign"]) else "error"
-        status = match.http_exception.status
-        return error_response(request, shape, ServiceError.http(status))
-    spec = request.app[SPECS].get(match.route)
-    if spec is None:  # admin routes
-        return await _answer(request, handler, "error")
-    fault = request.app[FAULTS].pick(spec.name, request.method)
-    if fault is None:
-        return await _answer(request, handler, spec.shape)
-    log.info("fault %s on %s %s", fault.kind, request.method, request.path)
-    when = fault.when or ("before" if request.method == "POST" else "after")
-    if fault.kind == "latency":
-        if when == "after":  # processed at once, answered late: a timeout is ambiguous
-            response = await _answer(request, handler, spec.shape)
-            await asyncio.sleep(fault.seconds)
-            return response
-        await asyncio.sleep(fault.seconds)
-        return await _answer(request, handler, spec.shape)
-    processed = await _answer(request, handler, spec.shape) if when == "after" else None
-    return await _render_fault(request, spec, fault, processed)
-
-
-def _body_of(processed: web.StreamResponse | None, fault: FaultSpec) -> bytes:
-    if isinstance(processed, web.Response) and isinstance(processed.body, bytes):
-        return processed.body
-    return orjson.dumps({"sandbox_fault": fault.kind, "processed": False})
-
-
-async def _render_fault(
-    request: web.Request,
-    spec: RouteSpec,
-    fault: FaultSpec,
-    processed: web.StreamResponse | None,
-) -> web.StreamResponse:
-    kind = fault.kind
-    if kind.isdigit():
-        headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
-        return error_response(request, spec.shape, ServiceError.http(int(kind), headers))
-    body = _body_of(processed, fault)
-    status = fault.status or 200
-    if kind == "html":
-        status = fault.status or 502
-        page = f"<html><head><title>{status} Bad Gateway</title></head><body><h1>{status}</h1>"
-        return web.Response(text=page + "</body></html>", status=status, content_type="text/html")
-    if kind == "truncated":
-        return web.Response(
-            body=body[: len(body) // 2], status=status, content_type="application/json"
-        )
-    if kind == "empty":
-        return web.Response(body=b"", status=status, content_type="application/json")
-    if kind == "wrong_content_type":
-        return web.Response(body=body, status=status, content_type="text/plain")
-    if kind == "wrong_type":
-        wrong = {"unexpected": "object"} if spec.returns == "list" else ["unexpected", "list"]
-        return json_response(wrong, status)
-    if kind == "redirect":
-        port = request.url.port
-        location = fault.location or f"http://127.0.0.2:{port}{request.path_qs}"
-        return web.Response(status=302, headers={"Location": location})
-    if kind == "drop":
-        _close(request)
-        return web.Response()
-    # drop_mid_body: a promised body that stops half way.
-    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json"})
-    response.content_length = len(body)
-    await response.prepare(request)
-    await response.write(body[: len(body) // 2])
-    _close(request)
-    return response
-
-
-def _close(request: web.Request) -> None:
-    if request.transport is not None:
-        request.transport.close()
 
 
 # ---- assembly ---------------------------------------------------------------

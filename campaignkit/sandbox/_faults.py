@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 import attrs
 import cattrs
+import orjson
+from aiohttp import web
 
-from ._http import ROUTE_NAMES
+from ._http import ROUTE_NAMES, RouteSpec, ServiceError, error_response, json_response
 
 __all__ = ["FaultSpec", "Faults", "InvalidFaults"]
 
@@ -150,3 +152,59 @@ class Faults:
                 for rule in self._rules
             ],
         }
+
+
+def _body_of(processed: web.StreamResponse | None, fault: FaultSpec) -> bytes:
+    if isinstance(processed, web.Response) and isinstance(processed.body, bytes):
+        return processed.body
+    return orjson.dumps({"sandbox_fault": fault.kind, "processed": False})
+
+
+async def render_fault(
+    request: web.Request,
+    spec: RouteSpec,
+    fault: FaultSpec,
+    processed: web.StreamResponse | None,
+) -> web.StreamResponse:
+    """The answer ``fault`` makes of a request (``processed``: the handler's own
+    answer, when the fault comes after the request was processed)."""
+    kind = fault.kind
+    if kind.isdigit():
+        headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+        return error_response(request, spec.shape, ServiceError.http(int(kind), headers))
+    body = _body_of(processed, fault)
+    status = fault.status or 200
+    if kind == "html":
+        status = fault.status or 502
+        page = f"<html><head><title>{status} Bad Gateway</title></head><body><h1>{status}</h1>"
+        return web.Response(text=page + "</body></html>", status=status, content_type="text/html")
+    if kind == "truncated":
+        return web.Response(
+            body=body[: len(body) // 2], status=status, content_type="application/json"
+        )
+    if kind == "empty":
+        return web.Response(body=b"", status=status, content_type="application/json")
+    if kind == "wrong_content_type":
+        return web.Response(body=body, status=status, content_type="text/plain")
+    if kind == "wrong_type":
+        wrong = {"unexpected": "object"} if spec.returns == "list" else ["unexpected", "list"]
+        return json_response(wrong, status)
+    if kind == "redirect":
+        port = request.url.port
+        location = fault.location or f"http://127.0.0.2:{port}{request.path_qs}"
+        return web.Response(status=302, headers={"Location": location})
+    if kind == "drop":
+        _close(request)
+        return web.Response()
+    # drop_mid_body: a promised body that stops half way.
+    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json"})
+    response.content_length = len(body)
+    await response.prepare(request)
+    await response.write(body[: len(body) // 2])
+    _close(request)
+    return response
+
+
+def _close(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.close()

@@ -11,10 +11,11 @@ import attrs
 from aiohttp import web
 
 from ._admin import ADMIN_PREFIX, add_admin_routes
-from ._app import PREFIXES, build_app
+from ._app import build_app
 from ._clock import Clock
 from ._config import SandboxConfig
 from ._faults import Faults
+from ._keys import PREFIXES
 from ._replies import Replies
 from ._state import World
 
