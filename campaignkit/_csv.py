@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Generator, Iterator
 
 import attrs
 
-from ._user_input import as_user
+from ._user_input import build_user
 from ._validation import Problems, raise_problems, user_wire
 from .models import SessionKey, User
 
@@ -65,13 +65,11 @@ def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> 
         return InvalidInput(
             reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
         )
-    user, reason = as_user(
-        {
-            "cellphone": row[layout.cellphone].strip(),
-            "country_code": row[layout.country_code].strip(),
-            "user_session_keys": tuple(SessionKey(name, row[i]) for i, name in layout.keys),
-            "deployment_eta": None if layout.eta is None else row[layout.eta],
-        }
+    user, reason = build_user(
+        row[layout.cellphone].strip(),
+        row[layout.country_code].strip(),
+        tuple(SessionKey(name, row[i]) for i, name in layout.keys),
+        None if layout.eta is None else row[layout.eta],
     )
     if user is None:
         return InvalidInput(reason=f"line {line}: {reason}", row=line)

@@ -1,6 +1,7 @@
 """A :class:`User` from what a caller hands the SDK: a User, or a dict shaped
-like the wire. Bulk sends, the ledger's records, CSV rows and the CLI's JSON
-files all come through :func:`as_user`, so a user reads the same from each.
+like the wire. Bulk sends, the ledger's records and the CLI's JSON files come
+through :func:`as_user`, CSV rows through the :func:`build_user` it ends in,
+so a user reads the same from each.
 
 One rule for ``deployment_eta``: UNIX seconds (an int, or digits as text), an
 aware datetime, or ISO 8601 text. A date-time without a UTC offset is refused
@@ -35,16 +36,15 @@ def parse_time(text: str) -> int | datetime:
 def as_user(item: Any) -> tuple[User | None, str | None]:
     """A User from a User or a wire-shaped dict, or the reason it is not one.
 
-    Values are kept as given for the validation to report by path; only text
-    ETAs are parsed here (empty text means none).
+    Values are kept as given for the validation to report by path.
     """
     if isinstance(item, User):
         return item, None
     if not isinstance(item, Mapping):
         return None, f"expected a User or a dict, got {type(item).__name__}"
-    unknown = [str(name) for name in item if name not in _USER_FIELDS]
-    if unknown:
-        return None, f"unknown field(s): {', '.join(sorted(unknown))}"
+    if not _USER_FIELDS.issuperset(item):
+        unknown = sorted(str(name) for name in item if name not in _USER_FIELDS)
+        return None, f"unknown field(s): {', '.join(unknown)}"
     missing = [name for name in ("cellphone", "country_code") if name not in item]
     if missing:
         return None, f"missing field(s): {', '.join(missing)}"
@@ -58,16 +58,23 @@ def as_user(item: Any) -> tuple[User | None, str | None]:
                 key = SessionKey(key["key"], key["value"])
             converted.append(key)
         keys = converted
-    eta = item.get("deployment_eta")
-    if isinstance(eta, str):
+    return build_user(item["cellphone"], item["country_code"], keys, item.get("deployment_eta"))
+
+
+def build_user(
+    cellphone: Any, country_code: Any, user_session_keys: Any, deployment_eta: Any
+) -> tuple[User | None, str | None]:
+    """A User from its fields, a text ETA parsed (empty text: none), or the
+    reason it is not one; what :func:`as_user` and a CSV row build on."""
+    if isinstance(deployment_eta, str):
         try:
-            eta = parse_time(eta) if eta.strip() else None
+            deployment_eta = parse_time(deployment_eta) if deployment_eta.strip() else None
         except ValueError as exc:
             return None, f"deployment_eta: {exc}"
     user = User(
-        cellphone=item["cellphone"],
-        country_code=item["country_code"],
-        user_session_keys=keys,
-        deployment_eta=eta,
+        cellphone=cellphone,
+        country_code=country_code,
+        user_session_keys=user_session_keys,
+        deployment_eta=deployment_eta,
     )
     return user, None
