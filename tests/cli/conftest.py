@@ -1,22 +1,12 @@
-"""Fixtures of the CLI tests: no CAMPAIGNKIT_* variable leaks in, a fast sandbox."""
+"""The CLI tests' sandbox: the root ``sb``, faster and with a fixed seed."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from helpers.cli import ENV_NAMES
-
-from campaignkit.sandbox import Sandbox
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox(speed=100, seed=3) as sandbox:
-        yield sandbox
+def sandbox_options() -> dict[str, Any]:
+    return {"speed": 100, "seed": 3}
