@@ -277,7 +277,7 @@ def test_progress_bot_example_posts_throttled_messages_and_a_summary() -> None:
     import sys
     from pathlib import Path
 
-    example = Path(__file__).resolve().parent.parent / "examples" / "progress_bot.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "progress_bot.py"
     result = subprocess.run(
         [sys.executable, str(example), "--users", "60", "--every", "0.3", "--speed", "10"],
         capture_output=True,
