@@ -1,0 +1,109 @@
+"""The diff (campaignkit.tracker._diff): ranks, stale reads, final statuses,
+keys, status spellings; pure on decoded answers and through a tracker."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import Counter
+from typing import Any
+
+from helpers.exchange import ScriptedExchange
+from helpers.fakes import FakeTime
+from helpers.tracking import (
+    ACK,
+    S,
+    answer,
+    collect,
+    dep,
+    now,
+    script,
+    triples,
+)
+
+from campaignkit import (
+    CampaignClient,
+)
+from campaignkit._decode import StatusAnswer, decoder
+from campaignkit.tracker._diff import View
+
+
+async def test_the_view_diffs_bytes_without_io() -> None:
+    view = View("lr-1")
+    first = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
+    assert len(view.apply(decode(first), now())) == 10
+    second = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(10)])
+    second["deployments"][4]["status"] = "SUCCESS"
+    changes = view.apply(decode(second), now())
+    assert [(key, c.previous, c.current) for key, c in changes] == [("c4", S.RECEIVED, S.SUCCESS)]
+    assert view.apply(decode(second), now()) == []
+
+
+async def test_backward_stale_read_is_not_yielded_and_final_never_moves(
+    scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
+) -> None:
+    script(
+        mocked,
+        answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "FAILURE")),
+        answer("CLAIMED", dep(1, "DELIVERED"), dep(2, "RETRY")),  # 2: final never moves
+        answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "FAILURE")),  # 1: stale read
+        answer("CLAIMED", dep(1, None), dep(2, None)),  # staler still
+        answer("DONE", dep(1, "DELIVERED"), dep(2, "DELIVERED")),
+    )
+    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    changes = await collect(tracker)
+    assert triples(changes) == [
+        ("c1", None, "SUCCESS"),
+        ("c2", None, "FAILURE"),
+        ("c1", "SUCCESS", "DELIVERED"),
+    ]
+    assert tracker.stats.stale == 5
+    assert tracker.counts == Counter({S.DELIVERED: 1, S.FAILURE: 1})
+    assert tracker.result is not None
+    assert [d.status for d in tracker.result.deployments] == [S.DELIVERED, S.FAILURE]
+
+
+async def test_keys_fall_back_to_service_id_then_cellphone(
+    scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
+) -> None:
+    a = {"service_id": "s1", "cellphone": "3001", "status": "RECEIVED"}
+    b = {"conversation_id": None, "service_id": None, "cellphone": "3002", "status": "RECEIVED"}
+    script(
+        mocked,
+        answer("CLAIMED", a, b),
+        answer("DONE", {**a, "status": "DELIVERED"}, {**b, "status": "REVOKED"}),
+    )
+    changes = await collect(scripted_client.track(ACK, clock=fake_time.clock))
+    assert [(c.deployment.service_id, c.deployment.cellphone, c.current) for c in changes] == [
+        ("s1", "3001", S.RECEIVED),
+        ("", "3002", S.RECEIVED),
+        ("s1", "3001", S.DELIVERED),
+        ("", "3002", S.REVOKED),
+    ]
+    assert changes[0].deployment.conversation_id == ""
+
+
+async def test_push_misspelling_unknown_status_and_spelling_flip(
+    scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
+) -> None:
+    script(
+        mocked,
+        answer("CLAIMED", dep(1, "PUSH_NOTIFATION"), dep(2, "RECEIVED")),
+        answer("CLAIMED", dep(1, "PUSH_NOTIFICATION"), dep(2, "TRACKER_TEST_NEW_STATUS")),
+        answer("DONE", dep(1, "PUSH_NOTIFATION"), dep(2, "TRACKER_TEST_NEW_STATUS")),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        changes = await collect(scripted_client.track(ACK, clock=fake_time.clock))
+    assert triples(changes) == [
+        ("c1", None, "PUSH_NOTIFICATION"),
+        ("c2", None, "RECEIVED"),
+        ("c2", "RECEIVED", "TRACKER_TEST_NEW_STATUS"),
+    ]
+    assert changes[0].current is S.PUSH_NOTIFICATION
+    assert changes[2].current.is_unknown
+    assert any("TRACKER_TEST_NEW_STATUS" in str(w.message) for w in caught)
+
+
+def decode(data: dict[str, Any]) -> Any:
+    return decoder(StatusAnswer)(json.dumps(data).encode(), 200, {})
