@@ -57,13 +57,12 @@ def funnel_html(funnel: Funnel) -> str:
         for stage, count in funnel.stages()
     )
     failures = "".join(
-        f'<tr><td>{escape(reason)}</td><td class="count" data-reason="{escape(reason)}">{count}'
-        f"</td></tr>"
+        f'<li><span>{escape(reason)}</span><span class="count" data-reason="{escape(reason)}">'
+        f"{count}</span></li>"
         for reason, count in funnel.failures
     )
     table = (
-        f'<table class="failures"><caption>Failures by reason</caption>'
-        f"<tr><th>status</th><th>deployments</th></tr>{failures}</table>"
+        f'<h3>Failures by reason</h3><ul class="failures">{failures}</ul>'
         if failures
         else '<p class="failures none">No failures.</p>'
     )

@@ -34,10 +34,12 @@ def chart_svg(samples: Sequence[Sample]) -> str:
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     start = samples[0].at if samples else None
     offsets = [(s.at - start).total_seconds() for s in samples] if start else []
-    elapsed = offsets[-1] if len(samples) > 1 else 0.0
+    elapsed = offsets[-1] if offsets else 0.0
+    # The last sample holds for a twentieth of the width, so the end shows.
+    span = elapsed + max(elapsed / 19, 1.0)
     peak = max((s.funnel.total for s in samples), default=0)
-    xs = [LEFT + plot_w * (t / elapsed if elapsed else 0.0) for t in offsets]
-    xs.append(LEFT + plot_w)  # the last sample holds until the right edge
+    xs = [LEFT + plot_w * t / span for t in offsets]
+    xs.append(LEFT + plot_w)
 
     def y(count: int) -> float:
         return TOP + plot_h * (1 - count / peak) if peak else TOP + plot_h
@@ -63,6 +65,11 @@ def chart_svg(samples: Sequence[Sample]) -> str:
         + f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{peak}</text>'
         f'<text class="tick" x="{LEFT - 6}" y="{axis_y}" text-anchor="end">0</text>'
         f'<text class="tick" x="{LEFT}" y="{HEIGHT - 8}">0 s</text>'
-        f'<text class="tick" x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end">'
-        f"{_seconds(elapsed)}</text></svg>"
+        + (
+            f'<text class="tick" x="{xs[-2]:.1f}" y="{HEIGHT - 8}" text-anchor="end">'
+            f"{_seconds(elapsed)}</text>"
+            if elapsed
+            else ""
+        )
+        + "</svg>"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -105,3 +106,11 @@ def test_chart_stacks_the_stages_over_time() -> None:
 def test_chart_of_one_sample_or_none() -> None:
     assert "<polygon" in chart_svg([sample(0, 3)])
     assert "<polygon" not in chart_svg([])
+
+
+def test_the_last_sample_of_the_chart_has_a_width() -> None:
+    svg = chart_svg([sample(0, 0), sample(60, 10)])  # delivered only in the last sample
+    points = re.search(r'class="area st-delivered" points="([^"]+)"', svg)
+    assert points is not None
+    xs = {float(point.split(",")[0]) for point in points.group(1).split()}
+    assert max(xs) - min(xs) > 10

@@ -1,0 +1,189 @@
+"""The dashboard in a real browser: headless Chromium, driven over the Chrome
+DevTools Protocol (a websocket: aiohttp is enough), watches a sandbox
+campaign; the funnel on screen must end equal to the tracker's counts.
+
+Where Chromium is missing the test is skipped in one line (it fails under
+``CI``: ``.ci/run`` installs it). ``CAMPAIGNKIT_TEST_SCREENSHOT=path``
+also writes the screenshot there (the README's is ``docs/dashboard.png``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import tenacity
+from helpers.servers import serving
+
+from campaignkit import CampaignClient
+from campaignkit.dashboard import DASHBOARD, dashboard_app, funnel
+from campaignkit.sandbox import Sandbox
+
+from .test_app import FAST, Send, Settle
+
+pytestmark = pytest.mark.timeout(90)
+
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+)
+SCREEN = """(() => {
+  const count = (selector, key) => Object.fromEntries([...document.querySelectorAll(selector)]
+    .map((el) => [el.dataset[key], Number(el.textContent)]));
+  const live = document.querySelector("[data-events]");
+  return {
+    funnel: count("#funnel [data-stage]", "stage"),
+    failures: count("#funnel [data-reason]", "reason"),
+    launches: [...document.querySelectorAll("tr[data-launch]")].map((row) => row.dataset.launch),
+    updates: Number(live ? live.dataset.updates || 0 : 0),
+    marker: window.marker || null,
+  };
+})()"""
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        message = "Chromium is not installed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+class Page:
+    """One tab, over the browser's DevTools websocket (calls in turn; events ignored)."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._ws = ws
+        self._ids = itertools.count(1)
+        self._session: str | None = None
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        message_id = next(self._ids)
+        message: dict[str, Any] = {"id": message_id, "method": method, "params": params}
+        if self._session is not None:
+            message["sessionId"] = self._session
+        await self._ws.send_json(message)
+        async for frame in self._ws:
+            answer = frame.json()
+            if answer.get("id") == message_id:
+                assert "error" not in answer, answer["error"]
+                return dict(answer["result"])
+        raise AssertionError("the DevTools websocket closed")
+
+    async def open(self) -> None:
+        target = await self.call("Target.createTarget", url="about:blank")
+        attached = await self.call(
+            "Target.attachToTarget", targetId=target["targetId"], flatten=True
+        )
+        self._session = attached["sessionId"]
+        await self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1040,
+            height=1180,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    async def go(self, url: str) -> None:
+        await self.call("Page.navigate", url=url)
+        await self.screen(lambda s: s["marker"] is None)  # the new document
+        await self.call("Runtime.evaluate", expression="window.marker = 'kept'")
+
+    async def screen(self, until: Any, *, seconds: float = 20) -> dict[str, Any]:
+        """The page's numbers, read every 50 ms until ``until`` accepts them."""
+        for _ in range(int(seconds / 0.05)):
+            value = await self.call("Runtime.evaluate", expression=SCREEN, returnByValue=True)
+            state = dict(value["result"].get("value") or {})
+            if state and until(state):
+                return state
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the page never showed what was expected; last: {state}")
+
+
+@contextlib.asynccontextmanager
+async def headless_chromium(profile: Path) -> AsyncIterator[Page]:
+    process = await asyncio.create_subprocess_exec(
+        chromium(),
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "about:blank",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        active = profile / "DevToolsActivePort"
+        port, path = await tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(ValueError),
+            wait=tenacity.wait_fixed(0.05),
+            stop=tenacity.stop_after_delay(20),
+            reraise=True,
+        )(asyncio.to_thread, _lines, active)
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws,
+        ):
+            page = Page(ws)
+            await page.open()
+            yield page
+    finally:
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+def _lines(path: Path) -> tuple[str, str]:
+    port, ws_path = path.read_text().split()[:2] if path.exists() else ("", "")
+    if not ws_path:
+        raise ValueError("Chromium has not written its DevTools port yet")
+    return port, ws_path
+
+
+async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
+    sandbox: Sandbox, client: CampaignClient, send: Send, settle: Settle, tmp_path: Path
+) -> None:
+    await sandbox.set_clock(speed=2)  # a campaign of a few seconds, watched live
+    app = dashboard_app(client, **FAST)
+    async with serving(app) as url, headless_chromium(tmp_path / "profile") as page:
+        await page.go(f"{url}/")
+        launch = await send()
+        app[DASHBOARD].add(launch)
+        listed = await page.screen(lambda s: s["launches"] == [launch])
+        await page.go(f"{url}/launches/{launch}")
+        first = await page.screen(lambda s: len(s["funnel"]) == 6)
+        expected = funnel(await settle(launch))
+        numbers = {stage.value: count for stage, count in expected.stages()}
+        last = await page.screen(
+            lambda s: s["funnel"] == numbers and s["failures"] == dict(expected.failures)
+        )
+        shot = await page.call("Page.captureScreenshot", format="png")
+
+    assert listed["marker"] == "kept"  # the list grew live, without a reload
+    assert first["funnel"] != last["funnel"]  # loaded during the campaign
+    assert last["marker"] == "kept"
+    assert last["updates"] >= 1
+    png = base64.b64decode(shot["data"])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    for path in (tmp_path / "dashboard.png", os.environ.get("CAMPAIGNKIT_TEST_SCREENSHOT")):
+        if path:
+            await asyncio.to_thread(Path(path).write_bytes, png)
