@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import tenacity
 
+from . import _telemetry as telemetry
 from . import errors
 from ._exchange import Exchange
 from ._sansio import Decode, Request, read_response
@@ -174,6 +175,7 @@ class Transport:
                 if number == 1:
                     # Replayed so that tenacity's stop and wait count it.
                     raise first_failure
+                telemetry.retried(request.endpoint.name)
                 return await self.attempt(
                     request, decode, _within_deadline(timeout, deadline_at), number
                 )
@@ -191,7 +193,12 @@ class Transport:
         started = time.monotonic()
         status: int | str = "-"
         try:
-            answer = await self.exchange(request, timeout)
+            if telemetry.tracer is None:
+                answer = await self.exchange(request, timeout)
+            else:
+                answer = await telemetry.traced_exchange(
+                    request, attempt_number, lambda: self.exchange(request, timeout)
+                )
             status = answer.status
         finally:
             if logger.isEnabledFor(logging.DEBUG):

@@ -11,6 +11,7 @@ import attrs
 import orjson
 
 from .. import _sansio as wire
+from .. import _telemetry as telemetry
 from .._user_input import as_user
 from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
@@ -58,12 +59,14 @@ async def send_request(
         ack = await client.transport.call(
             request, _DECODE_ACK, timeout=timeout, max_retries=max_retries
         )
+        result = ClaimOutcome("accepted", ack=ack)
     except (AmbiguousSendError, ResponseError) as exc:
         # A 202 whose acknowledgement cannot be read was taken: never resend it.
-        return ClaimOutcome("ambiguous", error=exc)
+        result = ClaimOutcome("ambiguous", error=exc)
     except CampaignKitError as exc:
-        return ClaimOutcome("rejected", error=exc)
-    return ClaimOutcome("accepted", ack=ack)
+        result = ClaimOutcome("rejected", error=exc)
+    telemetry.users_sent(result.outcome, len(users))
+    return result
 
 
 def claim_body(claim: Claim) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any, Self
 import tenacity
 
 from .. import _sansio as wire
+from .. import _telemetry as telemetry
 from .. import errors
 from .._closing import AsyncClosing
 from .._decode import StatusAnswer, decoder
@@ -37,10 +38,9 @@ class CampaignTracker(AsyncClosing):
         async for change in client.track(ack):
             print(change.deployment.cellphone, change.previous, "->", change.current)
 
-    Transient failures (timeouts, dropped connections, 429, 5xx, an answer
-    that is not JSON) are retried without ending the stream and counted in
-    ``stats.retries``. A JSON answer of the wrong shape raises
-    :class:`ResponseError` naming the field path.
+    Transient failures (timeouts, dropped connections, 429, 5xx, an answer that
+    is not JSON) are retried, counted in ``stats.retries``; a JSON answer of the
+    wrong shape raises :class:`ResponseError` naming the field path.
     """
 
     def __init__(
@@ -235,6 +235,7 @@ class CampaignTracker(AsyncClosing):
         view = self._view
         previous_state = view.state
         changes = view.apply(answer, datetime.now(UTC))
+        telemetry.polled(len(changes))
         self._answer = answer
         self._result = None
         self._seen_answer = True
