@@ -23,7 +23,9 @@ try:
 except ImportError:  # the extra is not installed
     tracer: Any = None
     _meter: Any = None
+    _trace: Any = None
 else:
+    _trace = trace
     from ._version import __version__
 
     tracer = trace.get_tracer("campaignkit", __version__)
@@ -40,6 +42,14 @@ if _meter is not None:
     _retries = _meter.create_counter(
         "campaignkit.client.retries", "{retry}", "requests made again after a failure"
     )
+
+
+def tracing() -> bool:
+    """Whether spans would be recorded: an application has set a tracer provider."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
 
 
 async def traced_exchange(

@@ -193,7 +193,7 @@ class Transport:
         started = time.monotonic()
         status: int | str = "-"
         try:
-            if telemetry.tracer is None:
+            if not telemetry.tracing():
                 answer = await self.exchange(request, timeout)
             else:
                 answer = await telemetry.traced_exchange(
