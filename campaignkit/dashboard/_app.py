@@ -13,6 +13,7 @@ from urllib.parse import quote
 import orjson
 from aiohttp import web
 
+from .. import errors
 from ._dashboard import Dashboard
 from ._html import asset, document, launch_body, launch_parts, launches_html
 from ._report import render_report
@@ -120,7 +121,10 @@ async def launch_report(request: web.Request) -> web.Response:
     dashboard = request.app[DASHBOARD]
     launch = request.match_info["launch"]
     watch = dashboard.add(launch)
-    status = watch.status or await dashboard.client.get_campaign_status(launch)
+    try:
+        status = watch.status or await dashboard.client.get_campaign_status(launch)
+    except errors.CampaignKitError as exc:
+        raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
     return _html(
         render_report(status, watch.timeline.samples),

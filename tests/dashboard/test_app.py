@@ -19,7 +19,7 @@ from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(40)
 
-FAST = {"poll_interval": 0.05, "max_interval": 0.2, "discover_every": 0.1}
+FAST: dict[str, Any] = {"poll_interval": 0.05, "max_interval": 0.2, "discover_every": 0.1}
 Send = Callable[[], Awaitable[str]]
 Settle = Callable[[str], Awaitable[Counter[DeploymentStatus | None]]]
 

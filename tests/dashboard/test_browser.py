@@ -56,6 +56,13 @@ SCREEN = """(() => {
   };
 })()"""
 
+PATIENTLY = tenacity.AsyncRetrying(
+    retry=tenacity.retry_if_exception_type(ValueError),
+    wait=tenacity.wait_fixed(0.05),
+    stop=tenacity.stop_after_delay(20),
+    reraise=True,
+)
+
 
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -130,15 +137,10 @@ async def headless_chromium(profile: Path) -> AsyncIterator[Page]:
     )
     try:
         active = profile / "DevToolsActivePort"
-        port, path = await tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception_type(ValueError),
-            wait=tenacity.wait_fixed(0.05),
-            stop=tenacity.stop_after_delay(20),
-            reraise=True,
-        )(asyncio.to_thread, _lines, active)
+        address: tuple[str, str] = await PATIENTLY(asyncio.to_thread, _lines, active)
         async with (
             aiohttp.ClientSession() as http,
-            http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws,
+            http.ws_connect(f"ws://127.0.0.1:{address[0]}{address[1]}", max_msg_size=0) as ws,
         ):
             page = Page(ws)
             await page.open()
