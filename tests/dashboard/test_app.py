@@ -160,3 +160,16 @@ async def test_open_streams_do_not_hold_the_server_at_shutdown(
                 await stream.read()
             stream.release()
     assert stopped < 3
+
+
+async def test_the_report_of_a_launch_the_service_does_not_know_says_why(
+    client: CampaignClient,
+) -> None:
+    async with (
+        serving(dashboard_app(client)) as url,
+        aiohttp.ClientSession() as http,
+        http.get(f"{url}/launches/no-such-launch/report.html") as response,
+    ):
+        status, text = response.status, await response.text()
+    assert status == 502
+    assert "no-such-launch" in text
