@@ -106,10 +106,9 @@ def _decode_status_answer(body: bytes, status: int, headers: Mapping[str, str]) 
 
 
 def _decode_campaign_status(body: bytes, status: int, headers: Mapping[str, str]) -> CampaignStatus:
-    answer = _decode_status_answer(body, status, headers)
     try:
-        return msgspec.convert(answer, CampaignStatus, from_attributes=True)
-    except msgspec.ValidationError:  # an identifier is missing or null
+        return msgspec.convert(_read_status_answer(body), CampaignStatus, from_attributes=True)
+    except msgspec.MsgspecError:  # the converter names the first problem, as for any model
         return structure(parse_json(body, status, headers), CampaignStatus)
 
 
