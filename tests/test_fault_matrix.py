@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import typing
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -285,10 +286,11 @@ async def _received(call: str, sb: Any, ctx: dict[str, Any]) -> int | None:
     """How many times the sandbox took the users (sends) or the update."""
     if call == "update_session":
         record = sb.world.session(ctx["session"])
-        return sum(
+        thanked: int = sum(
             entry.get("message", {}).get("text", "").startswith("Thanks, noted")
             for entry in record.history
         )
+        return thanked
     if CALLS[call][0] not in ("send", "bulk"):
         return None
     counts: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
@@ -383,7 +385,7 @@ def test_table_covers_every_call_and_fault() -> None:
     from campaignkit.sandbox._faults import Kind
 
     kinds = {rule["kind"] for rule in FAULTS.values()}
-    assert kinds == set(Kind.__args__)
+    assert kinds == set(typing.get_args(Kind))
     for behaviour, row in EXPECTED.items():
         assert set(row) == set(FAULTS), behaviour
     assert {behaviour for behaviour, _, _ in CALLS.values()} == set(EXPECTED)

@@ -340,7 +340,7 @@ def test_truncated_bodies_are_response_errors(body: bytes) -> None:
 
 def test_empty_success_body() -> None:
     with pytest.raises(errors.ResponseError, match="empty body"):
-        read(POLLS_REQUEST, 200, b"", cls=list[Poll])  # type: ignore[arg-type]
+        read(POLLS_REQUEST, 200, b"", cls=list[Poll])
 
 
 def test_empty_error_body() -> None:
@@ -351,7 +351,7 @@ def test_empty_error_body() -> None:
 
 def test_wrong_shape_names_the_path() -> None:
     with pytest.raises(errors.ResponseError) as caught:
-        read(POLLS_REQUEST, 200, b'[{"id":1,"name":"a"},{"id":"2","name":"b"}]', cls=list[Poll])  # type: ignore[arg-type]
+        read(POLLS_REQUEST, 200, b'[{"id":1,"name":"a"},{"id":"2","name":"b"}]', cls=list[Poll])
     assert caught.value.path == "$[1].id"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers.fakes import FakeTime
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 SCRIPT = Path(sys.executable).with_name("campaignkit")
 USERS = [User(cellphone=f"55200{n}4321", country_code="+52") for n in range(3)]
 PHONES = [user.cellphone for user in USERS]
-KINDS = [
+KINDS: list[dict[str, Any]] = [
     {"kind": "429", "retry_after": 1},
     {"kind": "429"},
     {"kind": "500"},
@@ -48,18 +49,6 @@ KINDS = [
     {"kind": "wrong_type"},
     {"kind": "redirect"},
 ]
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 class Recorder:
@@ -200,10 +189,13 @@ ERROR_PATHS: list[Call] = [
 
 
 async def test_every_call_error_and_retry_keeps_the_key_and_phones_out(
-    sb: Sandbox, recorder: Recorder, debug_logs: pytest.LogCaptureFixture
+    sb: Sandbox,
+    recorder: Recorder,
+    debug_logs: pytest.LogCaptureFixture,
+    fake_time: FakeTime,
 ) -> None:
     key = sb.api_key
-    fake = FakeTime()
+    fake = fake_time
     retry = RetryPolicy(max_retries=1, backoff_initial=0.01, backoff_max=0.02)
     failures: list[BaseException] = []
     ctx: dict[str, Any] = {"objects": []}
@@ -241,9 +233,13 @@ async def test_every_call_error_and_retry_keeps_the_key_and_phones_out(
     async with CampaignClient(
         key + "-revoked", base_url=sb.base_url, campaign_url=sb.campaign_url
     ) as wrong:
-        for invoke in (lambda c: c.list_polls(), lambda c: c.send_campaign(1001, USERS)):
+        refused: list[Callable[[CampaignClient], Awaitable[Any]]] = [
+            lambda c: c.list_polls(),
+            lambda c: c.send_campaign(1001, USERS),
+        ]
+        for call in refused:
             with pytest.raises(CampaignKitError) as caught:
-                await invoke(wrong)
+                await call(wrong)
             failures.append(caught.value)
     assert runs == len(CALLS) * (len(KINDS) + 1)
     assert len(failures) > 100  # the faults did fail calls (and retry them)

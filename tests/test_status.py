@@ -121,7 +121,7 @@ def test_unknown_status_is_kept_and_warned_once(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize("value", [None, 5, 1.5, ["RECEIVED"]])
 def test_non_text_is_not_a_status(value: object) -> None:
     with pytest.raises(ValueError, match="DeploymentStatus"):
-        DeploymentStatus(value)
+        DeploymentStatus(value)  # type: ignore[arg-type]
 
 
 def test_unknown_campaign_state_raises() -> None:

@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis.asyncio
@@ -154,7 +154,11 @@ async def test_redelivered_messages_send_nobody_twice(
     chunks = -(-VALID // 250)
     conn = redis.asyncio.from_url(redis_url)
     try:
-        taken = await conn.xreadgroup("taskiq", "dead-consumer", {queue: ">"}, count=1000)
+        # [(stream, [(message id, fields), ...])], as the Redis protocol answers it.
+        Read = list[tuple[bytes, list[tuple[bytes, dict[Any, Any]]]]]
+        taken = cast(
+            Read, await conn.xreadgroup("taskiq", "dead-consumer", {queue: ">"}, count=1000)
+        )
         messages = taken[0][1]
         assert len(messages) == chunks
         for _, fields in messages:

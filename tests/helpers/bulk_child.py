@@ -1,4 +1,4 @@
-"""A bulk send in its own process, for the kill -9 test of tests/test_bulk_sandbox.py.
+"""A bulk send in its own process, for the kill -9 test of tests/bulk/test_sandbox.py.
 
 ``python bulk_child.py CAMPAIGN_URL API_KEY POLL_ID JOURNAL COUNT`` sends
 ``make_users(COUNT)`` with the journal and prints the report as JSON.

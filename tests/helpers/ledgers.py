@@ -35,4 +35,7 @@ def ledger_factory(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
 
 def journal_of(ledger: Ledger) -> str:
     """What ``journal=`` (or another process) names ``ledger``'s store by."""
-    return ledger.dsn if isinstance(ledger, PostgresLedger) else ledger.path
+    if isinstance(ledger, PostgresLedger):
+        return ledger.dsn
+    assert isinstance(ledger, SqliteLedger), ledger
+    return ledger.path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -29,7 +29,14 @@ from campaignkit.sandbox import Sandbox
 pytestmark = pytest.mark.timeout(60)
 
 S = DeploymentStatus
-FAST = {"poll_interval": 0.01, "max_interval": 0.05}
+
+
+class Fast(TypedDict):
+    poll_interval: float
+    max_interval: float
+
+
+FAST: Fast = {"poll_interval": 0.01, "max_interval": 0.05}
 
 
 def magic_users(numbers: range | list[int], prefix: str = "3001") -> list[User]:

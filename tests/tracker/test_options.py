@@ -56,7 +56,7 @@ async def test_status_url_forms_and_path_prefix(
     ) as client:
         url = f"{prefixed}/v2/send-campaign/L1"
         same_origin = "http://HOST.example.com:80/campaign/v2/send-campaign/L1"
-        targets = [
+        targets: list[tuple[CampaignAck | str, str]] = [
             (CampaignAck("q", "1", "b", "L1", "/v2/send-campaign/L1"), url),
             ("/v2/send-campaign/L1", url),
             ("v2/send-campaign/L1", url),

@@ -109,7 +109,7 @@ async def test_scripted_sequence_yields_each_change_once_with_state_counts_and_w
 async def test_not_found_is_tolerated_during_the_grace_period(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
-    not_found = (404, '{"detail": "Launch request not found"}', {})
+    not_found: tuple[int, str, dict[str, str]] = (404, '{"detail": "Launch request not found"}', {})
     script(mocked, not_found, not_found, answer("DONE", dep(1, "DELIVERED")))
     tracker = scripted_client.track("lr-1", clock=fake_time.clock, not_found_grace=30)
     assert triples(await collect(tracker)) == [("c1", None, "DELIVERED")]

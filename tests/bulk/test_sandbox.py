@@ -21,7 +21,7 @@ from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(30)
 
-HELPER = Path(__file__).parent / "helpers" / "bulk_child.py"
+HELPER = Path(__file__).parents[1] / "helpers" / "bulk_child.py"
 _spec = importlib.util.spec_from_file_location("bulk_child", HELPER)
 assert _spec is not None
 assert _spec.loader is not None
@@ -133,7 +133,7 @@ async def test_killed_mid_send_then_resumed_from_journal(sb: Sandbox, tmp_path: 
         poll = str(await first_poll(client))
     argv = [sys.executable, str(HELPER), sb.campaign_url, sb.api_key, poll, str(journal)]
     argv.append(str(count))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     process = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
     )
@@ -176,7 +176,7 @@ async def test_killed_at_20_random_moments_then_resumed(sb: Sandbox, tmp_path: P
         poll = str(await first_poll(client))
     argv = [sys.executable, str(HELPER), sb.campaign_url, sb.api_key, poll, str(journal)]
     argv.append(str(count))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     # Each kill lands a random time after the child's first new request arrived.
     moments = random.Random(20).sample(range(0, 400, 10), 20)  # milliseconds
     for moment in moments:

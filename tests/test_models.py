@@ -125,7 +125,7 @@ json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**64 - 1)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
@@ -207,8 +207,12 @@ json_ints = st.integers(-(2**63), 2**63 - 1)
 
 def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
     """JSON values of another type than ``kind`` (never null: nulling is its own mutation)."""
-    scalars = {
-        "str": json_ints | st.booleans() | st.floats(allow_nan=False) | st.just([]) | st.just({}),
+    scalars: dict[str, st.SearchStrategy[Any]] = {
+        "str": json_ints
+        | st.booleans()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.just([])
+        | st.just({}),
         "int": st.text(max_size=5)
         | st.booleans()
         | st.floats(0.5, 1e6)
@@ -217,7 +221,7 @@ def wrong_values(kind: Any) -> st.SearchStrategy[Any]:
         "unix": st.text(max_size=5) | st.booleans() | st.just([1]) | st.just({}),
     }
     if isinstance(kind, tuple):
-        extra = st.just([]) if kind[0] == "obj" else st.just({})
+        extra: st.SearchStrategy[Any] = st.just([]) if kind[0] == "obj" else st.just({})
         return st.text(max_size=5) | json_ints | st.booleans() | extra
     if kind in ("text_time", "state", "status"):
         return scalars["str"]
@@ -272,13 +276,14 @@ def test_valid_wire_dicts_decode(cls: type, data: st.DataObject) -> None:
         if name in payload and kind in ("str", "int", "list_str") and payload[name] is not None:
             value = getattr(result, name)
             assert (list(value) if kind == "list_str" else value) == payload[name]
-    if cls is CampaignStatus:
+    if isinstance(result, CampaignStatus):
         for wire_item, item in zip(payload["deployments"], result.deployments, strict=True):
             status = wire_item.get("status")
             if status is None:
                 assert item.status is None
             else:
                 expected = "PUSH_NOTIFICATION" if status == "PUSH_NOTIFATION" else status
+                assert item.status is not None
                 assert item.status.value == expected
                 assert item.status.is_unknown is status.startswith("NEW_STATUS_")
 
