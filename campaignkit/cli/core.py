@@ -53,8 +53,9 @@ def run(
     try:
         return asyncio.run(_dispatch(Ctx(args, out, err)))
     except KeyboardInterrupt:
-        if args.command == "sandbox":  # Ctrl-C is how a sandbox is stopped
-            err.write("sandbox stopped\n")
+        # Ctrl-C is how a server is stopped: the sandbox, the dashboard, a demo showing it.
+        if args.command in ("sandbox", "dashboard") or getattr(args, "dashboard", False):
+            err.write(f"{args.command} stopped\n")
             return ExitStatus.OK
         err.write("campaignkit: interrupted\n")
         return ExitStatus.INTERRUPTED

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from ..client import CampaignClient
 from ..errors import CampaignKitError
 from ..models import User
 from ..status import DeploymentStatus
@@ -18,6 +19,9 @@ from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus
 from .output import format_history, status_table
 from .track import track_campaign
+
+if TYPE_CHECKING:
+    from ..sandbox import Sandbox
 
 STUCK = 3  # magic endings 9900-9902 stay in progress for good: left out of the demo
 STATUSES = list(DeploymentStatus)
@@ -36,6 +40,12 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("--users", type=positive_int, default=200, help="campaign size (200)")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="watch the campaign on the live dashboard, kept open at the end until Ctrl-C",
+    )
+    p.add_argument("--dashboard-port", type=int, default=8766, help="0: a free one (8766)")
     p.set_defaults(func=cmd_demo, needs_client=False)
 
 
@@ -68,88 +78,106 @@ async def cmd_demo(ctx: Ctx) -> ExitStatus:
     say(f"campaignkit demo: everything runs on this machine, on the sandbox (clock x{a.speed:g})")
     async with Sandbox(speed=a.speed, seed=a.seed) as sb, sb.client() as client:
         say(f"\n1. Sandbox listening on {sb.root_url} (hosts /main, /campaign, /agent)")
+        if a.dashboard:
+            from ..dashboard import running_dashboard, sandbox_launches
 
-        polls = await client.list_polls()
-        poll = polls[0]
-        users = demo_users(a.users)
-        magic = sum(1 for u in users if u.cellphone[-4:-2] == "99")
-        say(
-            f"\n2. Sending poll {poll.name!r} (id {poll.id}) to {len(users)} users: "
-            f"{len(users) - magic} ordinary numbers (they end DELIVERED) and {magic} magic "
-            f"numbers ending 99NN (they end in status NN of the spec's table)"
-        )
-        ack = await client.send_campaign(poll.id, users)
-        say(f"   202 accepted: launch_request_id {ack.launch_request_id}")
-
-        say("\n3. Tracking until every deployment has settled (live progress on stderr)")
-        status = await track_campaign(
-            ctx,
-            client,
-            ack.launch_request_id,
-            until="settled",
-            poll_interval=0.2,
-            max_interval=1.0,
-            timeout=60,
-            label="   deployments",
-        )
-        say(f"\n4. Campaign {status.status.value}; final per-status table:")
-        say("   " + status_table(status).replace("\n", "\n   "))
-
-        replied: asyncio.Future[tuple[ReplyEvent, Any]] = asyncio.get_running_loop().create_future()
-        picker = AgentPicker(client, ttl=60)
-
-        async def on_reply(event: ReplyEvent) -> None:
-            """What a real integration does: enrich the session, continue the flow."""
-            try:
-                agent = await picker.pick()
-                update = await client.update_session(
-                    event.session_external_id,
-                    {"plan": "gold", "assigned_agent": str(agent.id)},
-                )
-            except Exception as exc:
-                if not replied.done():
-                    replied.set_exception(exc)
-                raise
-            if not replied.done():
-                replied.set_result((event, update))
-
-        token = secrets.token_urlsafe(16)
-        app = first_reply_app(on_reply, secret=token, secret_query="token")
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = runner.addresses[0][1]
-            hook = f"http://127.0.0.1:{port}/webhook"
-            await sb.set_webhook(f"{hook}?token={token}")
-            say(
-                f"\n5. Webhook server (first_reply_app) listening on {hook}, registered with "
-                "the sandbox (a shared secret travels in ?token=)"
-            )
-
-            delivered = [d for d in status.deployments if d.status is DeploymentStatus.DELIVERED]
-            if not delivered:
-                raise CampaignKitError("no deployment was delivered: nobody can reply")
-            who = delivered[0].cellphone
-            say(f'\n6. User +57 {who} replies "Yes, tell me more" (simulated by the sandbox)')
-            result = await sb.reply(who, text="Yes, tell me more", country_code="+57")
-            hook_status = (result.get("webhook") or {}).get("status")
-            say(f"   the sandbox POSTed the webhook: HTTP {hook_status}")
-            event, update = await asyncio.wait_for(replied, 15)
-            say(f"   on_reply got session_external_id {event.session_external_id}")
-            say(f"   with session variables {event.keys}")
-
-            say("\n7. on_reply called update_session(plan=gold, assigned_agent=<AgentPicker>)")
-            say(f"   -> {update.message!r} (session {update.session_id})")
-
-            history = await client.get_session_history(update.session_id)
-            say(f"\n8. Session history ({len(history)} messages):")
-            say("   " + format_history(history).replace("\n", "\n   "))
-        finally:
-            await runner.cleanup()
+            async with running_dashboard(
+                client, port=a.dashboard_port, discover=sandbox_launches(sb.admin_url, sb.api_key)
+            ) as dashboard:
+                say(f"   dashboard: {dashboard.url}  (open it now: the campaign starts in 3 s)")
+                await asyncio.sleep(3)
+                await _story(ctx, sb, client)
+                say(f"\nThe dashboard stays open at {dashboard.url}: Ctrl-C to stop.")
+                await asyncio.Event().wait()
+        else:
+            await _story(ctx, sb, client)
     say(
         f"\nDone in {time.monotonic() - began:.1f}s. Next: `campaignkit sandbox` to keep a "
         "sandbox running, `campaignkit --help` for the real service."
     )
     return ExitStatus.OK
+
+
+async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
+    """Steps 2 to 8: send, track, reply, update, history."""
+    a, say = ctx.args, ctx.print
+
+    polls = await client.list_polls()
+    poll = polls[0]
+    users = demo_users(a.users)
+    magic = sum(1 for u in users if u.cellphone[-4:-2] == "99")
+    say(
+        f"\n2. Sending poll {poll.name!r} (id {poll.id}) to {len(users)} users: "
+        f"{len(users) - magic} ordinary numbers (they end DELIVERED) and {magic} magic "
+        f"numbers ending 99NN (they end in status NN of the spec's table)"
+    )
+    ack = await client.send_campaign(poll.id, users)
+    say(f"   202 accepted: launch_request_id {ack.launch_request_id}")
+
+    say("\n3. Tracking until every deployment has settled (live progress on stderr)")
+    status = await track_campaign(
+        ctx,
+        client,
+        ack.launch_request_id,
+        until="settled",
+        poll_interval=0.2,
+        max_interval=1.0,
+        timeout=60,
+        label="   deployments",
+    )
+    say(f"\n4. Campaign {status.status.value}; final per-status table:")
+    say("   " + status_table(status).replace("\n", "\n   "))
+
+    replied: asyncio.Future[tuple[ReplyEvent, Any]] = asyncio.get_running_loop().create_future()
+    picker = AgentPicker(client, ttl=60)
+
+    async def on_reply(event: ReplyEvent) -> None:
+        """What a real integration does: enrich the session, continue the flow."""
+        try:
+            agent = await picker.pick()
+            update = await client.update_session(
+                event.session_external_id,
+                {"plan": "gold", "assigned_agent": str(agent.id)},
+            )
+        except Exception as exc:
+            if not replied.done():
+                replied.set_exception(exc)
+            raise
+        if not replied.done():
+            replied.set_result((event, update))
+
+    token = secrets.token_urlsafe(16)
+    app = first_reply_app(on_reply, secret=token, secret_query="token")
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        hook = f"http://127.0.0.1:{port}/webhook"
+        await sb.set_webhook(f"{hook}?token={token}")
+        say(
+            f"\n5. Webhook server (first_reply_app) listening on {hook}, registered with "
+            "the sandbox (a shared secret travels in ?token=)"
+        )
+
+        delivered = [d for d in status.deployments if d.status is DeploymentStatus.DELIVERED]
+        if not delivered:
+            raise CampaignKitError("no deployment was delivered: nobody can reply")
+        who = delivered[0].cellphone
+        say(f'\n6. User +57 {who} replies "Yes, tell me more" (simulated by the sandbox)')
+        result = await sb.reply(who, text="Yes, tell me more", country_code="+57")
+        hook_status = (result.get("webhook") or {}).get("status")
+        say(f"   the sandbox POSTed the webhook: HTTP {hook_status}")
+        event, update = await asyncio.wait_for(replied, 15)
+        say(f"   on_reply got session_external_id {event.session_external_id}")
+        say(f"   with session variables {event.keys}")
+
+        say("\n7. on_reply called update_session(plan=gold, assigned_agent=<AgentPicker>)")
+        say(f"   -> {update.message!r} (session {update.session_id})")
+
+        history = await client.get_session_history(update.session_id)
+        say(f"\n8. Session history ({len(history)} messages):")
+        say("   " + format_history(history).replace("\n", "\n   "))
+    finally:
+        await runner.cleanup()
