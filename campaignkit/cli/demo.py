@@ -79,10 +79,11 @@ async def cmd_demo(ctx: Ctx) -> ExitStatus:
     async with Sandbox(speed=a.speed, seed=a.seed) as sb, sb.client() as client:
         say(f"\n1. Sandbox listening on {sb.root_url} (hosts /main, /campaign, /agent)")
         if a.dashboard:
-            from ..dashboard import running_dashboard, sandbox_launches
+            from ..dashboard import Dashboard, running_dashboard, sandbox_launches
 
+            discover = sandbox_launches(sb.admin_url, sb.api_key)
             async with running_dashboard(
-                client, port=a.dashboard_port, discover=sandbox_launches(sb.admin_url, sb.api_key)
+                Dashboard(client, discover=discover), port=a.dashboard_port
             ) as dashboard:
                 say(f"   dashboard: {dashboard.url}  (open it now: the campaign starts in 3 s)")
                 await asyncio.sleep(3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..client import CampaignClient
-from ..dashboard import sandbox_launches, serve_dashboard, write_report
+from ..dashboard import Dashboard, sandbox_launches, serve_dashboard, write_report
 from .context import AddCommand, Ctx, ExitStatus
 from .track import report_status
 
@@ -40,11 +40,9 @@ async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if a.sandbox_admin:
         discover = sandbox_launches(a.sandbox_admin.rstrip("/"), client.config.api_key)
     await serve_dashboard(
-        client,
+        Dashboard(client, launches=a.launch, discover=discover),
         a.host,
         a.port,
-        launches=a.launch,
-        discover=discover,
         on_ready=lambda dashboard: ctx.print(f"dashboard: {dashboard.url}  (Ctrl-C to stop)"),
     )
     return ExitStatus.OK

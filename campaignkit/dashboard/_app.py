@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -20,7 +20,7 @@ from ._report import render_report
 from ._watch import Signal
 
 if TYPE_CHECKING:
-    from ..client import CampaignClient
+    pass
 
 __all__ = ["DASHBOARD", "dashboard_app", "running_dashboard", "serve_dashboard"]
 
@@ -33,14 +33,10 @@ HEAD = (
 TOP = '<header class="top"><a href="/">campaignkit · dashboard</a></header>'
 
 
-def dashboard_app(
-    client: CampaignClient, *, launches: Iterable[str] = (), **options: Any
-) -> web.Application:
-    """The dashboard of ``client``'s launches: ``launches`` to show from the
-    start, the rest of ``options`` as for :class:`Dashboard` (``discover=``
-    lists more). ``app[DASHBOARD].add(id)`` shows one more; opening
-    ``/launches/ID`` does too. The client stays the caller's to close."""
-    dashboard = Dashboard(client, launches=launches, **options)
+def dashboard_app(dashboard: Dashboard) -> web.Application:
+    """The web application of ``dashboard`` (a :class:`Dashboard` of a client's
+    launches). ``dashboard.add(id)`` shows one more; opening ``/launches/ID``
+    does too. The client stays the caller's to close."""
     app = web.Application()
     app[DASHBOARD] = dashboard
 
@@ -174,16 +170,15 @@ async def _stream(
 
 @contextlib.asynccontextmanager
 async def running_dashboard(
-    client: CampaignClient, host: str = "127.0.0.1", port: int = 8766, **options: Any
+    dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8766
 ) -> AsyncIterator[Dashboard]:
-    """Serve the dashboard while in the block (``port=0``: a free one); yields
-    the :class:`Dashboard`, its ``url`` set. Options as for :func:`dashboard_app`."""
-    app = dashboard_app(client, **options)
+    """Serve ``dashboard`` while in the block (``port=0``: a free one); yields
+    it, its ``url`` set."""
+    app = dashboard_app(dashboard)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
-        dashboard = app[DASHBOARD]
         dashboard.url = f"http://{host}:{runner.addresses[0][1]}/"
         yield dashboard
     finally:
@@ -191,15 +186,14 @@ async def running_dashboard(
 
 
 async def serve_dashboard(
-    client: CampaignClient,
+    dashboard: Dashboard,
     host: str = "127.0.0.1",
     port: int = 8766,
     *,
     on_ready: Callable[[Dashboard], object] | None = None,
-    **options: Any,
 ) -> None:
-    """Serve the dashboard until cancelled; ``on_ready`` is called once it listens."""
-    async with running_dashboard(client, host, port, **options) as dashboard:
+    """Serve ``dashboard`` until cancelled; ``on_ready`` is called once it listens."""
+    async with running_dashboard(dashboard, host, port):
         if on_ready is not None:
             on_ready(dashboard)
         await asyncio.Event().wait()

@@ -14,7 +14,7 @@ import pytest
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, DeploymentStatus, User
-from campaignkit.dashboard import DASHBOARD, dashboard_app, funnel, sandbox_launches
+from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel, sandbox_launches
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(40)
@@ -43,7 +43,10 @@ async def test_a_launch_stream_follows_the_campaign_to_the_tracker_counts(
     client: CampaignClient, send: Send, settle: Settle
 ) -> None:
     launch = await send()
-    async with serving(dashboard_app(client, **FAST)) as url, aiohttp.ClientSession() as http:
+    async with (
+        serving(dashboard_app(Dashboard(client, **FAST))) as url,
+        aiohttp.ClientSession() as http,
+    ):
         stream = asyncio.create_task(
             read_events(http, f"{url}/launches/{launch}/events", lambda e: e["state"] == "DONE")
         )
@@ -70,7 +73,10 @@ async def test_the_first_event_comes_before_any_poll_then_updates_follow(
     client: CampaignClient, send: Send
 ) -> None:
     launch = await send()
-    async with serving(dashboard_app(client, **FAST)) as url, aiohttp.ClientSession() as http:
+    async with (
+        serving(dashboard_app(Dashboard(client, **FAST))) as url,
+        aiohttp.ClientSession() as http,
+    ):
         events = await read_events(
             http, f"{url}/launches/{launch}/events", lambda e: e["state"] == "DONE"
         )
@@ -89,7 +95,7 @@ async def test_the_list_shows_the_sandbox_launches_of_its_company(
         polls = await other_client.list_polls()
         await other_client.send_campaign(polls[0].id, users[:2])
     discover = sandbox_launches(sandbox.admin_url, sandbox.api_key)
-    app = dashboard_app(client, discover=discover, **FAST)
+    app = dashboard_app(Dashboard(client, discover=discover, **FAST))
     async with serving(app) as url, aiohttp.ClientSession() as http:
         before = await read_events(http, f"{url}/events", lambda e: True)
         first, second = await send(), await send()
@@ -104,7 +110,7 @@ async def test_the_list_shows_the_sandbox_launches_of_its_company(
 
 async def test_a_launch_given_or_added_is_listed(client: CampaignClient, send: Send) -> None:
     first, second = await send(), await send()
-    app = dashboard_app(client, launches=[first], **FAST)
+    app = dashboard_app(Dashboard(client, launches=[first], **FAST))
     async with serving(app) as url, aiohttp.ClientSession() as http:
         app[DASHBOARD].add(second)
         events = await read_events(http, f"{url}/events", lambda e: True)
@@ -116,7 +122,10 @@ async def test_the_report_of_a_watched_launch_is_an_attachment(
 ) -> None:
     launch = await send()
     expected = funnel(await settle(launch))
-    async with serving(dashboard_app(client, **FAST)) as url, aiohttp.ClientSession() as http:
+    async with (
+        serving(dashboard_app(Dashboard(client, **FAST))) as url,
+        aiohttp.ClientSession() as http,
+    ):
         await read_events(
             http, f"{url}/launches/{launch}/events", lambda e: e["funnel"] == expected.to_json()
         )
@@ -129,7 +138,7 @@ async def test_the_report_of_a_watched_launch_is_an_attachment(
 
 
 async def test_assets_come_from_the_package(client: CampaignClient) -> None:
-    async with serving(dashboard_app(client)) as url, aiohttp.ClientSession() as http:
+    async with serving(dashboard_app(Dashboard(client))) as url, aiohttp.ClientSession() as http:
         async with http.get(f"{url}/static/dashboard.js") as response:
             script = await response.text()
             script_type = response.content_type
@@ -148,7 +157,7 @@ async def test_open_streams_do_not_hold_the_server_at_shutdown(
 ) -> None:
     launch = await send()
     async with aiohttp.ClientSession() as http:
-        async with serving(dashboard_app(client, **FAST)) as url:
+        async with serving(dashboard_app(Dashboard(client, **FAST))) as url:
             streams = [
                 await http.get(f"{url}/events"),
                 await http.get(f"{url}/launches/{launch}/events"),
@@ -166,7 +175,7 @@ async def test_the_report_of_a_launch_the_service_does_not_know_says_why(
     client: CampaignClient,
 ) -> None:
     async with (
-        serving(dashboard_app(client)) as url,
+        serving(dashboard_app(Dashboard(client))) as url,
         aiohttp.ClientSession() as http,
         http.get(f"{url}/launches/no-such-launch/report.html") as response,
     ):

@@ -25,7 +25,7 @@ import tenacity
 from helpers.servers import serving
 
 from campaignkit import CampaignClient
-from campaignkit.dashboard import DASHBOARD, dashboard_app, funnel
+from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel
 from campaignkit.sandbox import Sandbox
 
 from .test_app import FAST, Send, Settle
@@ -165,7 +165,7 @@ async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
     sandbox: Sandbox, client: CampaignClient, send: Send, settle: Settle, tmp_path: Path
 ) -> None:
     await sandbox.set_clock(speed=2)  # a campaign of a few seconds, watched live
-    app = dashboard_app(client, **FAST)
+    app = dashboard_app(Dashboard(client, **FAST))
     async with serving(app) as url, headless_chromium(tmp_path / "profile") as page:
         await page.go(f"{url}/")
         launch = await send()
