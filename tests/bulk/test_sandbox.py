@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers.processes import run_process
 
 from campaignkit import BulkReport, CampaignClient
 from campaignkit.sandbox import Sandbox
@@ -32,6 +33,25 @@ _spec.loader.exec_module(child)
 @pytest.fixture
 def sandbox_options() -> dict[str, Any]:
     return {"seed": 11}
+
+
+def child_env() -> dict[str, str]:
+    """The test's environment; the child imports campaignkit from the checkout."""
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+
+
+def child_argv(sb: Sandbox, poll: str, journal: Path, count: int) -> list[str]:
+    """A bulk send of ``count`` users journaled in ``journal``, in its own process."""
+    return [
+        *(sys.executable, str(HELPER), sb.campaign_url, sb.api_key),
+        *(poll, str(journal), str(count)),
+    ]
+
+
+async def spawn(argv: list[str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env()
+    )
 
 
 async def received(sb: Sandbox) -> Counter[str]:
@@ -131,12 +151,8 @@ async def test_killed_mid_send_then_resumed_from_journal(sb: Sandbox, tmp_path: 
     await sb.set_faults({"kind": "latency", "seconds": 0.1, "route": "send_campaign"})
     async with sb.client() as client:
         poll = str(await first_poll(client))
-    argv = [sys.executable, str(HELPER), sb.campaign_url, sb.api_key, poll, str(journal)]
-    argv.append(str(count))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
-    )
+    argv = child_argv(sb, poll, journal, count)
+    process = await spawn(argv)
     try:
         for _ in range(1000):
             await asyncio.sleep(0.01)
@@ -150,12 +166,9 @@ async def test_killed_mid_send_then_resumed_from_journal(sb: Sandbox, tmp_path: 
     expected = child.expected_phones(count)
     assert 3000 <= killed_at < len(expected)
 
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
-    )
-    stdout, stderr = await process.communicate()
-    assert process.returncode == 0, stderr.decode()[-2000:]
-    out = orjson.loads(stdout)
+    finished = await run_process(*argv, env=child_env(), timeout=60)
+    assert finished.code == 0, finished.err[-2000:]
+    out = orjson.loads(finished.out)
     assert out["resumed_accepted"] >= 1
     assert out["resumed_ambiguous"] >= 1  # in flight at the kill: reported, not resent
     assert out["counts"]["rejected"] == 0
@@ -174,16 +187,12 @@ async def test_killed_at_20_random_moments_then_resumed(sb: Sandbox, tmp_path: P
     await sb.set_faults({"kind": "latency", "seconds": 0.15, "route": "send_campaign"})
     async with sb.client() as client:
         poll = str(await first_poll(client))
-    argv = [sys.executable, str(HELPER), sb.campaign_url, sb.api_key, poll, str(journal)]
-    argv.append(str(count))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    argv = child_argv(sb, poll, journal, count)
     # Each kill lands a random time after the child's first new request arrived.
     moments = random.Random(20).sample(range(0, 400, 10), 20)  # milliseconds
     for moment in moments:
         before = sum((await received(sb)).values())
-        process = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
-        )
+        process = await spawn(argv)
         for _ in range(500):
             if process.returncode is not None or sum((await received(sb)).values()) > before:
                 break
@@ -193,12 +202,9 @@ async def test_killed_at_20_random_moments_then_resumed(sb: Sandbox, tmp_path: P
             os.kill(process.pid, signal.SIGKILL)
         await process.communicate()
         assert max((await received(sb)).values(), default=1) == 1
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
-    )
-    stdout, stderr = await process.communicate()
-    assert process.returncode == 0, stderr.decode()[-2000:]
-    out = orjson.loads(stdout)
+    finished = await run_process(*argv, env=child_env(), timeout=60)
+    assert finished.code == 0, finished.err[-2000:]
+    out = orjson.loads(finished.out)
     got = await received(sb)
     expected = child.expected_phones(count)
     assert max(got.values()) == 1
