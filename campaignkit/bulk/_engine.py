@@ -117,7 +117,7 @@ class BulkSend:
             timeout=self.timeout,
             max_retries=self.max_retries,
         )
-        self._settled(chunk, chunk.users, chunk.positions, result)
+        self._finish(chunk, chunk.users, chunk.positions, result)
 
     async def _send_journaled(self, chunk: PlannedChunk, ledger: Ledger) -> None:
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
@@ -154,19 +154,7 @@ class BulkSend:
             timeout=self.timeout,
             max_retries=self.max_retries,
         )
-        self._settled(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
-
-    def _settled(
-        self,
-        chunk: PlannedChunk,
-        users: Sequence[User],
-        positions: Sequence[int],
-        result: ClaimOutcome,
-        claim: str | None = None,
-    ) -> None:
-        if isinstance(result.error, _FATAL) and self.fatal is None:
-            self.fatal = result.error
-        self._finish(chunk, users, positions, result, claim)
+        self._finish(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
         """Report recipients of ``chunk`` the ledger already holds: not sent again."""
@@ -186,6 +174,8 @@ class BulkSend:
         *,
         resumed: bool = False,
     ) -> None:
+        if isinstance(result.error, _FATAL) and self.fatal is None:
+            self.fatal = result.error  # the chunks after it are not sent
         keep = result.outcome != "accepted" or self.keep_accepted_users
         report_chunk = BulkChunk(
             chunk.index,
