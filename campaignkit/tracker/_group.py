@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from .. import _sansio as wire
 from .._closing import AsyncClosing
@@ -14,11 +14,13 @@ from .._sansio import Request
 from ..config import ClientConfig
 from ..errors import ValidationError
 from ..models import CampaignAck
+from ..progress import ProgressUpdate
 from ..status import DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress
 from ._options import Sleep, StatusSource, TrackOptions
 from ._tracker import CampaignTracker
+from ._updates import Pacer, Updating, campaign_update, least_state
 
 T = TypeVar("T")
 
@@ -44,7 +46,7 @@ class _Bounded:
             return await self._source.attempt(request, decode, timeout)
 
 
-class TrackerGroup(AsyncClosing):
+class TrackerGroup(Updating, AsyncClosing):
     """One merged stream of the changes of many launches (see
     :meth:`CampaignClient.track_many`).
 
@@ -78,10 +80,10 @@ class TrackerGroup(AsyncClosing):
                     bounded, target, options, resume=checkpoints.get(launch)
                 )
         self._clock = options.clock
-        self._sleep = source.sleep
         self._buffer: deque[tuple[str, DeploymentChange]] = deque()
         self._busy = False
-        self._closed = False
+        self._active: list[CampaignTracker] = []  # prepared, not finished
+        self._pacer = Pacer(self._prepare, self._due_at, self._poll_due, self._clock, source.sleep)
 
     def __repr__(self) -> str:
         return f"<TrackerGroup of {len(self.trackers)} launches, progress={self.progress}>"
@@ -111,32 +113,44 @@ class TrackerGroup(AsyncClosing):
             checkpoints.append(cp)
         return _checkpoint.group_checkpoint(checkpoints)
 
-    def __aiter__(self) -> Self:
-        return self
-
     async def __anext__(self) -> DeploymentChange:
         if self._busy:
             raise RuntimeError("this TrackerGroup is already being iterated")
         self._busy = True
+        if not self.keep_changes:
+            self.keep_changes = True
+            for tracker in self.trackers.values():
+                tracker.keep_changes = True
         try:
             while not self._buffer:
-                if self._closed:
+                if not await self._pacer.advance(self):
                     raise StopAsyncIteration
-                await self._step()
             return self._buffer.popleft()[1]
         finally:
             self._busy = False
 
-    async def _step(self) -> None:
-        active = [tracker for tracker in self.trackers.values() if await tracker.prepare_poll()]
-        if not active:
-            self._closed = True
-            return
+    def snapshot(self) -> ProgressUpdate:
+        trackers = self.trackers.values()
+        return campaign_update(
+            self.counts,
+            least_state(tracker.state for tracker in trackers),
+            all(tracker.finished for tracker in trackers),
+        )
+
+    # -- the Pacer's steps: prepare every tracker, poll those due together
+
+    async def _prepare(self) -> bool:
+        self._active = [
+            tracker for tracker in self.trackers.values() if await tracker.prepare_poll()
+        ]
+        return bool(self._active)
+
+    def _due_at(self) -> float:
+        return min(tracker.next_poll_at for tracker in self._active)
+
+    async def _poll_due(self) -> None:
         now = self._clock()
-        due = [tracker for tracker in active if tracker.next_poll_at <= now]
-        if not due:
-            await self._sleep(min(tracker.next_poll_at for tracker in active) - now)
-            return
+        due = [tracker for tracker in self._active if tracker.next_poll_at <= now]
         if len(due) == 1:
             await due[0].poll()
         else:
@@ -159,7 +173,6 @@ class TrackerGroup(AsyncClosing):
 
     async def aclose(self) -> None:
         """Stop every tracker; idempotent."""
-        self._closed = True
         self._buffer.clear()
         for tracker in self.trackers.values():
             await tracker.aclose()

@@ -10,7 +10,7 @@ import sys
 from collections import Counter, deque
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any
 
 import tenacity
 
@@ -21,16 +21,18 @@ from .._closing import AsyncClosing
 from .._decode import StatusAnswer, decoder
 from .._transport import is_retryable
 from ..models import CampaignAck, CampaignStatus
+from ..progress import ProgressUpdate
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress, TrackerStats, View
 from ._options import StatusSource, TrackOptions
 from ._schedule import PollSchedule
+from ._updates import Pacer, Updating, campaign_update
 
 _decode_answer = decoder(StatusAnswer)
 
 
-class CampaignTracker(AsyncClosing):
+class CampaignTracker(Updating, AsyncClosing):
     """Every deployment status change of one campaign, as an async iterator.
 
     Build it with :meth:`CampaignClient.track`, which documents the options::
@@ -82,6 +84,9 @@ class CampaignTracker(AsyncClosing):
         self._failures = 0  # failed polls in a row
         self._polls = self._retries = self._changes = 0
         self._finished = self._closed = self._busy = False
+        self._pacer = Pacer(
+            self.prepare_poll, lambda: self.next_poll_at, self.poll, self._clock, source.sleep
+        )
         self._retrying = tenacity.AsyncRetrying(
             retry=(
                 tenacity.retry_if_exception(self._is_transient)
@@ -142,25 +147,21 @@ class CampaignTracker(AsyncClosing):
         Changes read but not yet taken from the iterator are yielded again."""
         return _checkpoint.checkpoint(self._view, self.status_url, self._buffer)
 
-    def __aiter__(self) -> Self:
-        return self
-
     async def __anext__(self) -> DeploymentChange:
         if self._busy:
             raise RuntimeError("this CampaignTracker is already being iterated")
-        self._busy = True
+        self._busy = self.keep_changes = True
         try:
             while not self._buffer:
-                if self._closed or not await self.prepare_poll():
+                if not await self._pacer.advance(self):
                     raise StopAsyncIteration
-                delay = self.next_poll_at - self._clock()
-                if delay > 0:
-                    await self._source.sleep(delay)
-                await self.poll()
             self._changes += 1
             return self._buffer.popleft()[1]
         finally:
             self._busy = False
+
+    def snapshot(self) -> ProgressUpdate:
+        return campaign_update(self._view.counts, self.state, self._finished)
 
     async def aclose(self) -> None:
         """Stop tracking; idempotent. Nothing runs between two changes."""
@@ -201,8 +202,7 @@ class CampaignTracker(AsyncClosing):
         assert attempt is not None
         timeout = None
         if self._deadline is not None:
-            left = max(self._deadline - self._clock(), 1.0)
-            timeout = min(self._source.config.timeout, left)
+            timeout = min(self._source.config.timeout, max(self._deadline - self._clock(), 1.0))
         self._polls += 1
         try:
             answer = await self._source.attempt(self._request, _decode_answer, timeout)
@@ -241,7 +241,8 @@ class CampaignTracker(AsyncClosing):
         self._seen_answer = True
         if answer.status is CampaignState.DONE and (self.until == "done" or view.settled()):
             self._finish()
-        self._buffer.extend(changes)
+        if self.keep_changes:
+            self._buffer.extend(changes)
         self._quiet = 0 if changes else self._quiet + 1
         on_state = self._options.on_state
         if answer.status is not previous_state and on_state is not None:
@@ -280,7 +281,7 @@ class CampaignTracker(AsyncClosing):
 
     async def _schedule_poll(self, seconds: float) -> None:
         # tenacity's sleep only sets when the next poll is due; the wait
-        # happens in __anext__ or the group's step (cancel-safe).
+        # happens in the consumers' Pacer (cancel-safe).
         self.next_poll_at = self._clock() + seconds
 
     def _count_retry(self, retry_state: tenacity.RetryCallState) -> None:
@@ -292,9 +293,8 @@ class CampaignTracker(AsyncClosing):
         outcome = retry_state.outcome
         cause = outcome.exception() if outcome is not None and outcome.failed else None
         reached = "DONE" if self.until == "done" else "DONE with every deployment settled"
-        error = errors.TimeoutError(
+        raise errors.TimeoutError(
             f"launch request {self.launch_request_id!r} was not {reached} within "
             f"{self.timeout:g} s (state {self.state}, progress {self.progress})",
             last_status=self.result,
-        )
-        raise error from cause
+        ) from cause

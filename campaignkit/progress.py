@@ -1,0 +1,158 @@
+"""``ProgressUpdate``: throttled snapshots of a campaign's (or a bulk run's)
+progress, for a chat message or a dashboard, with an ETA from the observed
+rate. Shared by ``CampaignTracker.updates()``, ``TrackerGroup.updates()`` and
+``BulkWorkers.updates()``; the snapshot, the ETA and the throttle are pure but
+for the injected clock and sleep."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+
+import attrs
+
+from .errors import ValidationError
+from .ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
+from .status import CampaignState
+
+TOP_FAILURES = 5
+ETA_WINDOW = 60.0
+"""Seconds of observations the rate (and so the ETA) is measured over."""
+
+
+@attrs.frozen(slots=True)
+class ProgressUpdate:
+    """One snapshot of progress. Two updates are equal when they show the same
+    progress: the timing fields (``elapsed``, ``rate``, ``eta``) aside.
+
+    For a campaign (or a ``track_many`` group): ``counts`` by
+    ``DeploymentStatus`` (``None``: not yet taken), ``done`` those out of
+    progress, ``delivered`` those confirmed on the device, ``failed`` those that
+    will not be sent, ``failures`` the most frequent failure statuses. For a
+    bulk run read from its ledger: ``counts`` by ledger state (plus ``invalid``
+    and ``duplicate`` inputs), ``done`` the settled inputs, ``delivered`` the
+    recipients the service accepted (delivery is tracked per launch),
+    ``failed`` those rejected, ambiguous or invalid.
+
+    ``state`` is the campaign's (the least advanced launch's for a group; a
+    run is ``PENDING`` until an input settles, ``DONE`` once every one has);
+    ``finished``: the last update. ``elapsed``: seconds since the first
+    reading; ``rate``: ``done`` per second over the last minute; ``eta``:
+    seconds left at that rate (None while unknown, 0.0 once ``done`` reaches
+    ``total``).
+    """
+
+    done: int
+    total: int
+    delivered: int
+    failed: int
+    counts: Mapping[str | None, int] = attrs.field(hash=False)
+    failures: tuple[tuple[str, int], ...] = ()
+    state: CampaignState | None = None
+    finished: bool = False
+    elapsed: float = attrs.field(default=0.0, eq=False)
+    rate: float | None = attrs.field(default=None, eq=False)
+    eta: float | None = attrs.field(default=None, eq=False)
+
+    @property
+    def fraction(self) -> float:
+        """``done / total`` (0.0 while nothing is known)."""
+        return self.done / self.total if self.total else 0.0
+
+
+def top_failures(
+    counts: Iterable[tuple[str, int]], limit: int = TOP_FAILURES
+) -> tuple[tuple[str, int], ...]:
+    """The ``limit`` largest non-zero counts, largest first (ties by name)."""
+    ranked = sorted((item for item in counts if item[1]), key=lambda item: (-item[1], item[0]))
+    return tuple(ranked[:limit])
+
+
+_RUN_FAILURES = (REJECTED, AMBIGUOUS, "invalid")
+
+
+def run_update(counts: Mapping[str, int], total: int | None, done: bool) -> ProgressUpdate:
+    """A bulk run's update from its ledger counts (``total``: the inputs, once
+    the producer has read them all; ``done``: every input settled)."""
+    failures = top_failures((state, counts.get(state, 0)) for state in _RUN_FAILURES)
+    settled = sum(n for state, n in counts.items() if state not in (PLANNED, IN_FLIGHT))
+    if done:
+        state = CampaignState.DONE
+    else:
+        state = CampaignState.CLAIMED if settled else CampaignState.PENDING
+    return ProgressUpdate(
+        done=settled,
+        total=max(total or 0, sum(counts.values())),
+        delivered=counts.get(ACCEPTED, 0),
+        failed=sum(n for _, n in failures),
+        counts=dict[str | None, int](counts.items()),
+        failures=failures,
+        state=state,
+        finished=done,
+    )
+
+
+class Eta:
+    """The rate of ``done`` over the last ``window`` seconds of observations,
+    and the seconds left at that rate."""
+
+    def __init__(self, window: float = ETA_WINDOW) -> None:
+        self.window = window
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def observe(self, at: float, done: int, total: int) -> tuple[float | None, float | None]:
+        """Record ``done`` at ``at``; ``(rate, eta)``, each None while unknown."""
+        samples = self._samples
+        samples.append((at, done))
+        # Keep the newest sample at or before the window's start as the anchor.
+        while len(samples) > 2 and samples[1][0] <= at - self.window:
+            samples.popleft()
+        if done >= total > 0:
+            return self._rate(at, done), 0.0
+        rate = self._rate(at, done)
+        return rate, (total - done) / rate if rate else None
+
+    def _rate(self, at: float, done: int) -> float | None:
+        first_at, first_done = self._samples[0]
+        return (done - first_done) / (at - first_at) if at > first_at else None
+
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def check_every(every: object) -> float:
+    if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
+        raise ValidationError([("every", f"must be a positive number of seconds, got {every!r}")])
+    return float(every)
+
+
+async def throttled(
+    readings: AsyncGenerator[ProgressUpdate], every: float, clock: Clock, sleep: Sleep
+) -> AsyncIterator[ProgressUpdate]:
+    """The ``readings`` (one per poll, the last one ``finished``) at most one
+    per ``every`` seconds, with their timing: a reading is yielded when it shows
+    other progress than the last one yielded and ``every`` seconds have passed
+    since; the finished one always, once ``every`` seconds have passed.
+
+    A reading held back is not lost: the next one shows the same progress or
+    more, and a tracker polls again within its ``poll_interval`` of a change.
+    """
+    eta = Eta()
+    started: float | None = None
+    last: ProgressUpdate | None = None
+    last_at = 0.0
+    async with contextlib.aclosing(readings):
+        async for reading in readings:
+            now = clock()
+            started = now if started is None else started
+            rate, left = eta.observe(now, reading.done, reading.total)
+            if reading.finished:
+                if last is not None and last_at + every > now:
+                    await sleep(last_at + every - now)
+                yield attrs.evolve(reading, elapsed=clock() - started, rate=rate, eta=left)
+                return
+            if reading != last and (last is None or now - last_at >= every):
+                last, last_at = reading, now
+                yield attrs.evolve(reading, elapsed=now - started, rate=rate, eta=left)

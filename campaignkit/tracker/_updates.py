@@ -1,0 +1,147 @@
+"""What ``updates()`` needs of a tracker or a group: one poll at a time for
+all of its consumers (the change iterator and any number of ``updates()``),
+and the snapshot of its counts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Self
+
+from ..progress import ProgressUpdate, check_every, throttled, top_failures
+from ..status import CampaignState, DeploymentStatus
+from ._diff import Progress
+from ._options import Clock, Sleep
+
+
+class Pacer:
+    """Polls when they are due, whoever asks: each consumer sleeps until the
+    next poll is due, and the first one awake makes it while the others wait
+    for it and see its result. So two consumers never poll twice, and neither
+    misses a poll the other made. No task of its own: it runs in the
+    consumers' awaits, and a cancelled poll is made again by the next one.
+
+    ``prepare``: False once tracking is over; ``due_at``: when the next poll
+    is due, once prepared; ``poll_due``: make the polls that are due.
+    """
+
+    def __init__(
+        self,
+        prepare: Callable[[], Awaitable[bool]],
+        due_at: Callable[[], float],
+        poll_due: Callable[[], Awaitable[None]],
+        clock: Clock,
+        sleep: Sleep,
+    ) -> None:
+        self._prepare = prepare
+        self._due_at = due_at
+        self._poll_due = poll_due
+        self.clock = clock
+        self.sleep = sleep
+        self._lock = asyncio.Lock()
+        self._error: Exception | None = None
+        self._told: set[object] = set()  # the consumers the error was raised to
+        self.polls = 0
+
+    async def advance(self, consumer: object) -> bool:
+        """Return after the next poll, made here or by another consumer; False
+        (at once) when tracking is over. The error that ended tracking is
+        raised once to each ``consumer`` (an iterator)."""
+        seen = self.polls
+        while True:
+            async with self._lock:
+                if self._error is not None:
+                    if consumer in self._told:
+                        return False
+                    self._told.add(consumer)
+                    raise self._error
+                if self.polls != seen:
+                    return True
+                try:
+                    if not await self._prepare():
+                        return False
+                    wait = self._due_at() - self.clock()
+                    if wait <= 0:
+                        await self._poll_due()
+                        self.polls += 1
+                        return True
+                except Exception as exc:
+                    self._error = exc
+                    self._told.add(consumer)
+                    raise
+            await self.sleep(wait)
+
+
+async def readings(
+    pacer: Pacer, snapshot: Callable[[], ProgressUpdate]
+) -> AsyncGenerator[ProgressUpdate]:
+    """A snapshot after each poll, up to the finished one."""
+    consumer = object()
+    while True:
+        await pacer.advance(consumer)
+        update = snapshot()
+        yield update
+        if update.finished:
+            return
+
+
+class Updating:
+    """The :meth:`updates` of a tracker or a group, over its :class:`Pacer`."""
+
+    _pacer: Pacer
+    keep_changes = False
+    """True once the changes are iterated (see :meth:`updates`)."""
+
+    def __aiter__(self) -> Self:
+        return self
+
+    def updates(self, every: float = 2.0) -> AsyncIterator[ProgressUpdate]:
+        """Throttled :class:`ProgressUpdate` snapshots: at most one per
+        ``every`` seconds, when the progress changed, and the finished one
+        always (``every`` seconds after the one before). Iterated alone, it
+        polls; beside the change iterator (in another task) it shares its
+        polls and takes none of its changes.
+
+        Until the changes are iterated (``keep_changes``), polls keep none of
+        them: a campaign followed through updates alone holds no changes.
+        """
+        pacer = self._pacer
+        snapshots = readings(pacer, self.snapshot)
+        return throttled(snapshots, check_every(every), pacer.clock, pacer.sleep)
+
+    def snapshot(self) -> ProgressUpdate:
+        """The progress now, untimed."""
+        raise NotImplementedError
+
+
+_STATE_ORDER = list(CampaignState)
+
+
+def least_state(states: Iterable[CampaignState | None]) -> CampaignState | None:
+    """The least advanced of ``states`` (None if one is None, or none is given)."""
+    found = list(states)
+    if not found or None in found:
+        return None
+    return min((s for s in found if s is not None), key=_STATE_ORDER.index)
+
+
+def campaign_update(
+    counts: Mapping[DeploymentStatus | None, int], state: CampaignState | None, finished: bool
+) -> ProgressUpdate:
+    """The untimed update of a campaign's (or a group's) counts."""
+    progress = Progress.of(counts)
+    failures = top_failures(
+        (status.value, n)
+        for status, n in counts.items()
+        if status is not None and status.is_failure
+    )
+    return ProgressUpdate(
+        progress.done,
+        progress.total,
+        progress.delivered,
+        progress.failed,
+        dict[str | None, int](counts.items()),
+        failures,
+        state,
+        finished,
+    )
