@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 
 import attrs
 
@@ -130,7 +130,7 @@ def check_every(every: object) -> float:
 
 async def throttled(
     readings: AsyncGenerator[ProgressUpdate], every: float, clock: Clock, sleep: Sleep
-) -> AsyncIterator[ProgressUpdate]:
+) -> AsyncGenerator[ProgressUpdate]:
     """The ``readings`` (one per poll, the last one ``finished``) at most one
     per ``every`` seconds, with their timing: a reading is yielded when it shows
     other progress than the last one yielded and ``every`` seconds have passed

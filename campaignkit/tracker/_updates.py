@@ -5,7 +5,7 @@ and the snapshot of its counts."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from typing import Self
 
 from ..progress import ProgressUpdate, check_every, throttled, top_failures
@@ -95,7 +95,7 @@ class Updating:
     def __aiter__(self) -> Self:
         return self
 
-    def updates(self, every: float = 2.0) -> AsyncIterator[ProgressUpdate]:
+    def updates(self, every: float = 2.0) -> AsyncGenerator[ProgressUpdate]:
         """Throttled :class:`ProgressUpdate` snapshots: at most one per
         ``every`` seconds, when the progress changed, and the finished one
         always (``every`` seconds after the one before). Iterated alone, it

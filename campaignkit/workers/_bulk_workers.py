@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
@@ -26,6 +27,7 @@ from ..bulk import (
 from ..client import CampaignClient
 from ..errors import ConfigurationError, LedgerError
 from ..ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
+from ..progress import ProgressUpdate, check_every, run_update, throttled
 
 if TYPE_CHECKING:
     pass
@@ -259,6 +261,17 @@ class BulkWorkers:
             if done:
                 return
             await asyncio.sleep(poll_interval)
+
+    def updates(
+        self, run: str, *, every: float = 2.0, poll_interval: float = 1.0
+    ) -> AsyncGenerator[ProgressUpdate]:
+        """:meth:`progress` as throttled :class:`~campaignkit.ProgressUpdate`
+        snapshots (as ``CampaignTracker.updates``; ``delivered``: accepted)."""
+        readings = (
+            run_update(p.counts, p.total, p.done)
+            async for p in self.progress(run, poll_interval=poll_interval)
+        )
+        return throttled(readings, check_every(every), time.monotonic, asyncio.sleep)
 
     async def counts(self, run: str) -> dict[str, int]:
         """The run's recipients per state now (see :meth:`progress`)."""

@@ -1,0 +1,156 @@
+"""campaignkit.progress: the pure parts of ProgressUpdate (a run's snapshot,
+the failure ranking, the ETA) and the throttle, on fake time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import attrs
+import pytest
+from helpers.fakes import FakeTime
+
+from campaignkit import CampaignState, ValidationError
+from campaignkit.progress import (
+    Eta,
+    ProgressUpdate,
+    check_every,
+    run_update,
+    throttled,
+    top_failures,
+)
+
+
+def update(done: int, total: int = 10, *, finished: bool = False) -> ProgressUpdate:
+    return ProgressUpdate(done, total, done, 0, {"x": done}, finished=finished)
+
+
+def test_top_failures_are_the_largest_counts_first_ties_by_name_zeros_left_out() -> None:
+    counts = [("b", 2), ("a", 2), ("c", 5), ("d", 0), ("e", 1), ("f", 1), ("g", 1)]
+    assert top_failures(counts) == (("c", 5), ("a", 2), ("b", 2), ("e", 1), ("f", 1))
+    assert top_failures(counts, limit=2) == (("c", 5), ("a", 2))
+    assert top_failures([]) == ()
+
+
+def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> None:
+    counts = {
+        "planned": 3,
+        "in_flight": 2,
+        "accepted": 10,
+        "rejected": 4,
+        "ambiguous": 1,
+        "invalid": 5,
+        "duplicate": 2,
+    }
+    got = run_update(counts, None, False)
+    assert (got.done, got.total, got.delivered, got.failed) == (22, 27, 10, 10)
+    assert got.failures == (("invalid", 5), ("rejected", 4), ("ambiguous", 1))
+    assert got.state is CampaignState.CLAIMED
+    assert got.counts == counts
+    assert not got.finished
+    # The producer's total once it has read the input; a run done is DONE.
+    done = run_update({**counts, "planned": 0, "in_flight": 0, "accepted": 15}, 40, True)
+    assert (done.total, done.state, done.finished) == (40, CampaignState.DONE, True)
+
+
+def test_a_run_with_nothing_settled_is_pending() -> None:
+    got = run_update({"planned": 5, "in_flight": 1}, None, False)
+    assert (got.done, got.total, got.state, got.failures) == (0, 6, CampaignState.PENDING, ())
+
+
+def test_updates_are_equal_when_they_show_the_same_progress() -> None:
+    one = update(3)
+    assert attrs.evolve(one, elapsed=5.0, rate=1.0, eta=7.0) == one
+    assert update(4) != one
+    assert attrs.evolve(one, state=CampaignState.DONE) != one
+    assert (one.fraction, ProgressUpdate(0, 0, 0, 0, {}).fraction) == (0.3, 0.0)
+
+
+def test_the_eta_is_the_rate_over_the_window_until_done() -> None:
+    eta = Eta(window=10.0)
+    assert eta.observe(100.0, 0, 100) == (None, None)  # one sample: no rate yet
+    assert eta.observe(102.0, 0, 100) == (0.0, None)  # no progress: no estimate
+    assert eta.observe(104.0, 20, 100) == (5.0, 16.0)  # 20 in 4 s, 80 left
+    assert eta.observe(110.0, 50, 100) == (5.0, 10.0)
+    # Samples older than the window are dropped: the rate is the recent one.
+    rate, left = eta.observe(114.0, 90, 100)
+    assert (rate, left) == (7.0, 10 / 7)  # since 104
+    rate, left = eta.observe(115.0, 100, 100)
+    assert (rate, left) == (80 / 11, 0.0)
+
+
+def test_every_must_be_a_positive_number() -> None:
+    assert check_every(2) == 2.0
+    for bad in (0, -1.0, True, "2", None):
+        with pytest.raises(ValidationError, match="every"):
+            check_every(bad)
+
+
+async def scripted(
+    time: FakeTime, steps: list[tuple[float, ProgressUpdate]]
+) -> AsyncGenerator[ProgressUpdate]:
+    """Each reading after its wait, as a tracker's polls would come."""
+    for wait, reading in steps:
+        await time.sleep(wait)
+        yield reading
+
+
+async def throttle(
+    time: FakeTime, steps: list[tuple[float, ProgressUpdate]], every: float
+) -> list[tuple[float, ProgressUpdate]]:
+    """(when, update) of each update yielded."""
+    readings = scripted(time, steps)
+    return [(time.now, u) async for u in throttled(readings, every, time.clock, time.sleep)]
+
+
+async def test_the_throttle_yields_changed_progress_at_most_once_per_every() -> None:
+    time = FakeTime()
+    steps = [
+        (0.0, update(1)),  # first: at once
+        (1.0, update(2)),  # 1 s later: held back
+        (1.0, update(2)),  # 2 s after the first: shows other progress than it
+        (1.0, update(2)),  # the same as the last yielded: not again
+        (3.0, update(3)),
+    ]
+    got = await throttle(time, steps, 2.0)
+    assert [(at - 1000.0, u.done) for at, u in got] == [(0.0, 1), (2.0, 2), (6.0, 3)]
+    assert [u.elapsed for _, u in got] == [0.0, 2.0, 6.0]
+    assert got[1][1].rate == 0.5  # one more done in 2 s
+    assert got[1][1].eta == 16.0  # 8 left at 0.5/s
+    assert not any(u.finished for _, u in got)
+
+
+async def test_the_finished_reading_is_always_yielded_every_seconds_after_the_last() -> None:
+    time = FakeTime()
+    steps = [(0.0, update(1)), (0.5, update(2)), (0.5, update(10, finished=True))]
+    got = await throttle(time, steps, 2.0)
+    assert [(at - 1000.0, u.done, u.finished) for at, u in got] == [
+        (0.0, 1, False),
+        (2.0, 10, True),  # read at 1 s, held until 2 s after the first
+    ]
+    assert time.sleeps == [0.0, 0.5, 0.5, 1.0]
+    assert (got[-1][1].elapsed, got[-1][1].eta) == (2.0, 0.0)
+    # Alone, or long after the last one, it waits for nothing.
+    time = FakeTime()
+    got = await throttle(time, [(0.0, update(10, finished=True))], 2.0)
+    assert [u.finished for _, u in got] == [True]
+    assert time.sleeps == [0.0]
+
+
+async def test_breaking_out_of_the_throttle_closes_the_readings() -> None:
+    time = FakeTime()
+    closed: list[bool] = []
+
+    async def readings() -> AsyncGenerator[ProgressUpdate]:
+        try:
+            for done in range(100):
+                await time.sleep(5.0)
+                yield update(done)
+        finally:
+            closed.append(True)
+
+    updates = throttled(readings(), 1.0, time.clock, time.sleep)
+    async for got in updates:
+        assert got.done == 0
+        break
+    await updates.aclose()
+    assert closed == [True]
