@@ -116,11 +116,7 @@ class TrackerGroup(Updating, AsyncClosing):
     async def __anext__(self) -> DeploymentChange:
         if self._busy:
             raise RuntimeError("this TrackerGroup is already being iterated")
-        self._busy = True
-        if not self.keep_changes:
-            self.keep_changes = True
-            for tracker in self.trackers.values():
-                tracker.keep_changes = True
+        self._busy = self.keep_changes = True
         try:
             while not self._buffer:
                 if not await self._pacer.advance(self):
@@ -168,6 +164,8 @@ class TrackerGroup(Updating, AsyncClosing):
                     group.create_task(poll(tracker))
             if failures:
                 raise failures[0]
+        if not self.keep_changes:  # see updates()
+            self._buffer.clear()
         for tracker in due:
             self._buffer.extend(tracker.take_changes())
 

@@ -241,8 +241,9 @@ class CampaignTracker(Updating, AsyncClosing):
         self._seen_answer = True
         if answer.status is CampaignState.DONE and (self.until == "done" or view.settled()):
             self._finish()
-        if self.keep_changes:
-            self._buffer.extend(changes)
+        if not self.keep_changes:  # see updates()
+            self._buffer.clear()
+        self._buffer.extend(changes)
         self._quiet = 0 if changes else self._quiet + 1
         on_state = self._options.on_state
         if answer.status is not previous_state and on_state is not None:
@@ -285,8 +286,7 @@ class CampaignTracker(Updating, AsyncClosing):
         self.next_poll_at = self._clock() + seconds
 
     def _count_retry(self, retry_state: tenacity.RetryCallState) -> None:
-        outcome = retry_state.outcome
-        if outcome is not None and outcome.failed:
+        if retry_state.outcome is not None and retry_state.outcome.failed:
             self._retries += 1
 
     def _timed_out(self, retry_state: tenacity.RetryCallState) -> None:

@@ -90,7 +90,7 @@ class Updating:
 
     _pacer: Pacer
     keep_changes = False
-    """True once the changes are iterated (see :meth:`updates`)."""
+    """True once the changes are iterated."""
 
     def __aiter__(self) -> Self:
         return self
@@ -102,8 +102,9 @@ class Updating:
         polls; beside the change iterator (in another task) it shares its
         polls and takes none of its changes.
 
-        Until the changes are iterated (``keep_changes``), polls keep none of
-        them: a campaign followed through updates alone holds no changes.
+        Until the changes are iterated (``keep_changes``), each poll keeps
+        only its own changes, for a change iterator started beside updates;
+        so a campaign followed through updates alone holds no more.
         """
         pacer = self._pacer
         snapshots = readings(pacer, self.snapshot)
