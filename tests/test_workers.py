@@ -262,7 +262,15 @@ async def test_restarted_producer(
         producer(redis_url, queue, postgres_dsn) as bulk,
         workers(redis_url, queue, postgres_dsn, sb),
     ):
-        half = asyncio.create_task(bulk.submit(poll, rest, run="r", chunk_size=100))
+
+        async def stalls_half_way() -> AsyncIterator[Any]:
+            # The first half, then an input that never ends: the producer is
+            # surely mid-input when it is cancelled.
+            for user in rest[: len(rest) // 2]:
+                yield user
+            await asyncio.Event().wait()
+
+        half = asyncio.create_task(bulk.submit(poll, stalls_half_way(), run="r", chunk_size=100))
         async for progress in bulk.progress("r", poll_interval=0.01):
             if progress.counts["accepted"] >= 500:
                 break

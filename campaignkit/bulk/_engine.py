@@ -206,9 +206,14 @@ class BulkSend:
                     group.create_task(self.send())
         except BaseException as failed:  # a sender's error, or cancelled
             await self.progress.cancel()
-            if isinstance(failed, BaseExceptionGroup) and len(failed.exceptions) == 1:
-                raise failed.exceptions[0] from None
-            raise
+            if not isinstance(failed, BaseExceptionGroup):
+                raise
+            # Senders failing together (a ledger gone): the first error, the
+            # others named, rather than an ExceptionGroup nobody catches.
+            first, *others = failed.exceptions
+            for other in others:
+                first.add_note(f"send_bulk: another sender failed too: {other!r}")
+            raise first from None
         report = self.report
         report.total = self.planner.total
         report.invalid = self.planner.invalid

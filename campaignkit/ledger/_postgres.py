@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._schema import Transaction
+from ._schema import Transaction, TransactionConflict
 from ._sqlite import DEFAULT_CLAIM_TTL
 from ._store import SqlLedger
 
@@ -102,6 +102,8 @@ class PostgresLedger(SqlLedger):
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 yield _PostgresTransaction(conn)
+        except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
+            raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise LedgerError(
                 f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}"

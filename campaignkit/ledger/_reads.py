@@ -24,7 +24,7 @@ from ._records import (
     RunInfo,
     Skipped,
 )
-from ._schema import Transaction, Transactional
+from ._schema import Transaction, Transactional, retry_conflicts
 
 _OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
     PLANNED: "rejected",
@@ -203,6 +203,7 @@ class LedgerReads(Transactional):
 
     # -- webhook deliveries
 
+    @retry_conflicts
     async def first_sighting(self, namespace: str, key: str) -> bool:
         """Remember ``key``; True the first time it is seen in ``namespace``."""
         async with self._transaction() as tx:
@@ -215,6 +216,7 @@ class LedgerReads(Transactional):
             )
         return bool(rows)
 
+    @retry_conflicts
     async def forget(self, namespace: str, key: str) -> None:
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self._transaction() as tx:

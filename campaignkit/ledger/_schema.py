@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
+import tenacity
+
 from ..errors import LedgerError
 
 
@@ -90,6 +92,21 @@ SCHEMA: Final = (
         seen DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (namespace, key)
     )""",
+)
+
+
+class TransactionConflict(LedgerError):
+    """The database chose this transaction to fail (a deadlock between
+    concurrent writers, a serialisation failure): it is run again."""
+
+
+# A write whose transaction lost a conflict is run again (it was rolled back
+# whole, so running it again is safe), after a jittered pause.
+retry_conflicts = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(TransactionConflict),
+    stop=tenacity.stop_after_attempt(6),
+    wait=tenacity.wait_random_exponential(multiplier=0.01, max=0.5),
+    reraise=True,
 )
 
 

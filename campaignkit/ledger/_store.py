@@ -27,7 +27,7 @@ from ._records import (
     Record,
     RunInfo,
 )
-from ._schema import Transaction, create_schema
+from ._schema import Transaction, create_schema, retry_conflicts
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
@@ -73,6 +73,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
 
     # -- runs
 
+    @retry_conflicts
     async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
         """The run, created for ``poll`` if new; a run of another poll is refused.
 
@@ -108,6 +109,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
 
     # -- planning and claiming
 
+    @retry_conflicts
     async def plan(
         self,
         run: str,
@@ -158,6 +160,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
                 held.extend(Record(*row) for row in rows)
         return held
 
+    @retry_conflicts
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         """Atomically take the planned recipients of ``chunk`` (None if none are left).
 
@@ -196,6 +199,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
         # In input order, as the request will carry them.
         return Claim(token, chunk, tuple(recipients), now + self.claim_ttl)
 
+    @retry_conflicts
     async def settle(
         self,
         run: str,
@@ -234,6 +238,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
                 claim,
             )
 
+    @retry_conflicts
     async def expire(self, run: str, *, now: float | None = None) -> int:
         """Report the recipients of expired claims ambiguous; how many there were."""
         now = time.time() if now is None else now

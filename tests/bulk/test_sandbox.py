@@ -148,7 +148,11 @@ async def test_faults_every_user_in_one_bucket_none_received_twice(sb: Sandbox) 
 async def test_killed_mid_send_then_resumed_from_journal(sb: Sandbox, tmp_path: Path) -> None:
     count = 20_000
     journal = tmp_path / "run.db"
-    await sb.set_faults({"kind": "latency", "seconds": 0.1, "route": "send_campaign"})
+    # Each send is processed at once and answered 0.3 s later: the chunk whose
+    # users were just counted is surely in flight when the kill lands.
+    await sb.set_faults(
+        {"kind": "latency", "seconds": 0.3, "route": "send_campaign", "when": "after"}
+    )
     async with sb.client() as client:
         poll = str(await first_poll(client))
     argv = child_argv(sb, poll, journal, count)

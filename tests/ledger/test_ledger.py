@@ -460,3 +460,35 @@ def test_postgres_repr_hides_the_password() -> None:
     assert repr(ledger) == (
         "PostgresLedger('postgresql://ck@db.example/runs?sslmode=require&password=***')"
     )
+
+
+async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> None:
+    """A deadlock or serialisation failure (PostgreSQL picks a victim) rolls
+    the transaction back whole; the ledger runs it again."""
+    from contextlib import asynccontextmanager
+
+    from campaignkit.ledger._schema import TransactionConflict
+
+    class Conflicting(SqliteLedger):
+        conflicts = 0
+
+        @asynccontextmanager
+        async def _transaction(self) -> Any:
+            async with super()._transaction() as tx:
+                yield tx
+                if self.conflicts:
+                    self.conflicts -= 1
+                    raise TransactionConflict("deadlock detected")
+
+    async with Conflicting(tmp_path / "ledger.db") as ledger:
+        await ledger.start_run(RUN, "poll-1")
+        await ledger.plan(RUN, "c1", people(2))
+        claim = await claimed(ledger, "c1")
+        ledger.conflicts = 2
+        await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
+        assert ledger.conflicts == 0
+        assert (await ledger.counts(RUN))[ACCEPTED] == 2
+        ledger.conflicts = 10
+        with pytest.raises(TransactionConflict):
+            await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
+        assert ledger.conflicts == 4  # six tries, then the conflict is the caller's
