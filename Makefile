@@ -19,7 +19,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 types: $(STAMP)
-	$(PY) -m mypy --strict campaignkit
+	$(PY) -m mypy --strict campaignkit tests benchmarks
 
 test: lint types
 	$(PY) -m pytest

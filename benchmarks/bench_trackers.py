@@ -9,7 +9,7 @@ import time
 
 import aiohttp
 
-from campaignkit import CampaignClient, User
+from campaignkit import CampaignClient, CampaignTracker, User
 
 from ._floor_server import running
 from ._harness import Row
@@ -55,7 +55,7 @@ async def measure(root: str, trackers: int, users: int) -> Row:
             nonlocal peak
             while sampling:
                 # The connector's acquired set is what the pool limit bounds.
-                peak = max(peak, len(connector._acquired))  # type: ignore[attr-defined]
+                peak = max(peak, len(connector._acquired))
                 await asyncio.sleep(0.002)
 
         sampler = asyncio.create_task(sample())
@@ -64,8 +64,8 @@ async def measure(root: str, trackers: int, users: int) -> Row:
             for ack in acks
         ]
 
-        async def drain(tracker: object) -> int:
-            return sum([1 async for _ in tracker])  # type: ignore[attr-defined]
+        async def drain(tracker: CampaignTracker) -> int:
+            return sum([1 async for _ in tracker])
 
         cpu, wall = time.process_time(), time.perf_counter()
         changes = sum(await asyncio.gather(*(drain(t) for t in tracked)))

@@ -40,6 +40,7 @@ from .models import (
     User,
     deployment_squad,
 )
+from .progress import ProgressUpdate
 from .status import CampaignState, DeploymentStatus, is_in_progress
 from .tracker import CampaignTracker, DeploymentChange
 
@@ -69,6 +70,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "Poll",
+    "ProgressUpdate",
     "RateLimitError",
     "RedirectError",
     "ResponseError",

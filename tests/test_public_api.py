@@ -101,6 +101,7 @@ ALL = [
     "Message",
     "NotFoundError",
     "Poll",
+    "ProgressUpdate",
     "RateLimitError",
     "RedirectError",
     "ResponseError",

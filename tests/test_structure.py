@@ -22,11 +22,6 @@ ROOT = Path(__file__).resolve().parents[1] / "campaignkit"
 MAX_LINES = 300
 LONG_ALLOWED = {"campaignkit.sandbox._state"}
 
-# Cases failing while the rest of issue 14 is under way; strict, so each one
-# must be removed as soon as it passes.
-IN_PROGRESS: dict[tuple[str, str], str] = {
-}
-
 Graph = dict[str, set[str]]
 
 
@@ -133,38 +128,21 @@ MODULES = modules_of(ROOT)
 GRAPH = import_graph(MODULES)
 
 
-def cases(rule: str) -> list[pytest.ParameterSet]:
-    return [
-        pytest.param(
-            module,
-            id=module,
-            marks=[pytest.mark.xfail(strict=True, reason=IN_PROGRESS[rule, module])]
-            if (rule, module) in IN_PROGRESS
-            else [],
-        )
-        for module in MODULES
-    ]
-
-
-@pytest.mark.parametrize("module", cases("cycle"))
+@pytest.mark.parametrize("module", list(MODULES))
 def test_no_import_cycle(module: str) -> None:
     cycle = cycle_through(GRAPH, module)
     assert cycle is None, " -> ".join(cycle)
 
 
-@pytest.mark.parametrize("module", cases("private"))
+@pytest.mark.parametrize("module", list(MODULES))
 def test_no_private_names_imported(module: str) -> None:
     assert private_names_imported(MODULES, module) == []
 
 
-@pytest.mark.parametrize("module", cases("size"))
+@pytest.mark.parametrize("module", list(MODULES))
 def test_module_size(module: str) -> None:
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
     assert module in LONG_ALLOWED or lines <= MAX_LINES, f"{lines} lines"
-
-
-def test_in_progress_cases_name_existing_modules() -> None:
-    assert {module for _, module in IN_PROGRESS} <= MODULES.keys()
 
 
 # -- the checks themselves, on a package written for them ------------------------

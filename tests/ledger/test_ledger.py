@@ -480,7 +480,8 @@ async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> Non
                     self.conflicts -= 1
                     raise TransactionConflict("deadlock detected")
 
-    async with Conflicting(tmp_path / "ledger.db") as ledger:
+    ledger = Conflicting(tmp_path / "ledger.db")
+    async with ledger:
         await ledger.start_run(RUN, "poll-1")
         await ledger.plan(RUN, "c1", people(2))
         claim = await claimed(ledger, "c1")

@@ -14,7 +14,7 @@ import pytest
 from helpers.exchange import ScriptedExchange
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -67,7 +67,9 @@ def counter(name: str) -> dict[tuple[tuple[str, Any], ...], int]:
             for metric in scope.metrics:
                 if metric.name == name:
                     for point in metric.data.data_points:
-                        sums[tuple(sorted(point.attributes.items()))] = int(point.value)
+                        assert isinstance(point, NumberDataPoint)
+                        attributes = sorted((point.attributes or {}).items())
+                        sums[tuple(attributes)] = int(point.value)
     return sums
 
 
