@@ -1,4 +1,4 @@
-"""Issue 8 row 2: one tracker poll of a 100,000-deployment campaign with 5%
+"""Issue 8 row 2 (and issue 13 row 11, the cost of ``updates()`` per poll): one tracker poll of a 100,000-deployment campaign with 5%
 changed (decode + diff + yield), as a ratio to ``orjson.loads`` of the same
 bytes; and the tracker's CPU per poll at 1,000 / 10,000 / 100,000.
 
@@ -193,12 +193,31 @@ def cpu_per_poll(size: int, rounds: int) -> float:
         bench.close()
 
 
+def updates_overhead(bench: PollBench, rounds: int) -> tuple[Timing, Timing]:
+    """CPU of a poll alone and of a poll plus the snapshot ``updates()`` takes
+    of it (the counts are kept by the diff: the snapshot reads them), alternately."""
+    alone: list[float] = []
+    with_update: list[float] = []
+    for _ in range(rounds):
+        for samples, take_snapshot in ((alone, False), (with_update, True)):
+            tracker = bench.ready()
+            gc.collect()
+            started = _now()
+            bench.poll(tracker)
+            if take_snapshot:
+                tracker.snapshot()
+            samples.append(_now() - started)
+            del tracker
+    return Timing.of(alone), Timing.of(with_update)
+
+
 def run(quick: bool) -> list[Row]:
     size = 2_000 if quick else 100_000
     rounds = 3 if quick else 9
     bench = PollBench(size)
     try:
         floor, sdk, clean = alternate(bench, rounds)
+        alone, with_update = updates_overhead(bench, rounds)
     finally:
         bench.close()
     body = bench.after
@@ -223,5 +242,12 @@ def run(quick: bool) -> list[Row]:
                 "tracker's previous answer is held)"
             ),
             figures=figures,
-        )
+        ),
+        time_ratio(
+            f"11 updates() snapshot on a poll of {size:,} deployments (CPU vs the poll alone)",
+            alone,
+            with_update,
+            1.05,
+            figures={"poll_ms": round(alone.median * 1e3, 1)},
+        ),
     ]
