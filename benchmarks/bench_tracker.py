@@ -1,6 +1,7 @@
-"""Issue 8 row 2 (and issue 13 row 11, the cost of ``updates()`` per poll): one tracker poll of a 100,000-deployment campaign with 5%
-changed (decode + diff + yield), as a ratio to ``orjson.loads`` of the same
-bytes; and the tracker's CPU per poll at 1,000 / 10,000 / 100,000.
+"""Row 2: one tracker poll of a 100,000-deployment campaign with 5% changed
+(decode + diff + yield), as a ratio to ``orjson.loads`` of the same bytes;
+the tracker's CPU per poll at 1,000 / 10,000 / 100,000. Row 11: the CPU an
+``updates()`` snapshot adds to that poll.
 
 The SDK side is a real :class:`CampaignTracker` driven through ``__anext__``
 (tenacity step, decode of the bytes with the wire layer, diff, one
