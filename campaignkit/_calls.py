@@ -88,7 +88,8 @@ class ServiceCalls:
         build the request and send it with the endpoint's retry rules."""
         problems: Problems = []
         segments = {name: path_segment(name, value, problems) for name, value in path.items()}
-        raise_problems([*problems, *body_problems])
+        if problems or body_problems:
+            raise_problems([*problems, *body_problems])
         request = wire.build_request(
             self.config, endpoint, path_params=segments, query=query, json=json, users=users
         )

@@ -10,6 +10,7 @@ resolves when the application sets them, before or after this import.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +27,7 @@ except ImportError:  # the extra is not installed
     _trace: Any = None
 else:
     _trace = trace
+    _NOT_RECORDING = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
     from ._version import __version__
 
     tracer = trace.get_tracer("campaignkit", __version__)
@@ -44,12 +46,30 @@ if _meter is not None:
     )
 
 
+_recording = False
+_checked_at = -1.0
+
+
 def tracing() -> bool:
-    """Whether spans would be recorded: an application has set a tracer provider."""
+    """Whether spans would be recorded: an application has set a tracer provider.
+
+    Asked at most once a second (OpenTelemetry reads the environment on every
+    ask): a provider set while calls run is picked up within a second.
+    """
+    global _recording, _checked_at
     if _trace is None:
         return False
-    provider = _trace.get_tracer_provider()
-    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
+    now = time.monotonic()
+    if now - _checked_at > 1.0:
+        _checked_at = now
+        _recording = not isinstance(_trace.get_tracer_provider(), _NOT_RECORDING)
+    return _recording
+
+
+def recheck() -> None:
+    """Ask about the tracer provider again on the next exchange (tests set it)."""
+    global _checked_at
+    _checked_at = -1.0
 
 
 async def traced_exchange(

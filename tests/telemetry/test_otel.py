@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from campaignkit import CampaignClient, User
+from campaignkit import _telemetry as telemetry
 from campaignkit.errors import ServerError
 
 pytestmark = pytest.mark.timeout(30)
@@ -39,6 +40,7 @@ def _providers() -> None:
     provider.add_span_processor(SimpleSpanProcessor(_SPANS))
     trace.set_tracer_provider(provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[_METRICS]))
+    telemetry.recheck()  # an earlier test's call may have found no provider
 
 
 @pytest.fixture
