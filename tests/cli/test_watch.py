@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from helpers.cli import SCRIPT, run
+from helpers.cli import SCRIPT, run, sandbox_args
 
 from campaignkit import User
 from campaignkit.sandbox import Sandbox
@@ -70,14 +70,7 @@ async def test_dashboard_serves_the_launches_given(sb: Sandbox) -> None:
         "0",
         "--launch",
         launch,
-        "--api-key",
-        sb.api_key,
-        "--base-url",
-        sb.base_url,
-        "--campaign-url",
-        sb.campaign_url,
-        "--agent-url",
-        sb.agent_url,
+        *sandbox_args(sb),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

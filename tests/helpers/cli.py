@@ -36,23 +36,24 @@ class Result:
         return orjson.loads(self.out)
 
 
+def sandbox_args(sb: Sandbox) -> list[str]:
+    """The command-line options that point ``campaignkit`` at ``sb``."""
+    return [
+        "--api-key",
+        sb.api_key,
+        "--base-url",
+        sb.base_url,
+        "--campaign-url",
+        sb.campaign_url,
+        "--agent-url",
+        sb.agent_url,
+    ]
+
+
 async def run(sb: Sandbox | None, *argv: str) -> Result:
     """``campaignkit ARGV`` in process, wired to ``sb`` when given."""
     out, err = io.StringIO(), io.StringIO()
-    conn = (
-        []
-        if sb is None
-        else [
-            "--api-key",
-            sb.api_key,
-            "--base-url",
-            sb.base_url,
-            "--campaign-url",
-            sb.campaign_url,
-            "--agent-url",
-            sb.agent_url,
-        ]
-    )
+    conn = [] if sb is None else sandbox_args(sb)
     code = await asyncio.wait_for(
         asyncio.to_thread(cli.run, [*argv, *conn], stdout=out, stderr=err), 60
     )
