@@ -40,6 +40,18 @@ async def no_sleep(_: float) -> None:
     return None
 
 
+def client_on(exchange: ScriptedExchange) -> CampaignClient:
+    """A client with the test key whose every request goes to ``exchange``."""
+    return CampaignClient(
+        KEY,
+        base_url=BASE,
+        campaign_url=CAMPAIGN,
+        agent_url=AGENTS,
+        sleep=no_sleep,
+        exchange=exchange,
+    )
+
+
 def texts_of(exc: BaseException) -> list[str]:
     texts = [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
     texts += [repr(value) for value in vars(exc).values() if not isinstance(value, tuple)]
@@ -112,14 +124,7 @@ async def test_errors_and_retries_never_show_the_key(
     if "exception" in options:
         options["exception"] = options["exception"]()  # a fresh one, no old traceback
     mocked.add(url, method=method, repeat=True, **options)
-    async with CampaignClient(
-        KEY,
-        base_url=BASE,
-        campaign_url=CAMPAIGN,
-        agent_url=AGENTS,
-        sleep=no_sleep,
-        exchange=mocked,
-    ) as client:
+    async with client_on(mocked) as client:
         with pytest.raises(CampaignKitError) as caught:  # never json's
             await invoke(client)
         assert_clean([repr(client), str(client), repr(client.config)])
@@ -164,14 +169,7 @@ async def test_successes_log_no_key_and_no_phone(
     method, url, invoke = CALLS[call]
     mocked = ScriptedExchange()
     mocked.add(url, method=method, payload=payloads[call])
-    async with CampaignClient(
-        KEY,
-        base_url=BASE,
-        campaign_url=CAMPAIGN,
-        agent_url=AGENTS,
-        sleep=no_sleep,
-        exchange=mocked,
-    ) as client:
+    async with client_on(mocked) as client:
         await invoke(client)
     assert len(mocked.requests) == 1
     logs = log_texts(debug_logs)
