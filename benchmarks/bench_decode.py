@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import orjson
 
-from campaignkit import _sansio as wire
+from campaignkit._wire import sansio as wire
 from campaignkit.models import CampaignStatus
 
 from ._harness import Row, ab_sync, time_ratio

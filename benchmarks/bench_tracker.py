@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import orjson
 
 from campaignkit import CampaignTracker, ClientConfig
-from campaignkit._sansio import Decode, Request, read_response
+from campaignkit._wire.sansio import Decode, Request, read_response
 from campaignkit.tracker import TrackOptions
 
 from ._harness import Row, Timing, time_ratio

@@ -8,9 +8,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import _sansio as wire
-from ._transport import Transport
-from ._validation import (
+from ._input.validation import (
     Problems,
     is_text,
     page_limit,
@@ -21,6 +19,8 @@ from ._validation import (
     users_tuple,
     users_wire,
 )
+from ._io.transport import Transport
+from ._wire import sansio as wire
 from .config import ClientConfig, SessionQueryNames
 from .errors import ResponseError
 from .models import (

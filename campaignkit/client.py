@@ -10,11 +10,11 @@ import aiohttp
 import attrs
 
 from . import bulk as _bulk
-from ._aiohttp import AiohttpExchange
 from ._calls import ServiceCalls
-from ._closing import AsyncClosing
-from ._exchange import Exchange
-from ._transport import Sleep, Transport
+from ._io.aiohttp_exchange import AiohttpExchange
+from ._io.closing import AsyncClosing
+from ._io.exchange import Exchange
+from ._io.transport import Sleep, Transport
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import ConfigurationError
 from .tracker import CampaignTracker, OnState, Target, TrackerGroup, TrackOptions

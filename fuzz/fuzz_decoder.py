@@ -13,9 +13,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from campaignkit import _sansio as wire
     from campaignkit import errors, models
-    from campaignkit._decode import StatusAnswer
+    from campaignkit._wire import sansio as wire
+    from campaignkit._wire.decode import StatusAnswer
     from campaignkit.config import ClientConfig
 
 CONFIG = ClientConfig(

@@ -25,9 +25,9 @@ from aiohttp import web
 from helpers.servers import serving
 
 from campaignkit import CampaignKitError, ClientConfig, ConnectionError, ResponseError, TimeoutError
-from campaignkit import _sansio as wire
-from campaignkit._aiohttp import AiohttpExchange
-from campaignkit._exchange import Answer
+from campaignkit._io.aiohttp_exchange import AiohttpExchange
+from campaignkit._io.exchange import Answer
+from campaignkit._wire import sansio as wire
 
 pytestmark = pytest.mark.timeout(15)
 

@@ -23,8 +23,8 @@ from campaignkit import (
     ausers_from_csv,
     users_from_csv,
 )
-from campaignkit._phones import PhoneSet
-from campaignkit._sansio import Request
+from campaignkit._input.phones import PhoneSet
+from campaignkit._wire.sansio import Request
 from campaignkit.bulk import InvalidInput
 from campaignkit.errors import (
     AmbiguousSendError,

@@ -50,7 +50,7 @@ from campaignkit import (
     ValidationError,
     deployment_squad,
 )
-from campaignkit._sansio import Request
+from campaignkit._wire.sansio import Request
 
 KEY = "sk_test_client_abcdef"
 BASE = "https://main.example.com/api"

@@ -1,4 +1,4 @@
-"""Decoding (campaignkit._decode) of campaign status answers: any body decodes
+"""Decoding (campaignkit._wire.decode) of campaign status answers: any body decodes
 or is a ResponseError, and a shape error names its path (through the tracker,
 which does not retry it and applies nothing of it)."""
 
@@ -29,7 +29,7 @@ from campaignkit import (
     CampaignClient,
     ResponseError,
 )
-from campaignkit._decode import StatusAnswer, decoder
+from campaignkit._wire.decode import StatusAnswer, decoder
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),

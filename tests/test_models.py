@@ -39,8 +39,8 @@ from campaignkit import (
     User,
     ValidationError,
 )
-from campaignkit import _sansio as wire
-from campaignkit._decode import structure
+from campaignkit._wire import sansio as wire
+from campaignkit._wire.decode import structure
 
 settings.register_profile(
     "campaignkit-models",

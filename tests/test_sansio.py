@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import campaignkit
-from campaignkit import _sansio as wire
 from campaignkit import errors
-from campaignkit._validation import path_segment
+from campaignkit._input.validation import path_segment
+from campaignkit._wire import sansio as wire
 from campaignkit.config import ClientConfig
 from campaignkit.models import CampaignAck, Poll
 

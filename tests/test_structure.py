@@ -139,6 +139,23 @@ def test_no_private_names_imported(module: str) -> None:
     assert private_names_imported(MODULES, module) == []
 
 
+WIRE = [module for module in MODULES if module.startswith("campaignkit._wire")]
+CORE = {f"campaignkit.{name}" for name in ("models", "errors", "config", "status", "_version")}
+
+
+@pytest.mark.parametrize("module", WIRE)
+def test_the_wire_layer_does_no_io(module: str) -> None:
+    """The wire layer reads only the core and the input layer, and no I/O library."""
+    imported = {
+        alias.name if isinstance(node, ast.Import) else _imported_from(MODULES, module, node)
+        for node in imports_of(_parse(MODULES[module]), type_checking=True)
+        for alias in node.names
+    }
+    assert not {name for name in imported if name.split(".")[0] in {"aiohttp", "asyncio"}}
+    allowed = ("campaignkit._wire", "campaignkit._input")
+    assert {target for target in GRAPH[module] if not target.startswith(allowed)} <= CORE
+
+
 @pytest.mark.parametrize("module", list(MODULES))
 def test_module_size(module: str) -> None:
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())

@@ -37,7 +37,7 @@ and duplicate inputs. Accepted chunks drop their users unless
 ``keep_accepted_users=True``: ``report.users_for("accepted")`` needs it.
 """
 
-from .._csv import InvalidInput, ausers_from_csv, users_from_csv
+from .._input.csv_files import InvalidInput, ausers_from_csv, users_from_csv
 from .._report import (
     OUTCOMES,
     BulkChunk,

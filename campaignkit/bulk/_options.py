@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable, Mapping
 
-from .._validation import Problems, path_segment
+from .._input.validation import Problems, path_segment
 
 
 def bulk_problems(

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from .._io.transport import Sleep
 from .._report import BulkProgress
-from .._transport import Sleep
 from ._planner import Planner
 
 logger = logging.getLogger("campaignkit.bulk")

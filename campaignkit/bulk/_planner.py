@@ -9,11 +9,11 @@ from typing import Any
 import attrs
 import orjson
 
-from .._csv import InvalidInput
-from .._phones import PhoneSet
+from .._input.csv_files import InvalidInput
+from .._input.phones import PhoneSet
+from .._input.users import as_user
+from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
-from .._user_input import as_user
-from .._validation import Problems, user_wire
 from ..ledger import Recipient, Skipped
 from ..models import User
 

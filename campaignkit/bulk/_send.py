@@ -6,9 +6,9 @@ import os
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from .._csv import InvalidInput
+from .._input.csv_files import InvalidInput
+from .._input.validation import raise_problems
 from .._report import BulkProgress, BulkReport
-from .._validation import raise_problems
 from ..ledger import Ledger, ledger_from
 from ..models import User
 from ._engine import BulkSend

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 import orjson
 
-from .. import _sansio as wire
-from .. import _telemetry as telemetry
-from .._user_input import as_user
+from .._input.users import as_user
+from .._io import telemetry
+from .._wire import sansio as wire
 from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..models import CampaignAck, User

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import UTC
 
-from .._user_input import parse_time
+from .._input.users import parse_time
 
 
 def timestamp(text: str) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from .. import errors
-from .._user_input import as_user
+from .._input.users import as_user
 from ..bulk import InvalidInput, users_from_csv
 from ..models import User
 from .context import UsageError

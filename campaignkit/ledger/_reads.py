@@ -9,8 +9,8 @@ from typing import Final, Literal
 
 import orjson
 
+from .._input.users import as_user
 from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
-from .._user_input import as_user
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
 from ._records import (

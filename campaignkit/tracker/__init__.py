@@ -13,7 +13,7 @@ Tracker section of DESIGN.md).
 
 from __future__ import annotations
 
-from .._sansio import resolve_status_url
+from .._wire.sansio import resolve_status_url
 from ..models import CampaignAck
 from ._diff import DeploymentChange, Progress, TrackerStats
 from ._group import TrackerGroup

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from .. import errors
-from .._decode import StatusAnswer, StatusEntry
+from .._wire.decode import StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
 from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
 

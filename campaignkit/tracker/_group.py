@@ -7,10 +7,10 @@ from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from .. import _sansio as wire
-from .._closing import AsyncClosing
-from .._decode import Decode
-from .._sansio import Request
+from .._io.closing import AsyncClosing
+from .._wire import sansio as wire
+from .._wire.decode import Decode
+from .._wire.sansio import Request
 from ..config import ClientConfig
 from ..errors import ValidationError
 from ..models import CampaignAck

@@ -9,8 +9,8 @@ from typing import Literal, Protocol, TypeVar
 
 import attrs
 
-from .._decode import Decode
-from .._sansio import Request
+from .._wire.decode import Decode
+from .._wire.sansio import Request
 from ..config import ClientConfig
 from ..errors import ValidationError
 from ..status import CampaignState

@@ -14,12 +14,12 @@ from typing import Any
 
 import tenacity
 
-from .. import _sansio as wire
-from .. import _telemetry as telemetry
 from .. import errors
-from .._closing import AsyncClosing
-from .._decode import StatusAnswer, decoder
-from .._transport import is_retryable
+from .._io import telemetry
+from .._io.closing import AsyncClosing
+from .._io.transport import is_retryable
+from .._wire import sansio as wire
+from .._wire.decode import StatusAnswer, decoder
 from ..models import CampaignAck, CampaignStatus
 from ..progress import ProgressUpdate
 from ..status import CampaignState, DeploymentStatus

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import attrs
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
 
-from .._validation import raise_problems
+from .._input.validation import raise_problems
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     BulkReport,

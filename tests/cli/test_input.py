@@ -13,8 +13,8 @@ import pytest
 from helpers.cli import first_poll, run, write_csv
 
 from campaignkit import User
-from campaignkit._user_input import as_user
-from campaignkit._validation import Problems, user_wire
+from campaignkit._input.users import as_user
+from campaignkit._input.validation import Problems, user_wire
 from campaignkit.bulk import InvalidInput, users_from_csv
 from campaignkit.cli.context import UsageError
 from campaignkit.cli.input import load_users

@@ -1,4 +1,4 @@
-"""A scripted :class:`campaignkit._exchange.Exchange`: the unit tests' service.
+"""A scripted :class:`campaignkit._io.exchange.Exchange`: the unit tests' service.
 
 Routes answer requests in the order they were added (a route without
 ``repeat`` answers once); every request is recorded. No network and no
@@ -17,8 +17,8 @@ import orjson
 from multidict import CIMultiDict
 
 from campaignkit import errors
-from campaignkit._exchange import Answer
-from campaignkit._sansio import Request
+from campaignkit._io.exchange import Answer
+from campaignkit._wire.sansio import Request
 
 
 @attrs.define

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from campaignkit import CampaignClient, User
-from campaignkit import _telemetry as telemetry
+from campaignkit._io import telemetry
 from campaignkit.errors import ServerError
 
 pytestmark = pytest.mark.timeout(30)
@@ -153,8 +153,8 @@ async def main():
         assert await client.list_polls()
 
 asyncio.run(main())
-from campaignkit import _telemetry
-assert _telemetry.tracer is None
+from campaignkit._io import telemetry
+assert telemetry.tracer is None
 assert not [name for name in sys.modules if name.startswith("opentelemetry.")]
 print("ok")
 """

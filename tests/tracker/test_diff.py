@@ -24,7 +24,7 @@ from helpers.tracking import (
 from campaignkit import (
     CampaignClient,
 )
-from campaignkit._decode import StatusAnswer, decoder
+from campaignkit._wire.decode import StatusAnswer, decoder
 from campaignkit.tracker._diff import View
 
 

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from .errors import ValidationError
-from .models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
+from ..errors import ValidationError
+from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
 
 Problems = list[tuple[str, str]]
 

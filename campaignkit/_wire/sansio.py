@@ -8,29 +8,32 @@ headers, bytes) into a model or a typed error. The transport only moves bytes.
 from __future__ import annotations
 
 import email.utils
+import importlib.metadata
 import platform
 import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, quote, unquote, urlencode, urlsplit
 
-import aiohttp
 import attrs
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from . import errors
-from ._decode import Decode as Decode
-from ._decode import decoder as decoder
-from ._validation import path_segment, raise_problems
-from ._version import __version__
-from .config import ClientConfig
-from .models import CampaignAck, User
+from .. import errors
+from .._input.validation import path_segment, raise_problems
+from .._version import __version__
+from ..config import ClientConfig
+from ..models import CampaignAck, User
+from .decode import Decode as Decode
+from .decode import decoder as decoder
 
 T = TypeVar("T")
 
+# The adapter's version is read from the installed metadata: the wire layer
+# names aiohttp without importing it.
 USER_AGENT = (
-    f"campaignkit/{__version__} python/{platform.python_version()} aiohttp/{aiohttp.__version__}"
+    f"campaignkit/{__version__} python/{platform.python_version()} "
+    f"aiohttp/{importlib.metadata.version('aiohttp')}"
 )
 ERROR_BODY_CHARS = 2000
 

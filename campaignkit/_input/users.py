@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from .models import SessionKey, User
+from ..models import SessionKey, User
 
 _USER_FIELDS: Final = frozenset(
     {"cellphone", "country_code", "user_session_keys", "deployment_eta"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import aiohttp
 import yarl
 
-from . import errors
-from ._exchange import Answer
-from ._sansio import Request
-from .config import ClientConfig
+from .. import errors
+from .._wire.sansio import Request
+from ..config import ClientConfig
+from .exchange import Answer
 
 
 class AiohttpExchange:

@@ -1,7 +1,7 @@
 """Every decode of an answer's body, in one voice: a :class:`ResponseError`
 that names the offending field's JSON path (``$.deployments[1].status``).
 
-orjson parses and the converter (:mod:`campaignkit._convert`) builds every
+orjson parses and the converter (:mod:`campaignkit._wire.convert`) builds every
 resource. The campaign status, the one payload that comes by the hundred
 thousand, is read by msgspec into GC-free records (:class:`StatusAnswer`):
 the tracker diffs those, and :func:`decoder` converts them to the
@@ -20,10 +20,10 @@ from cattrs import BaseValidationError
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.v import format_exception
 
-from ._convert import converter
-from .errors import ResponseError
-from .models import CampaignStatus
-from .status import CampaignState
+from ..errors import ResponseError
+from ..models import CampaignStatus
+from ..status import CampaignState
+from .convert import converter
 
 T = TypeVar("T")
 

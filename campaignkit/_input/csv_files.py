@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Generator, Iterator
 
 import attrs
 
-from ._user_input import build_user
-from ._validation import Problems, raise_problems, user_wire
-from .models import SessionKey, User
+from ..models import SessionKey, User
+from .users import build_user
+from .validation import Problems, raise_problems, user_wire
 
 
 @attrs.frozen(kw_only=True)

@@ -2,7 +2,7 @@
 
 Hooks are strict (a number is not a string, a string is not a list), so a
 response of the wrong shape is reported with the path of the offending field
-instead of being silently coerced. :mod:`campaignkit._decode` uses it.
+instead of being silently coerced. :mod:`campaignkit._wire.decode` uses it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_st
 from cattrs.errors import AttributeValidationNote, ClassValidationError
 from cattrs.preconf.orjson import make_converter
 
-from .models import SessionMeta, SessionUser, UnixSeconds
-from .status import CampaignState, DeploymentStatus
+from ..models import SessionMeta, SessionUser, UnixSeconds
+from ..status import CampaignState, DeploymentStatus
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """The I/O seam: one HTTP exchange, request in, status, headers and bytes out.
 
 The transport (retries, error mapping, decoding) is written against this
-protocol only; :mod:`campaignkit._aiohttp` is the adapter the client uses, and
+protocol only; :mod:`campaignkit._io.aiohttp_exchange` is the adapter the client uses, and
 tests script the seam without any network or patching of aiohttp.
 """
 
@@ -12,7 +12,7 @@ from typing import Protocol
 
 import attrs
 
-from ._sansio import Request
+from .._wire.sansio import Request
 
 
 @attrs.frozen

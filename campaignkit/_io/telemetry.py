@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from ._sansio import Request
+    from .._wire.sansio import Request
 
 try:
     from opentelemetry import metrics, trace
@@ -28,7 +28,7 @@ except ImportError:  # the extra is not installed
 else:
     _trace = trace
     _NOT_RECORDING = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-    from ._version import __version__
+    from .._version import __version__
 
     tracer = trace.get_tracer("campaignkit", __version__)
     _meter = metrics.get_meter("campaignkit", __version__)

@@ -17,12 +17,12 @@ from typing import TypeVar
 
 import tenacity
 
-from . import _telemetry as telemetry
-from . import errors
-from ._exchange import Exchange
-from ._sansio import Decode, Request, read_response
-from ._validation import Problems, raise_problems
-from .config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
+from .. import errors
+from .._input.validation import Problems, raise_problems
+from .._wire.sansio import Decode, Request, read_response
+from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
+from . import telemetry
+from .exchange import Exchange
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
