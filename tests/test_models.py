@@ -43,7 +43,7 @@ from campaignkit import (
     ValidationError,
 )
 from campaignkit._wire import sansio as wire
-from campaignkit._wire.decode import structure
+from campaignkit._wire.convert import structure
 
 settings.register_profile(
     "campaignkit-models",

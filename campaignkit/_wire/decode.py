@@ -4,10 +4,11 @@ that names the offending field's JSON path (``$.deployments[1].status``).
 orjson parses and the converter (:mod:`campaignkit._wire.convert`) builds every
 resource. The two payloads that come by the ten thousand, a campaign status
 and a page of sessions, are read by msgspec into GC-free records instead:
-the tracker diffs the status's (:class:`StatusAnswer`), and the models hold
-theirs in an :class:`OnAccess` sequence that makes each public object as it
-is read. Whatever msgspec refuses goes through the converter, which either
-builds it too or names the problem.
+the tracker diffs the status's (:class:`StatusAnswer`), a decoded
+:class:`CampaignStatus` holds its deployments' in an :class:`OnAccess`
+sequence that makes each :class:`Deployment` as it is read, and a session
+page's models are made from its records in C. Whatever msgspec refuses goes
+through the converter, which either builds it too or names the problem.
 """
 
 from __future__ import annotations
@@ -18,14 +19,11 @@ from typing import Any, TypeVar, overload
 
 import msgspec
 import orjson
-from cattrs import BaseValidationError
-from cattrs.errors import ClassValidationError, IterableValidationError
-from cattrs.v import format_exception
 
 from ..errors import ResponseError
 from ..models import CampaignStatus, Deployment, SessionPage
 from ..status import CampaignState, DeploymentStatus
-from .convert import converter
+from .convert import structure
 
 T = TypeVar("T")
 
@@ -56,20 +54,6 @@ def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
     else:
         what = f"a body that is not JSON ({len(body)} bytes, Content-Type {content_type!r})"
     raise ResponseError(f"expected JSON, got {what}", status=status)
-
-
-def structure(data: Any, cls: type[T]) -> T:
-    """Build ``cls`` from parsed JSON, or raise a :class:`ResponseError` naming
-    the first offending field's path."""
-    try:
-        return converter.structure(data, cls)
-    except BaseValidationError as exc:
-        path, failure, type_ = _first_failure(exc, "$", cls)
-        raise ResponseError(
-            f"unexpected response shape: {_describe(failure, type_)}", path=path
-        ) from None
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise ResponseError(f"unexpected response shape: {_describe(exc, cls)}", path="$") from None
 
 
 # -- the campaign status: GC-free records, read by msgspec --------------------
@@ -252,31 +236,3 @@ _decoders: dict[Any, Decode[Any]] = {
     CampaignStatus: _decode_campaign_status,
     SessionPage: _decode_session_page,
 }
-
-
-# -- one voice for every failure -------------------------------------------------
-
-
-def _first_failure(exc: BaseException, path: str, type_: Any) -> tuple[str, BaseException, Any]:
-    """The path, the exception and the expected type of the first leaf failure
-    of a cattrs validation error."""
-    if isinstance(exc, IterableValidationError):
-        with_index, _ = exc.group_exceptions()
-        if with_index:
-            item, at = with_index[0]
-            return _first_failure(item, f"{path}[{at.index!r}]", at.type)
-    elif isinstance(exc, ClassValidationError):
-        with_name, _ = exc.group_exceptions()
-        if with_name:
-            field, named = with_name[0]
-            return _first_failure(field, f"{path}.{named.name}", named.type)
-    if isinstance(exc, BaseValidationError) and exc.exceptions:
-        return _first_failure(exc.exceptions[0], path, type_)
-    return path, exc, type_
-
-
-def _describe(exc: BaseException, type_: Any) -> str:
-    # The converter's hooks say what they expected; cattrs' words cover the rest.
-    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
-        return str(exc)
-    return format_exception(exc, type_)
