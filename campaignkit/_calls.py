@@ -17,10 +17,10 @@ from ._input.validation import (
     session_keys_wire,
     unix_seconds,
     users_tuple,
-    users_wire,
 )
 from ._io.transport import Transport
 from ._wire import sansio as wire
+from ._wire.decode import users_wire
 from .config import ClientConfig, SessionQueryNames
 from .errors import ResponseError
 from .models import (

@@ -42,6 +42,8 @@ from campaignkit import (
     User,
     ValidationError,
 )
+from campaignkit._input import validation
+from campaignkit._wire import decode as decode_module
 from campaignkit._wire import sansio as wire
 from campaignkit._wire.convert import structure
 
@@ -482,6 +484,30 @@ users = st.builds(
     User, cellphone=phones, country_code=codes, user_session_keys=keys, deployment_eta=etas
 )
 user_lists = st.lists(users | anything, max_size=4) | anything
+
+
+plain_users = st.builds(
+    User,
+    cellphone=st.from_regex(r"[0-9]{4,15}", fullmatch=True),
+    country_code=st.sampled_from(["+1", "+57", "+52", "+1234"]),
+    user_session_keys=keys,
+)
+
+
+@given(given_users=st.lists(plain_users | users | anything, max_size=6))
+@settings(max_examples=150)
+def test_the_send_bodys_inline_road_builds_what_validation_builds(given_users: Any) -> None:
+    # The decode module reads the common user inline (row 5); the result, the
+    # problems and their paths are validation's, whatever the input.
+    given = tuple(given_users)
+    inline_problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
+    inline = decode_module.users_wire(given, inline_problems)
+    expected = validation.users_wire(given, problems)
+    assert inline == expected
+    assert inline_problems == problems
+    if not problems:
+        assert orjson.dumps(inline) == orjson.dumps(expected)
 
 
 def run(call: Any) -> Any:
