@@ -19,6 +19,7 @@ import tenacity
 
 from .. import errors
 from .._input.validation import Problems, raise_problems
+from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
 from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 from . import telemetry
@@ -27,7 +28,7 @@ from .exchange import Exchange
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 
-logger = logging.getLogger("campaignkit")
+logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
