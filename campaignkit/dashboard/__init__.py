@@ -4,12 +4,14 @@ and chart as a self-contained HTML report.
 
 - ``_funnel``: the one mapping of deployment statuses to funnel stages.
 - ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments.
-- ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part.
+- ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part;
+  ``_guard``: who may use it (host, token, origin checks, security headers).
 """
 
 from ._app import DASHBOARD, dashboard_app, running_dashboard, serve_dashboard
-from ._dashboard import Dashboard, Discover, sandbox_launches
+from ._dashboard import Dashboard, Discover, UnknownLaunch, sandbox_launches
 from ._funnel import Funnel, Stage, funnel, stage_of
+from ._guard import Access
 from ._html import LaunchSummary
 from ._report import render_report, write_report
 from ._timeline import Sample, Timeline
@@ -17,6 +19,7 @@ from ._watch import Watch
 
 __all__ = [
     "DASHBOARD",
+    "Access",
     "Dashboard",
     "Discover",
     "Funnel",
@@ -24,6 +27,7 @@ __all__ = [
     "Sample",
     "Stage",
     "Timeline",
+    "UnknownLaunch",
     "Watch",
     "dashboard_app",
     "funnel",

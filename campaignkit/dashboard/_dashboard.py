@@ -4,11 +4,14 @@ those a ``discover`` hook lists (the sandbox's launches), each watched."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 import aiohttp
 
+from .. import errors
 from .._redaction import sdk_logger
 from ._html import LaunchSummary
 from ._watch import Signal, Watch
@@ -16,12 +19,19 @@ from ._watch import Signal, Watch
 if TYPE_CHECKING:
     from ..client import CampaignClient
 
-__all__ = ["Dashboard", "Discover", "sandbox_launches"]
+__all__ = ["Dashboard", "Discover", "UnknownLaunch", "sandbox_launches"]
 
 log = sdk_logger("campaignkit.dashboard")
 
 Discover = Callable[[], Awaitable[Iterable[str]]]
 """Lists launch request ids, oldest first (the real service has no such call)."""
+
+LAUNCH_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+"""What a launch request id may look like; anything else is not asked about."""
+
+
+class UnknownLaunch(LookupError):
+    """The service has no launch of that id (or it cannot be one)."""
 
 
 def sandbox_launches(admin_url: str, api_key: str) -> Discover:
@@ -61,7 +71,11 @@ class Dashboard:
         poll_interval: float = 1.0,
         max_interval: float = 10.0,
         linger: float = 600.0,
+        max_followed: int = 50,
+        max_lookups: int = 4,
     ) -> None:
+        if max_followed < 1:
+            raise ValueError("max_followed must be at least 1")
         self.client = client
         self.signal = Signal()
         self.url: str | None = None
@@ -77,13 +91,21 @@ class Dashboard:
             "max_interval": max_interval,
             "linger": linger,
         }
+        self.max_followed = max_followed
         self._watches: dict[str, Watch] = {}
+        self._viewed: dict[str, int] = {}
+        self._views = itertools.count()
+        self._lookups = asyncio.Semaphore(max_lookups)
+        self._closing: set[asyncio.Task[None]] = set()
         self._started = False
         for launch_request_id in launches:
             self.add(launch_request_id)
 
     def add(self, launch_request_id: str) -> Watch:
-        """Show (and watch) a launch; a known one is returned as is."""
+        """Show (and watch) a launch, trusted to exist; a known one is returned
+        as is. Beyond ``max_followed`` launches the least recently viewed one
+        is dropped (its tracker closed)."""
+        self._viewed[launch_request_id] = next(self._views)
         watch = self._watches.get(launch_request_id)
         if watch is None:
             watch = Watch(
@@ -92,8 +114,41 @@ class Dashboard:
             self._watches[launch_request_id] = watch
             if self._started:
                 watch.start()
+            while len(self._watches) > self.max_followed:
+                self._drop(min(self._viewed, key=self._viewed.__getitem__))
             self.signal.bump()
         return watch
+
+    async def follow(self, launch_request_id: str) -> Watch:
+        """The watch of a launch a visitor asked for: a followed one is
+        returned (and counts as viewed); another is first looked up with one
+        status call (at most ``max_lookups`` at once) and followed only if the
+        service knows it.
+
+        Raises :class:`UnknownLaunch`, or the :class:`~campaignkit.errors.CampaignKitError`
+        of a lookup that failed otherwise."""
+        if launch_request_id in self._watches:
+            return self.add(launch_request_id)
+        if not LAUNCH_ID.fullmatch(launch_request_id):
+            raise UnknownLaunch(launch_request_id)
+        async with self._lookups:
+            try:
+                await self.client.get_campaign_status(launch_request_id)
+            except errors.NotFoundError as exc:
+                raise UnknownLaunch(launch_request_id) from exc
+        return self.add(launch_request_id)
+
+    @property
+    def followed(self) -> int:
+        """Launches followed now (at most ``max_followed``)."""
+        return len(self._watches)
+
+    def _drop(self, launch_request_id: str) -> None:
+        watch = self._watches.pop(launch_request_id)
+        del self._viewed[launch_request_id]
+        task = asyncio.get_running_loop().create_task(watch.close(dropped=True))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def get(self, launch_request_id: str) -> Watch | None:
         return self._watches.get(launch_request_id)
@@ -129,7 +184,7 @@ class Dashboard:
     async def close(self) -> None:
         """Stop every watch and wake every reader so it can end."""
         self.closed = True
-        await asyncio.gather(*(watch.close() for watch in self._watches.values()))
+        await asyncio.gather(*(watch.close() for watch in self._watches.values()), *self._closing)
         for watch in self._watches.values():
             watch.signal.bump()
         self.signal.bump()

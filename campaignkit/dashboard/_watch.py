@@ -72,6 +72,8 @@ class Watch:
         self.funnel = Funnel()
         self.error: str | None = None
         self.finished = False
+        self.dropped = False
+        """No longer followed (the dashboard follows a bounded number)."""
         self._client = client
         self._on_change = on_change
         self._poll_interval = poll_interval
@@ -93,11 +95,15 @@ class Watch:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"watch {self.launch_request_id}")
 
-    async def close(self) -> None:
+    async def close(self, *, dropped: bool = False) -> None:
+        """Stop tracking; ``dropped``: for good, and the readers are told."""
+        self.dropped = dropped
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if dropped:
+            self.signal.bump()
 
     async def _run(self) -> None:
         rounds = tenacity.AsyncRetrying(

@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 import tenacity
+from aiohttp import web
 from helpers.servers import serving
 
 from campaignkit import CampaignClient
@@ -29,6 +30,7 @@ from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel
 from campaignkit.sandbox import Sandbox
 
 from .test_app import FAST, Send, Settle
+from .test_security import status_calls
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -189,3 +191,44 @@ async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
     for path in (tmp_path / "dashboard.png", os.environ.get("CAMPAIGNKIT_TEST_SCREENSHOT")):
         if path:
             await asyncio.to_thread(Path(path).write_bytes, png)
+
+
+async def test_another_sites_page_cannot_make_the_dashboard_follow_anything(
+    sandbox: Sandbox, client: CampaignClient, send: Send, tmp_path: Path
+) -> None:
+    launch = await send()
+    dashboard = Dashboard(client, **FAST)
+    async with serving(dashboard_app(dashboard)) as url:
+        target = f"{url}/launches/{launch}"
+        evil = web.Application()
+
+        async def attacking_page(_: web.Request) -> web.Response:
+            return web.Response(text=attack(target), content_type="text/html")
+
+        evil.router.add_get("/", attacking_page)
+        before = await status_calls(sandbox)
+        async with (
+            serving(evil, host="localhost") as evil_url,
+            headless_chromium(tmp_path / "profile") as page,
+        ):
+            await page.call("Page.navigate", url=f"{evil_url}/")
+            await asyncio.sleep(2)  # the page's requests made (its form navigates away)
+        asked = await status_calls(sandbox) - before
+    assert dashboard.followed == 0
+    assert asked == 0
+
+
+def attack(target: str) -> str:
+    """A page of another site that asks the dashboard for a launch every way
+    it can without the visitor's consent."""
+    return (
+        "<!doctype html><body>"
+        + "".join(f'<img src="{target}?n={n}">' for n in range(20))
+        + f'<iframe src="{target}"></iframe>'
+        + f'<form method="post" action="{target}"></form>'
+        + "<script>"
+        f'fetch("{target}", {{mode: "no-cors"}});'
+        f'new EventSource("{target}/events");'
+        "document.forms[0].submit();"
+        "</script></body>"
+    )
