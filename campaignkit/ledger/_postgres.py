@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._schema import Transaction, TransactionConflict
+from ._schema import LedgerUnavailable, Transaction, TransactionConflict
 from ._sqlite import DEFAULT_CLAIM_TTL
 from ._store import SqlLedger
 
@@ -104,10 +104,30 @@ class PostgresLedger(SqlLedger):
                 yield _PostgresTransaction(conn)
         except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
             raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
+        except _connection_lost() as exc:
+            raise LedgerUnavailable(
+                f"lost the ledger {redact_dsn(self.dsn)}: {type(exc).__name__}: {exc}"
+            ) from exc
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise LedgerError(
                 f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}"
             ) from exc
+
+
+def _connection_lost() -> tuple[type[BaseException], ...]:
+    """What asyncpg raises when the server went away or refused us: the
+    operation may be run again on a new connection."""
+    from asyncpg import exceptions as pg
+
+    return (
+        OSError,  # refused, reset, timed out
+        pg.ConnectionDoesNotExistError,
+        pg.PostgresConnectionError,
+        pg.AdminShutdownError,  # pg_terminate_backend, a fast shutdown
+        pg.CrashShutdownError,
+        pg.CannotConnectNowError,  # starting up, in recovery
+        pg.TooManyConnectionsError,
+    )
 
 
 class _PostgresTransaction:
