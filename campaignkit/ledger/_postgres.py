@@ -104,22 +104,21 @@ class PostgresLedger(SqlLedger):
                 yield _PostgresTransaction(conn)
         except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
             raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
-        except _connection_lost() as exc:
-            raise LedgerUnavailable(
-                f"lost the ledger {redact_dsn(self.dsn)}: {type(exc).__name__}: {exc}"
-            ) from exc
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise LedgerError(
-                f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._failed(LedgerUnavailable if _lost(exc) else LedgerError, exc) from exc
+
+    def _failed(self, kind: type[LedgerError], exc: BaseException) -> LedgerError:
+        return kind(f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}")
 
 
-def _connection_lost() -> tuple[type[BaseException], ...]:
-    """What asyncpg raises when the server went away or refused us: the
-    operation may be run again on a new connection."""
+def _lost(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says the server went away or refused us (the operation
+    may be run again on a new connection). The server's own error may hide
+    behind the InterfaceError of ending the transaction on the connection
+    it closed: the chain is searched."""
     from asyncpg import exceptions as pg
 
-    return (
+    lost = (
         OSError,  # refused, reset, timed out
         pg.ConnectionDoesNotExistError,
         pg.PostgresConnectionError,
@@ -128,6 +127,11 @@ def _connection_lost() -> tuple[type[BaseException], ...]:
         pg.CannotConnectNowError,  # starting up, in recovery
         pg.TooManyConnectionsError,
     )
+    for _ in range(8):  # a chain may loop
+        if exc is None or isinstance(exc, lost):
+            return exc is not None
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class _PostgresTransaction:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("campaignkit.workers")
 
-_ACK_ATTEMPTS = 4
+_ATTEMPTS = 5  # to send or acknowledge a message; reading retries for ever
 
 
 def reconnect_delay(attempt: int, *, first: float = 0.1, cap: float = 5.0) -> float:
@@ -75,25 +75,45 @@ def broker_from(
 def _redis_streams() -> type[RedisStreamBroker]:
     from redis.asyncio import Redis
     from redis.exceptions import ConnectionError, ResponseError, TimeoutError
-    from taskiq import AckableMessage
+    from taskiq import AckableMessage, BrokerMessage
     from taskiq_redis import RedisStreamBroker
 
     lost = (ConnectionError, TimeoutError, OSError)
 
+    async def pause(what: str, exc: BaseException, attempt: int) -> None:
+        delay = reconnect_delay(attempt)
+        log.warning(
+            "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
+            what,
+            type(exc).__name__,
+            exc,
+            delay,
+            attempt,
+        )
+        await asyncio.sleep(delay)
+
+    async def reconnecting(what: str, call: Callable[[], Awaitable[None]]) -> None:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return await call()
+            except lost as exc:
+                if attempt == _ATTEMPTS:
+                    raise
+                await pause(what, exc, attempt)
+
     class RedisStreams(RedisStreamBroker):
-        """taskiq-redis's streams broker (``listen`` rewritten, taskiq-redis is
-        bounded above in pyproject.toml):
+        """taskiq-redis's streams broker, with ``listen`` rewritten (which is
+        why taskiq-redis is bounded above in pyproject.toml):
 
         - the messages of dead consumers are reclaimed after every read, new
           messages or not (taskiq-redis 1.2 reclaims only after a read that
           got some: an idle queue never gave a dead worker's messages to
           anyone);
         - a lost connection (a killed client, a restart, a failover) is
-          reconnected with jittered backoff, one warning per attempt, and a
-          consumer group lost with the server's data is declared again:
-          taskiq-redis ends the worker on either;
-        - an acknowledgement is retried a few times, then left to redelivery
-          (which the ledger makes harmless).
+          reconnected with jittered backoff, one warning per attempt, for
+          ever when reading and a few times to send or acknowledge a
+          message; a consumer group lost with the server's data is declared
+          again. taskiq-redis ends the worker on the first of these.
         """
 
         async def listen(self) -> AsyncGenerator[AckableMessage, None]:
@@ -107,15 +127,7 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     if isinstance(exc, ResponseError) and "NOGROUP" not in str(exc):
                         raise
                     attempt += 1
-                    delay = reconnect_delay(attempt)
-                    log.warning(
-                        "lost the broker (%s: %s): reconnecting in %.1f s (attempt %d)",
-                        type(exc).__name__,
-                        exc,
-                        delay,
-                        attempt,
-                    )
-                    await asyncio.sleep(delay)
+                    await pause("while reading", exc, attempt)
                     if isinstance(exc, ResponseError):
                         await self._declare_consumer_group()
 
@@ -141,22 +153,21 @@ def _redis_streams() -> type[RedisStreamBroker]:
         def _ack(self, message_id: bytes) -> Callable[[], Awaitable[None]]:
             ack = self._ack_generator(message_id, self.queue_name)  # type: ignore[arg-type]
 
-            async def retried() -> None:
-                for attempt in range(1, _ACK_ATTEMPTS + 1):
-                    try:
-                        return await ack()
-                    except lost as exc:
-                        if attempt == _ACK_ATTEMPTS:
-                            log.warning(
-                                "could not acknowledge message %s (%s): it will be delivered "
-                                "again and find nothing left to send",
-                                message_id.decode(),
-                                exc,
-                            )
-                            return None
-                        await asyncio.sleep(reconnect_delay(attempt))
-                return None
+            async def acknowledge() -> None:
+                try:
+                    await reconnecting("acknowledging a message", ack)
+                except lost:
+                    log.warning(
+                        "message %s not acknowledged: it will be delivered again and find "
+                        "nothing left to send",
+                        message_id.decode(),
+                    )
 
-            return retried
+            return acknowledge
+
+        async def kick(self, message: BrokerMessage) -> None:
+            # Sent twice after a connection lost mid-command: harmless, the
+            # second delivery finds nothing left to claim.
+            await reconnecting("sending a message", lambda: super(RedisStreams, self).kick(message))
 
     return RedisStreams
