@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
+from .phones import country_code_hint
 
 Problems = list[tuple[str, str]]
 
@@ -53,7 +54,11 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
             _VALID_COUNTRY_CODES.add(country_code)
         else:
             problems.append(
-                (f"{path}.country_code", f"must be '+' and 1 to 4 digits, got {country_code!r}")
+                (
+                    f"{path}.country_code",
+                    f"must be '+' and 1 to 4 digits, got {country_code!r}"
+                    + country_code_hint(country_code),
+                )
             )
     cellphone = user.cellphone
     if isinstance(cellphone, str) and not (cellphone.isascii() and cellphone.isdigit()):
