@@ -7,6 +7,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import attrs
@@ -47,11 +48,9 @@ def one_line(exc: BaseException) -> str:
         problems = "; ".join(f"{path}: {message}" for path, message in exc.problems)
         return f"invalid input: {problems}"
     if isinstance(exc, errors.AmbiguousSendError):
-        cause = f" ({exc.cause})" if exc.cause else ""
-        return (
-            f"{exc}{cause}. It may or may not have reached the service: do not resend "
-            "blindly, check with `campaignkit status`/`sessions` first"
-        )
+        text = " ".join(str(exc).split())
+        cause = " ".join(str(exc.cause).split()) if exc.cause else ""
+        return f"{text} ({cause})" if cause and cause not in text else text
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, errors.ConfigurationError):
         # The client's advice names its arguments; the CLI's are flags.
@@ -59,6 +58,22 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
+
+
+def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | None) -> str:
+    """What a person can do about ``count`` users whose send is ambiguous:
+    the command that shows who was reached, and how to resend knowingly."""
+    since = sent_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    who = "this user was" if count == 1 else f"these {count} users were"
+    lines = [
+        f"{who} not sent again. Who was reached: a person who replies opens a session, "
+        "listed with their phone by",
+        f"  campaignkit sessions {poll_id} --since {since} --format csv",
+        "and your webhook gets a delivered event for each person the service messaged.",
+    ]
+    if resend:
+        lines += ["To send anyway, knowing that some may get the message twice:", f"  {resend}"]
+    return "\n".join(lines)
 
 
 # -- campaign status -------------------------------------------------------------
