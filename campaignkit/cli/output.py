@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shlex
+import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -42,6 +47,32 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def program() -> str:
+    """How to run this command again from the shell it was started from:
+    ``campaignkit`` when that name on PATH is this program, else its path
+    (``.venv/bin/campaignkit`` before the virtualenv is activated), or
+    ``python -m campaignkit.cli`` with this interpreter."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    name = os.path.splitext(os.path.basename(argv0))[0]
+    if name == "campaignkit" and os.path.isfile(argv0):
+        found = shutil.which(os.path.basename(argv0))
+        with contextlib.suppress(OSError):
+            if found and os.path.samefile(found, argv0):
+                return "campaignkit"
+        return shlex.quote(_short(argv0))
+    if argv0.endswith(os.path.join("campaignkit", "cli", "__main__.py")):
+        return f"{shlex.quote(_short(sys.executable))} -m campaignkit.cli"
+    return "campaignkit"  # run in process: campaignkit.cli.run([...])
+
+
+def _short(path: str) -> str:
+    """``path`` relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return os.path.abspath(path)
+    return relative if os.sep in relative else os.path.join(os.curdir, relative)
+
+
 def one_line(exc: BaseException) -> str:
     """An error as the one line a person reads on stderr."""
     if isinstance(exc, errors.ValidationError):
@@ -68,7 +99,7 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
     lines = [
         f"{who} not sent again. Who was reached: a person who replies opens a session, "
         "listed with their phone by",
-        f"  campaignkit sessions {poll_id} --since {since} --format csv",
+        f"  {program()} sessions {poll_id} --since {since} --format csv",
         "and your webhook gets a delivered event for each person the service messaged.",
     ]
     if resend:

@@ -13,7 +13,7 @@ from ..ledger import ledger_from
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
-from .output import Progress, ambiguous_advice, counts_json, one_line, plain, table
+from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
 from .track import report_status, track_campaign
 
 
@@ -64,7 +64,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     try:
         ack = await client.send_campaign(a.poll_id, users)
     except errors.AmbiguousSendError:
-        resend = f"campaignkit send {a.poll_id} {a.file}"
+        resend = f"{program()} send {a.poll_id} {a.file}"
         ctx.note(ambiguous_advice(a.poll_id, len(users), sent_at, resend))
         raise
     if ctx.json and not a.track:
@@ -75,7 +75,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.print(f"launch_request_id: {ack.launch_request_id}")
         ctx.print(f"batch_id:          {ack.batch_id}")
     if not a.track:
-        ctx.note(f"follow it with: campaignkit track {ack.launch_request_id}")
+        ctx.note(f"follow it with: {program()} track {ack.launch_request_id}")
         return ExitStatus.OK
     status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
     if ctx.json:
@@ -163,8 +163,8 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         if journal:
             run = ctx.args.run or default_run(report.poll_id)
             resend = (
-                f"campaignkit runs {run} --journal {journal} --export ambiguous -o ambiguous.csv"
-                f" && campaignkit send {report.poll_id} ambiguous.csv"
+                f"{program()} runs {run} --journal {journal} --export ambiguous -o ambiguous.csv"
+                f" && {program()} send {report.poll_id} ambiguous.csv"
             )
         ctx.note(ambiguous_advice(report.poll_id, count, sent_at, resend))
         ctx.note(
