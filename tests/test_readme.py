@@ -7,7 +7,9 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.processes import run_process
+from mypy import api
 
 from campaignkit.sandbox import Sandbox
 
@@ -38,3 +40,21 @@ async def test_the_quickstart_runs_against_the_sandbox(tmp_path: Path) -> None:
     assert any(line.startswith("DONE [") for line in lines)
     assert sum(line.endswith(" messages") for line in lines) == 5  # the sandbox's sessions
     assert lines[-1].startswith("['agent")
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+@pytest.mark.timeout(180)
+def test_the_error_handling_snippet_passes_mypy_strict() -> None:
+    # `except TimeoutError` (the builtin) then `.last_status` fails mypy: the
+    # README catches campaignkit's own, by that name.
+    [block] = [b for b in python_blocks() if "except campaignkit.TimeoutError" in b]
+    assert "except campaignkit.ConnectionError" in block
+    out, err, status = api.run(["--strict", "--no-error-summary", "-c", block])
+    assert status == 0, out + err
+    wrong = block.replace("campaignkit.TimeoutError", "TimeoutError")
+    out, _err, status = api.run(["--strict", "--no-error-summary", "-c", wrong])
+    assert status == 1
+    assert '"TimeoutError" has no attribute "last_status"' in out
