@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shlex
@@ -86,9 +87,25 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, errors.ConfigurationError):
         # The client's advice names its arguments; the CLI's are flags.
         text = re.sub(r"pass (\w+)=", lambda m: f"pass --{m.group(1).replace('_', '-')}", text)
+    if isinstance(exc, errors.NotFoundError) and no_such_path(exc):
+        return (
+            f"{text} (the server has no such path: is the service URL's path prefix right? "
+            "--base-url, --campaign-url, --agent-url)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return (
+            f"{text} (the port is in use by another program: pick another port, 0 for a free one)"
+        )
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
+
+
+def no_such_path(exc: errors.NotFoundError) -> bool:
+    """A 404 for the path itself (a wrong base URL), not for a resource: no
+    error of the service in the body, or only a router's bare "Not Found"."""
+    said = exc.detail or exc.message
+    return said is None or said.strip().rstrip(".").lower() == "not found"
 
 
 def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | None) -> str:
