@@ -65,16 +65,16 @@ def _excel_separator(line: str) -> str | None:
 def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayout:
     names = [name.strip() for name in header]
     problems: Problems = []
-    for required in ("country_code", "cellphone"):
-        if required not in names:
-            found = ", ".join(repr(name) for name in names[:6])
-            problems.append(
-                (
-                    "header",
-                    f"needs a {required!r} column (read the columns {found} "
-                    f"split on {delimiter!r}; pass delimiter= if that is wrong)",
-                )
+    missing = [repr(name) for name in ("country_code", "cellphone") if name not in names]
+    if missing:
+        found = ", ".join(repr(name) for name in names[:6])
+        problems.append(
+            (
+                "header",
+                f"needs a {' and a '.join(missing)} column (read the columns {found} "
+                f"split on {delimiter!r}; pass delimiter= if that is wrong)",
             )
+        )
     if any(not name for name in names):
         problems.append(("header", "has an empty column name"))
     repeated = sorted({name for name in names if names.count(name) > 1})
