@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
+from .phones import country_code_hint
 
 Problems = list[tuple[str, str]]
 
@@ -86,7 +87,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
                 (
                     f"{path}.country_code",
                     "must be '+' and 1 to 4 digits (e.g. '+57'), "
-                    f"but {given(country_code)} was given",
+                    f"but {given(country_code)} was given" + country_code_hint(country_code),
                 )
             )
     cellphone = user.cellphone
