@@ -13,7 +13,8 @@ from ._dashboard import Dashboard, Discover, UnknownLaunch, sandbox_launches
 from ._funnel import Funnel, Stage, funnel, stage_of
 from ._guard import Access
 from ._html import LaunchSummary
-from ._report import render_report, write_report
+from ._listing import Listing, RunSummary
+from ._report import follow_report, render_report, run_start, write_report
 from ._timeline import Sample, Timeline
 from ._watch import Watch
 
@@ -24,14 +25,18 @@ __all__ = [
     "Discover",
     "Funnel",
     "LaunchSummary",
+    "Listing",
+    "RunSummary",
     "Sample",
     "Stage",
     "Timeline",
     "UnknownLaunch",
     "Watch",
     "dashboard_app",
+    "follow_report",
     "funnel",
     "render_report",
+    "run_start",
     "running_dashboard",
     "sandbox_launches",
     "serve_dashboard",

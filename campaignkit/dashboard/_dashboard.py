@@ -8,12 +8,16 @@ import itertools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
+import attrs
 
 from .. import errors
+from ..ledger import ACCEPTED, Ledger, RunInfo
 from ._html import LaunchSummary
+from ._listing import PAGE_SIZE, Listing, RunSummary
 from ._watch import Signal, Watch
 
 if TYPE_CHECKING:
@@ -73,6 +77,7 @@ class Dashboard:
         linger: float = 600.0,
         max_followed: int = 50,
         max_lookups: int = 4,
+        ledger: Ledger | None = None,
     ) -> None:
         if max_followed < 1:
             raise ValueError("max_followed must be at least 1")
@@ -92,6 +97,11 @@ class Dashboard:
             "linger": linger,
         }
         self.max_followed = max_followed
+        self.ledger = ledger
+        """Lists bulk runs, each with its launches (the caller opens and closes it)."""
+        self._polls: dict[int, str] = {}
+        self._polls_read_at: float | None = None
+        self._run_launches: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._watches: dict[str, Watch] = {}
         self._viewed: dict[str, int] = {}
         self._views = itertools.count()
@@ -154,8 +164,74 @@ class Dashboard:
         return self._watches.get(launch_request_id)
 
     def summaries(self) -> list[LaunchSummary]:
-        """Every known launch, the most recently added first."""
-        return [watch.summary for watch in reversed(self._watches.values())]
+        """Every followed launch, the most recently added first."""
+        return [self.summary(watch) for watch in reversed(self._watches.values())]
+
+    def summary(self, watch: Watch) -> LaunchSummary:
+        """The watch's summary, with its poll's name once known."""
+        summary = watch.summary
+        if summary.poll_id is None:
+            return summary
+        return attrs.evolve(summary, poll_name=self._polls.get(summary.poll_id))
+
+    async def listing(self, page: int = 1) -> Listing:
+        """Page ``page`` of the list: the ledger's runs, newest first, each
+        with its launches, then the followed launches of no run listed."""
+        await self.refresh()
+        runs = [] if self.ledger is None else await self.ledger.runs()
+        await self._read_polls(
+            [watch.poll_id for watch in self._watches.values()]
+            + [_poll_id(info.poll) for info in runs]
+        )
+        page = max(page, 1)
+        shown = slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE)
+        listed = [await self._run_summary(info) for info in runs[shown]]
+        in_runs = {launch for _, launches in self._run_launches.values() for launch in launches}
+        alone = [s for s in self.summaries() if s.launch_request_id not in in_runs]
+        pages = max(1, -(-max(len(runs), len(alone)) // PAGE_SIZE))
+        return Listing(tuple(listed), tuple(alone[shown]), page, pages)
+
+    async def _run_summary(self, info: RunInfo) -> RunSummary:
+        assert self.ledger is not None
+        run = info.run
+        counts = await self.ledger.counts(run)
+        known = self._run_launches.get(run)
+        if known is None or known[0] != counts[ACCEPTED]:
+            launches: dict[str, None] = {}
+            async for record in self.ledger.records(run, [ACCEPTED]):
+                if record.launch_request_id:
+                    launches[record.launch_request_id] = None
+            known = self._run_launches[run] = (counts[ACCEPTED], tuple(launches))
+        poll_id = _poll_id(info.poll)
+        return RunSummary(
+            run,
+            poll_id,
+            None if poll_id is None else self._polls.get(poll_id),
+            datetime.fromtimestamp(info.created, UTC),
+            counts,
+            info.input_done,
+            tuple(
+                self.summary(watch) if (watch := self._watches.get(launch)) else launch
+                for launch in known[1]
+            ),
+        )
+
+    async def named(self, watch: Watch) -> LaunchSummary:
+        """The watch's summary, its poll's name read first if unknown."""
+        await self._read_polls([watch.poll_id])
+        return self.summary(watch)
+
+    async def _read_polls(self, wanted: Iterable[int | None]) -> None:
+        """Learn the polls' names when one is missing, at most once a minute."""
+        missing = {poll for poll in wanted if poll is not None} - self._polls.keys()
+        now = asyncio.get_running_loop().time()
+        if not missing or (self._polls_read_at is not None and now - self._polls_read_at < 60):
+            return
+        self._polls_read_at = now
+        try:
+            self._polls.update((poll.id, poll.name) for poll in await self.client.list_polls())
+        except errors.CampaignKitError as exc:
+            log.warning("reading the polls' names failed: %s", exc)
 
     async def refresh(self) -> None:
         """Add what ``discover`` lists (its last ``discover_limit``), at most
@@ -188,3 +264,8 @@ class Dashboard:
         for watch in self._watches.values():
             watch.signal.bump()
         self.signal.bump()
+
+
+def _poll_id(poll: str) -> int | None:
+    """A run's poll (kept as text by the ledger) as the service's id."""
+    return int(poll) if poll.isdigit() else None

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from ..models import Deployment
 from ..status import DeploymentStatus
 
-__all__ = ["Funnel", "Stage", "funnel", "stage_of"]
+__all__ = ["PHONES_SHOWN", "Funnel", "Stage", "failed_phones", "funnel", "stage_of"]
+
+PHONES_SHOWN = 50
+"""Phones listed under each failure reason (the rest are counted)."""
 
 
 class Stage(enum.StrEnum):
@@ -107,3 +111,18 @@ def funnel(counts: Mapping[DeploymentStatus | None, int]) -> Funnel:
 
 def _largest_first(item: tuple[str, int]) -> tuple[int, str]:
     return -item[1], item[0]
+
+
+def failed_phones(
+    deployments: Iterable[Deployment], limit: int = PHONES_SHOWN
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The phones behind each failure reason (status value), the first
+    ``limit`` of each, reasons in value order."""
+    phones: dict[str, list[str]] = {}
+    for deployment in deployments:
+        status = deployment.status
+        if status is not None and stage_of(status) is Stage.FAILED:
+            listed = phones.setdefault(status.value, [])
+            if len(listed) < limit:
+                listed.append(deployment.cellphone)
+    return tuple((reason, tuple(listed)) for reason, listed in sorted(phones.items()))

@@ -1,12 +1,13 @@
 """HTML fragments shared by the live page and the report. Every text that
-comes from outside (launch ids, status values, errors) is escaped here."""
+comes from outside (launch ids, poll names, status values, errors, phones)
+is escaped here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from html import escape
 from importlib import resources
-from urllib.parse import quote
 
 import attrs
 
@@ -14,6 +15,7 @@ from ..status import CampaignState
 from ._funnel import Funnel
 from ._svg import chart_svg
 from ._timeline import Sample
+from ._words import LEGEND, reason_words
 
 __all__ = [
     "LaunchSummary",
@@ -22,7 +24,12 @@ __all__ = [
     "funnel_html",
     "launch_body",
     "launch_parts",
-    "launches_html",
+    "legend_html",
+    "moment",
+    "percent",
+    "poll_label",
+    "stack_bar",
+    "state_of",
     "summary_html",
 ]
 
@@ -34,32 +41,62 @@ def asset(name: str) -> str:
 
 @attrs.frozen
 class LaunchSummary:
-    """What a page says about one launch."""
+    """What a page says about one launch: ``since`` is when it started being
+    watched; ``phones`` the phones behind each failure reason (the first few)."""
 
     launch_request_id: str
     state: CampaignState | None
     funnel: Funnel
     error: str | None = None
+    poll_id: int | None = None
+    poll_name: str | None = None
+    since: datetime | None = None
+    phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def _percent(count: int, total: int) -> str:
-    return f"{100 * count / total:.2f}%" if total else "0%"
+def percent(count: int, total: int) -> str:
+    """``count`` as a share of ``total``, to the precision that tells them apart."""
+    if not total:
+        return "0%"
+    share = 100 * count / total
+    return f"{share:.0f}%" if share in (0, 100) or share >= 10 else f"{share:.1f}%"
 
 
-def funnel_html(funnel: Funnel) -> str:
-    """One row per stage (count and bar), then the failures by reason."""
+def moment(at: datetime | None) -> str:
+    return "-" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def poll_label(poll_id: int | None, name: str | None) -> str:
+    """``Welcome survey (poll 12)``, escaped."""
+    if poll_id is None:
+        return "poll not read yet"
+    return f"{escape(name)} (poll {poll_id})" if name else f"poll {poll_id}"
+
+
+def legend_html() -> str:
+    """What each colour and stage means."""
+    items = "".join(
+        f'<li><i class="swatch st-{stage}"></i><b>{stage}</b>: {escape(words)}</li>'
+        for stage, words in LEGEND.items()
+    )
+    return f'<ul class="legend">{items}</ul>'
+
+
+def funnel_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+    """One row per stage (count, share and bar), then the failures by reason
+    in words, each with the phones behind it."""
     total = funnel.total
     rows = "".join(
         f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{stage}</span>'
-        f'<span class="bar"><i class="st-{stage}" style="width:{_percent(count, total)}">'
+        f'<span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
         "</i></span>"
-        f'<span class="count" data-stage="{stage}">{count}</span></li>'
+        f'<span class="count" data-stage="{stage}">{count}</span>'
+        f'<span class="share">{percent(count, total)}</span></li>'
         for stage, count in funnel.stages()
     )
+    listed = dict(phones)
     failures = "".join(
-        f'<li><span>{escape(reason)}</span><span class="count" data-reason="{escape(reason)}">'
-        f"{count}</span></li>"
-        for reason, count in funnel.failures
+        _failure_html(reason, count, listed.get(reason, ())) for reason, count in funnel.failures
     )
     table = (
         f'<h3>Failures by reason</h3><ul class="failures">{failures}</ul>'
@@ -69,13 +106,25 @@ def funnel_html(funnel: Funnel) -> str:
     return f'<ol class="funnel" data-total="{total}">{rows}</ol>{table}'
 
 
-def _stack_bar(funnel: Funnel) -> str:
+def _failure_html(reason: str, count: int, phones: Sequence[str]) -> str:
+    more = count - len(phones)
+    listed = ", ".join(escape(phone) for phone in phones) + (f" and {more} more" if more else "")
+    shown = f"<details><summary>phones</summary><p>{listed}</p></details>" if phones else ""
+    return (
+        f'<li><span class="reason">{escape(reason_words(reason))} '
+        f"<code>{escape(reason)}</code></span>"
+        f'<span class="count" data-reason="{escape(reason)}">{count}</span>{shown}</li>'
+    )
+
+
+def stack_bar(funnel: Funnel) -> str:
+    """The stages as one bar, each part titled with its count and share."""
     total = funnel.total
     return (
         '<span class="stack">'
         + "".join(
-            f'<i class="st-{stage}" style="width:{_percent(count, total)}" '
-            f'title="{stage} {count}"></i>'
+            f'<i class="st-{stage}" style="width:{percent(count, total)}" '
+            f'title="{stage} {count} ({percent(count, total)})"></i>'
             for stage, count in funnel.stages()
             if count
         )
@@ -83,40 +132,27 @@ def _stack_bar(funnel: Funnel) -> str:
     )
 
 
-def _state(summary: LaunchSummary) -> str:
+def state_of(summary: LaunchSummary) -> str:
     if summary.error is not None:
         return "error"
     return "waiting" if summary.state is None else summary.state.value
 
 
 def summary_html(summary: LaunchSummary) -> str:
-    """The state, the progress, and the last error if the watch stopped on one."""
+    """Poll, times, state, progress, and the last error if the watch stopped on one."""
     funnel = summary.funnel
     done = funnel.total - funnel.queued - funnel.taken
     error = f'<p class="error">{escape(summary.error)}</p>' if summary.error is not None else ""
     return (
-        f'<dl class="summary"><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}'
-        f'</code></dd><dt>state</dt><dd class="state" data-state="{_state(summary)}">'
-        f"{_state(summary)}</dd><dt>done</dt><dd>{done} of {funnel.total}</dd>"
-        f"<dt>delivered</dt><dd>{funnel.delivered}</dd><dt>failed</dt><dd>{funnel.failed}</dd>"
+        f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
+        f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
+        f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
+        f'<dt>state</dt><dd class="state" data-state="{state_of(summary)}">'
+        f"{state_of(summary)}</dd>"
+        f"<dt>done</dt><dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
+        f"<dt>delivered</dt><dd>{funnel.delivered} ({percent(funnel.delivered, funnel.total)})"
+        f"</dd><dt>failed</dt><dd>{funnel.failed} ({percent(funnel.failed, funnel.total)})</dd>"
         f"</dl>{error}"
-    )
-
-
-def launches_html(summaries: Iterable[LaunchSummary]) -> str:
-    """The list of launches, most recent first as given, each linking to its page."""
-    rows = "".join(
-        f'<tr data-launch="{escape(s.launch_request_id)}"><td><a href="/launches/'
-        f'{escape(quote(s.launch_request_id, safe=""))}"><code>{escape(s.launch_request_id)}'
-        f"</code></a></td><td>{_state(s)}</td><td>{s.funnel.total}</td>"
-        f"<td>{_stack_bar(s.funnel)}</td></tr>"
-        for s in summaries
-    )
-    if not rows:
-        return '<p class="none">No launch yet: send a campaign, or open /launches/ID.</p>'
-    return (
-        '<table class="launches"><tr><th>launch</th><th>state</th><th>deployments</th>'
-        f"<th>stages</th></tr>{rows}</table>"
     )
 
 
@@ -133,7 +169,7 @@ def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str,
     """The fragments of a launch page by element id: what a live update replaces."""
     return {
         "summary": summary_html(summary),
-        "funnel": funnel_html(summary.funnel),
+        "funnel": funnel_html(summary.funnel, summary.phones),
         "chart": chart_svg(samples),
     }
 
@@ -144,11 +180,13 @@ def launch_body(
     """A launch's page body; ``events`` is the URL of its live updates."""
     parts = launch_parts(summary, samples)
     live = f' data-events="{escape(events)}"' if events is not None else ""
+    title = escape(summary.poll_name) if summary.poll_name else "Campaign"
     return (
-        f'<main class="launch"{live}><h1>Campaign <code>{escape(summary.launch_request_id)}'
+        f'<main class="launch"{live}><h1>{title} <code>{escape(summary.launch_request_id)}'
         f"</code></h1>{note}"
         f'<section id="summary">{parts["summary"]}</section>'
-        f'<section><h2>Delivery funnel</h2><div id="funnel">{parts["funnel"]}</div></section>'
+        f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
+        "</div></section>"
         f'<section><h2>Status over time</h2><div id="chart">{parts["chart"]}</div></section>'
         "</main>"
     )
