@@ -58,7 +58,7 @@ def render_report(
         since=since,
         phones=failed_phones(status.deployments),
     )
-    if not samples or (samples[-1].state, samples[-1].funnel) != (summary.state, summary.funnel):
+    if not samples or samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, summary.state, summary.funnel))
     note = f'<p class="note">Report of {moment(now)} · campaignkit</p>'
     return document(
