@@ -16,7 +16,7 @@ from helpers.servers import serving
 from campaignkit import CampaignClient, DeploymentStatus, User
 from campaignkit.dashboard import Dashboard, dashboard_app, funnel
 from campaignkit.dashboard._words import reason_words
-from campaignkit.ledger import SqliteLedger
+from campaignkit.ledger import Ledger, SqliteLedger
 
 from .test_app import FAST, Send, Settle, read_events
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[SqliteLedger]:
+async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
     async with SqliteLedger(tmp_path / "runs.db") as ledger:
         yield ledger
 
@@ -42,7 +42,7 @@ def section(page: str, marker: str) -> str:
 
 
 async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
-    client: CampaignClient, ledger: SqliteLedger, users: list[User], send: Send
+    client: CampaignClient, ledger: Ledger, users: list[User], send: Send
 ) -> None:
     poll = (await client.list_polls())[0]
     report = await client.send_bulk(poll.id, users, chunk_size=15, journal=ledger, run="promo")
