@@ -17,10 +17,14 @@ from ._svg import chart_svg
 from ._timeline import Sample
 from ._words import LEGEND, reason_words
 
+PHONES_INLINE = 5
+"""Phones shown beside a failure reason; the others fold away."""
+
 __all__ = [
     "LaunchSummary",
     "asset",
     "document",
+    "failures_html",
     "funnel_html",
     "launch_body",
     "launch_parts",
@@ -82,9 +86,8 @@ def legend_html() -> str:
     return f'<ul class="legend">{items}</ul>'
 
 
-def funnel_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
-    """One row per stage (count, share and bar), then the failures by reason
-    in words, each with the phones behind it."""
+def funnel_html(funnel: Funnel) -> str:
+    """One row per stage: count, share and bar."""
     total = funnel.total
     rows = "".join(
         f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{stage}</span>'
@@ -94,26 +97,37 @@ def funnel_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()
         f'<span class="share">{percent(count, total)}</span></li>'
         for stage, count in funnel.stages()
     )
+    return f'<ol class="funnel" data-total="{total}">{rows}</ol>'
+
+
+def failures_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+    """The failures by reason, in words, each with the phones behind it."""
+    if not funnel.failures:
+        return '<p class="none">No failures.</p>'
     listed = dict(phones)
-    failures = "".join(
-        _failure_html(reason, count, listed.get(reason, ())) for reason, count in funnel.failures
+    rows = "".join(
+        _failure_html(reason, count, funnel.failed, listed.get(reason, ()))
+        for reason, count in funnel.failures
     )
-    table = (
-        f'<h3>Failures by reason</h3><ul class="failures">{failures}</ul>'
-        if failures
-        else '<p class="failures none">No failures.</p>'
-    )
-    return f'<ol class="funnel" data-total="{total}">{rows}</ol>{table}'
-
-
-def _failure_html(reason: str, count: int, phones: Sequence[str]) -> str:
-    more = count - len(phones)
-    listed = ", ".join(escape(phone) for phone in phones) + (f" and {more} more" if more else "")
-    shown = f"<details><summary>phones</summary><p>{listed}</p></details>" if phones else ""
     return (
-        f'<li><span class="reason">{escape(reason_words(reason))} '
-        f"<code>{escape(reason)}</code></span>"
-        f'<span class="count" data-reason="{escape(reason)}">{count}</span>{shown}</li>'
+        '<table class="failures"><tr><th>reason</th><th>deployments</th><th>phones</th></tr>'
+        f"{rows}</table>"
+    )
+
+
+def _failure_html(reason: str, count: int, failed: int, phones: Sequence[str]) -> str:
+    first, rest = phones[:PHONES_INLINE], phones[PHONES_INLINE:]
+    unlisted = count - len(phones)
+    shown = ", ".join(escape(phone) for phone in first)
+    if rest:
+        more = ", ".join(escape(phone) for phone in rest)
+        shown += f"<details><summary>{count - len(first)} more</summary>{more}"
+        shown += f" and {unlisted} more</details>" if unlisted else "</details>"
+    return (
+        f'<tr data-failure="{escape(reason)}"><td>{escape(reason_words(reason))} '
+        f'<code>{escape(reason)}</code></td><td><span class="count" data-reason="{escape(reason)}">'
+        f'{count}</span> <span class="share">{percent(count, failed)}</span></td>'
+        f'<td class="phones">{shown}</td></tr>'
     )
 
 
@@ -169,8 +183,9 @@ def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str,
     """The fragments of a launch page by element id: what a live update replaces."""
     return {
         "summary": summary_html(summary),
-        "funnel": funnel_html(summary.funnel, summary.phones),
+        "funnel": funnel_html(summary.funnel),
         "chart": chart_svg(samples),
+        "failures": failures_html(summary.funnel, summary.phones),
     }
 
 
@@ -188,5 +203,6 @@ def launch_body(
         f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
         "</div></section>"
         f'<section><h2>Status over time</h2><div id="chart">{parts["chart"]}</div></section>'
-        "</main>"
+        f'<section><h2>Failures by reason</h2><div id="failures">{parts["failures"]}</div>'
+        "</section></main>"
     )

@@ -88,7 +88,8 @@ def _link(launch_request_id: str) -> str:
 def _shares(counts: Mapping[str, int], total: int) -> str:
     """Every non-zero count with its share, in words on hover."""
     return " · ".join(
-        f'<span class="share" data-count="{state}" title="{escape(words)}">'
+        f'<span class="share" data-count="{state}" data-n="{counts[state]}" '
+        f'title="{escape(words)}">'
         f"{state.replace('_', ' ')} {counts[state]} ({percent(counts[state], total)})</span>"
         for state, words in RUN_STATES.items()
         if counts.get(state)

@@ -113,12 +113,12 @@ async def test_failures_are_in_words_with_the_phones_behind_each(
 
     assert expected.failures
     assert f"<h1>{poll} <code>{launch}</code></h1>" in page
-    failures = page[page.index('<ul class="failures">') :]
+    failures = page[page.index('<table class="failures">') :]
     for reason, count in expected.failures:
         words = reason_words(reason)
         assert words != reason
         item = failures[failures.index(escape(words)) :]
-        item = item[: item.index("</li>")]
+        item = item[: item.index("</tr>")]
         assert f'data-reason="{reason}">{count}<' in item
         phones = [d.cellphone for d in status.deployments if d.status == DeploymentStatus(reason)]
         assert phones
