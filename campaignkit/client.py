@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -14,7 +13,7 @@ from ._calls import ServiceCalls
 from ._io.aiohttp_exchange import AiohttpExchange
 from ._io.closing import AsyncClosing
 from ._io.exchange import Exchange
-from ._io.transport import Sleep, Transport
+from ._io.transport import Transport
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import ConfigurationError
 from .tracker import CampaignTracker, OnState, Target, TrackerGroup, TrackOptions
@@ -34,8 +33,9 @@ class CampaignClient(ServiceCalls, AsyncClosing):
     settings, not both.
 
     The I/O goes through ``exchange`` (default: an aiohttp session, or the
-    injected ``session``, which is left for its owner to close): tests may
-    script it (see :class:`campaignkit.Exchange`).
+    injected ``session``, which is left for its owner to close): tests pass
+    a :class:`campaignkit.testing.MockExchange` (see
+    :class:`campaignkit.testing.Exchange`).
     """
 
     def __init__(
@@ -58,7 +58,6 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         config: ClientConfig | None = None,
         session: aiohttp.ClientSession | None = None,
         exchange: Exchange | None = None,
-        sleep: Sleep | None = None,
     ) -> None:
         settings: dict[str, Any] = {
             name: value
@@ -97,9 +96,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             raise ConfigurationError("pass either session= or exchange=, not both")
         self.config = config
         self.transport = Transport(
-            config,
-            AiohttpExchange(config, session) if exchange is None else exchange,
-            **({} if sleep is None else {"sleep": sleep}),
+            config, AiohttpExchange(config, session) if exchange is None else exchange
         )
         """The retry rules and the exchange: what the tracker and bulk sends call."""
 
@@ -167,7 +164,6 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> CampaignTracker:
         r"""Follow a campaign: an async iterator of every deployment status change.
 
@@ -181,12 +177,11 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         A 404 is retried for ``not_found_grace`` seconds after the first poll
         (the launch may not be visible yet). ``resume`` takes a
         :meth:`CampaignTracker.checkpoint`; ``on_state`` is called (and
-        awaited) on each new ``CampaignState``; ``clock`` is the monotonic
-        clock matching the client's ``sleep=`` (for tests). Mistakes are
+        awaited) on each new ``CampaignState``. Mistakes are
         :class:`ValidationError`\ s.
         """
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state
         )
         return CampaignTracker(self.transport, target, options, resume=resume)
 
@@ -202,14 +197,13 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> TrackerGroup:
         """One merged stream of the changes of many launches (each change's
         ``launch_request_id`` says which), with at most ``concurrency`` status
         requests in flight on this client's pool; options as for :meth:`track`
         (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state
         )
         return TrackerGroup(
             self.transport, targets, options, concurrency=concurrency, resume=resume

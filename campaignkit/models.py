@@ -8,7 +8,7 @@ with its path, before anything is sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -131,12 +131,16 @@ class Deployment:
 
 @attrs.frozen
 class CampaignStatus:
-    """A campaign request and its deployments."""
+    """A campaign request and its deployments.
+
+    ``deployments`` is a read-only sequence (a tuple when built by hand); a
+    decoded answer's makes each :class:`Deployment` as it is read.
+    """
 
     launch_request_id: str
     status: CampaignState
     poll_id: int
-    deployments: tuple[Deployment, ...]
+    deployments: Sequence[Deployment]
 
 
 @attrs.frozen
@@ -167,9 +171,13 @@ class SessionMeta:
 
 @attrs.frozen
 class SessionPage:
-    """One page of a session listing; ``next_id`` is None on the last page."""
+    """One page of a session listing; ``next_id`` is None on the last page.
 
-    results: tuple[SessionMeta, ...]
+    ``results`` is a read-only sequence (a tuple when built by hand); a decoded
+    page's makes each :class:`SessionMeta` as it is read.
+    """
+
+    results: Sequence[SessionMeta]
     next_id: str | None = None
 
 

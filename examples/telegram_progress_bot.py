@@ -36,20 +36,11 @@ from campaignkit.sandbox import client_or_sandbox
 
 
 def progress_text(update: ProgressUpdate) -> str:
-    """The message for one update: a bar, the counts, the top failures, the ETA."""
+    """The message for one update: a bar of the people settled, then the
+    update in campaignkit's words (people per stage, failures, ETA)."""
     width = 20
     filled = round(update.fraction * width)
-    lines = [
-        f"Campaign {'finished' if update.finished else update.state or 'queued'}",
-        f"[{'#' * filled}{'-' * (width - filled)}] {update.done}/{update.total} "
-        f"({update.fraction:.0%})",
-        f"delivered {update.delivered}, failed {update.failed}",
-    ]
-    if update.failures:
-        lines.append("top failures: " + ", ".join(f"{s} x{n}" for s, n in update.failures))
-    if update.eta is not None and not update.finished:
-        lines.append(f"ETA {update.eta:.0f} s")
-    return "\n".join(lines)
+    return f"[{'#' * filled}{'-' * (width - filled)}]\n{update.text()}"
 
 
 class LiveMessage:

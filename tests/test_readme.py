@@ -38,3 +38,30 @@ async def test_the_quickstart_runs_against_the_sandbox(tmp_path: Path) -> None:
     assert any(line.startswith("DONE [") for line in lines)
     assert sum(line.endswith(" messages") for line in lines) == 5  # the sandbox's sessions
     assert lines[-1].startswith("['agent")
+
+
+def section_block(heading: str) -> str:
+    """The first python block of the README section ``## heading``."""
+    text = README.read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None, f"the README section {heading!r} has no python block"
+    return block.group(1)
+
+
+async def run_block(tmp_path: Path, heading: str, env: dict[str, str] | None = None) -> str:
+    """Run the section's block as a script (settings only from ``env``); its stdout."""
+    script = tmp_path / "block.py"
+    script.write_text(section_block(heading))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
+    code, out, err = await run_process(
+        sys.executable, str(script), env=clean | (env or {}), timeout=60
+    )
+    assert code == 0, err
+    return out
+
+
+async def test_the_testing_example_runs_without_a_network(tmp_path: Path) -> None:
+    out = await run_block(tmp_path, "Testing your code")
+    assert out.splitlines()[0] == "Welcome 2 requests, 1 wait"
+    assert out.splitlines()[1].startswith('L1 b\'{"users":[{"cellphone":"3001234567"')

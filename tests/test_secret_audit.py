@@ -130,9 +130,7 @@ Call = Callable[[CampaignClient, dict[str, Any], FakeTime], Awaitable[Any]]
 
 
 async def _track(client: CampaignClient, ctx: dict[str, Any], fake: FakeTime) -> Any:
-    tracker = client.track(
-        ctx["ack"], poll_interval=0.25, max_interval=0.25, timeout=0.5, clock=fake.clock
-    )
+    tracker = client.track(ctx["ack"], poll_interval=0.25, max_interval=0.25, timeout=0.5)
     ctx["objects"].append(tracker)
     try:
         return [change async for change in tracker]
@@ -200,7 +198,7 @@ async def test_every_call_error_and_retry_keeps_the_key_and_phones_out(
     failures: list[BaseException] = []
     ctx: dict[str, Any] = {"objects": []}
     runs = 0
-    async with sb.client(timeout=0.2, retry=retry, sleep=fake.sleep) as client:
+    async with fake.install(sb.client(timeout=0.2, retry=retry)) as client:
         ctx["ack"] = await client.send_campaign(1001, USERS[:1])
         ctx["session"] = (await client.list_sessions(1001)).results[0].id
         await sb.set_clock(advance=60)

@@ -20,6 +20,7 @@ from helpers.exchange import (
 )
 
 from campaignkit import CampaignClient, CampaignKitError, ClientConfig, ConfigurationError, User
+from campaignkit.testing import FakeTime
 
 KEY = "sk_live_Zq7SECRETxK3y9f8e7d6c5b4a"
 PHONE = "3007654321"
@@ -36,19 +37,12 @@ ACK = {
 }
 
 
-async def no_sleep(_: float) -> None:
-    return None
-
-
 def client_on(exchange: ScriptedExchange) -> CampaignClient:
     """A client with the test key whose every request goes to ``exchange``."""
-    return CampaignClient(
-        KEY,
-        base_url=BASE,
-        campaign_url=CAMPAIGN,
-        agent_url=AGENTS,
-        sleep=no_sleep,
-        exchange=exchange,
+    return FakeTime().install(
+        CampaignClient(
+            KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, exchange=exchange
+        )
     )
 
 

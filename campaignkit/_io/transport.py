@@ -1,5 +1,5 @@
 """The retry rules around the I/O seam: a :class:`Request` goes through an
-:class:`Exchange` and is retried with tenacity, by the rules of the README.
+:class:`Exchange` and is retried by the rules of the README, in one loop.
 
 Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
 when the request surely had no effect (a connect failure before any byte was
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import tenacity
-
 from .. import errors
 from .._input.validation import Problems, raise_problems
+from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
 from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 from . import telemetry
@@ -26,8 +26,9 @@ from .exchange import Exchange
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
 
-logger = logging.getLogger("campaignkit")
+logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -56,22 +57,15 @@ def may_have_reached_service(exc: BaseException) -> bool:
     return isinstance(exc, errors.ServerError | errors.RedirectError)
 
 
-class _Backoff(tenacity.wait.wait_base):
-    """Full-jitter exponential backoff, overridden by a ``Retry-After``."""
-
-    def __init__(self, policy: RetryPolicy) -> None:
-        self._policy = policy
-        self._jitter = tenacity.wait_random_exponential(
-            multiplier=policy.backoff_initial, max=policy.backoff_max
-        )
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        outcome = retry_state.outcome
-        exc = outcome.exception() if outcome is not None else None
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            return float(min(retry_after, self._policy.retry_after_cap))
-        return float(self._jitter(retry_state))
+def retry_wait(policy: RetryPolicy, retry: int, failure: BaseException) -> float:
+    """The wait before retry number ``retry`` (1 for the first) after
+    ``failure``: its ``Retry-After`` (capped) if it has one, else full-jitter
+    exponential backoff, uniform in ``[0, min(backoff_max, initial * 2**(retry-1))]``."""
+    retry_after = getattr(failure, "retry_after", None)
+    if retry_after is not None:
+        return float(min(retry_after, policy.retry_after_cap))
+    ceiling = min(policy.backoff_max, policy.backoff_initial * 2.0 ** min(retry - 1, 32))
+    return random.uniform(0, ceiling)
 
 
 def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
@@ -83,29 +77,19 @@ def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
     raise_problems(problems)
 
 
-def _within_deadline(timeout: float, deadline_at: float | None) -> float:
-    """The request timeout, cut to what is left of the call's deadline."""
-    if deadline_at is None:
-        return timeout
-    left = deadline_at - time.monotonic()
-    if left <= 0:
-        raise errors.TimeoutError("the call's deadline passed", request_sent=False)
-    return min(timeout, left)
-
-
 class Transport:
     """Sends requests through an :class:`Exchange` with the retry rules.
 
-    ``sleep`` is the wait between retries (and the tracker's between polls):
-    tests inject one.
+    ``clock`` (monotonic seconds) and ``sleep`` are the time the retries, the
+    tracker's polls and bulk pacing read: :mod:`campaignkit.testing` replaces
+    them with fake time.
     """
 
-    def __init__(
-        self, config: ClientConfig, exchange: Exchange, *, sleep: Sleep = asyncio.sleep
-    ) -> None:
+    def __init__(self, config: ClientConfig, exchange: Exchange) -> None:
         self.config = config
         self.exchange = exchange
-        self.sleep = sleep
+        self.clock: Clock = time.monotonic
+        self.sleep: Sleep = asyncio.sleep
 
     async def aclose(self) -> None:
         """Close the exchange; calling it again does nothing."""
@@ -119,24 +103,37 @@ class Transport:
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> T:
-        """Send ``request`` with retries and return its decoded answer."""
+        """Send ``request`` with retries and return its decoded answer.
+
+        A plain loop: an attempt, then, while the failure is retryable, there
+        are retries left and the wait ends before the call's deadline, a wait
+        from :func:`retry_wait` and another attempt.
+        """
         if timeout is not None or max_retries is not None:
             _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
         timeout = self.config.timeout if timeout is None else timeout
-        deadline_at = None if policy.deadline is None else time.monotonic() + policy.deadline
-        # The first attempt runs outside tenacity: its machinery costs about
-        # 40 us a call, which the success path need not pay.
-        try:
-            return await self.attempt(request, decode, _within_deadline(timeout, deadline_at))
-        except errors.CampaignKitError as exc:
-            failure = exc
-        if retries and is_retryable(request, failure):
+        deadline_at = None if policy.deadline is None else self.clock() + policy.deadline
+        attempt = 1
+        failure: errors.CampaignKitError
+        while True:
+            left = timeout if deadline_at is None else deadline_at - self.clock()
+            if left <= 0:  # only after a wait: the deadline passed meanwhile
+                failure = errors.TimeoutError("the call's deadline passed", request_sent=False)
+                break
             try:
-                return await self._retry(request, decode, failure, retries, timeout, deadline_at)
+                return await self.attempt(request, decode, min(timeout, left), attempt)
             except errors.CampaignKitError as exc:
                 failure = exc
+            if attempt > retries or not is_retryable(request, failure):
+                break
+            wait = retry_wait(policy, attempt, failure)
+            if deadline_at is not None and self.clock() + wait >= deadline_at:
+                break
+            await self.sleep(wait)
+            attempt += 1
+            telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
             failure.users = request.users
         if request.endpoint.is_send and may_have_reached_service(failure):
@@ -147,39 +144,6 @@ class Transport:
                 cause=failure,
             ) from None
         raise failure
-
-    async def _retry(
-        self,
-        request: Request,
-        decode: Decode[T],
-        first_failure: errors.CampaignKitError,
-        retries: int,
-        timeout: float,
-        deadline_at: float | None,
-    ) -> T:
-        """Attempts 2 to ``retries + 1`` of a call whose first attempt failed."""
-        policy = self.config.retry
-        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(retries + 1)
-        if deadline_at is not None:
-            stop = stop | tenacity.stop_before_delay(deadline_at - time.monotonic())
-        retrying = tenacity.AsyncRetrying(
-            stop=stop,
-            wait=_Backoff(policy),
-            retry=tenacity.retry_if_exception(lambda exc: is_retryable(request, exc)),
-            sleep=self.sleep,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                if number == 1:
-                    # Replayed so that tenacity's stop and wait count it.
-                    raise first_failure
-                telemetry.retried(request.endpoint.name)
-                return await self.attempt(
-                    request, decode, _within_deadline(timeout, deadline_at), number
-                )
-        raise AssertionError("unreachable: tenacity either returns or raises")
 
     async def attempt(
         self,

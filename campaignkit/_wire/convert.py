@@ -7,7 +7,6 @@ instead of being silently coerced. :mod:`campaignkit._wire.decode` uses it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
@@ -17,7 +16,7 @@ from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_st
 from cattrs.errors import AttributeValidationNote, ClassValidationError
 from cattrs.preconf.orjson import make_converter
 
-from ..models import SessionMeta, SessionUser, UnixSeconds
+from ..models import UnixSeconds
 from ..status import CampaignState, DeploymentStatus
 
 T = TypeVar("T")
@@ -142,57 +141,3 @@ converter.register_structure_hook(CampaignState, _campaign_state)
 converter.register_structure_hook(datetime, _text_datetime)
 converter.register_structure_hook_func(_is_unix_time, _unix_datetime)
 converter.register_structure_hook_factory(is_sequence, _json_array_of)
-
-
-# A hand-written hook for the class that comes by the ten thousand (a page
-# of sessions): cattrs' generated functions with detailed validation cost
-# about 4x orjson's parse. It reads only what it can check cheaply; anything
-# else (a wrong type, a missing optional field, an offset in the text) goes to
-# the detailed hook, which either builds the object too or names the field.
-
-
-def _fast_utc_text(text: str) -> datetime:
-    # The service's text carries no offset; stating UTC in the text parses
-    # faster than replace(tzinfo=UTC).
-    return datetime.fromisoformat(text + "+00:00")
-
-
-def _fast_session_meta(value: dict[str, Any]) -> SessionMeta:
-    session_id = value["id"]
-    user = value["user"]
-    country_code = user["country_code"]
-    cellphone = user["cellphone"]
-    finished_at = value["finished_at"]
-    if not (type(session_id) is str and type(country_code) is str and type(cellphone) is str):
-        raise TypeError
-    return SessionMeta(
-        session_id,
-        _fast_utc_text(value["created_at"]),
-        SessionUser(country_code, cellphone),
-        None if finished_at is None else _fast_utc_text(finished_at),
-    )
-
-
-def _fast_session_metas(items: Any) -> tuple[SessionMeta, ...]:
-    if type(items) is not list:
-        raise TypeError
-    return tuple([_fast_session_meta(item) for item in items])
-
-
-def _falling_back(fast: Callable[[Any], T], type_: Any) -> Callable[[Any, Any], T]:
-    detailed = converter.get_structure_hook(type_)
-
-    def structure(value: Any, _: Any) -> T:
-        try:
-            return fast(value)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return detailed(value, type_)  # type: ignore[no-any-return]
-
-    return structure
-
-
-_SESSION_METAS = tuple[SessionMeta, ...]
-converter.register_structure_hook(SessionMeta, _falling_back(_fast_session_meta, SessionMeta))
-converter.register_structure_hook_func(
-    lambda type_: type_ == _SESSION_METAS, _falling_back(_fast_session_metas, _SESSION_METAS)
-)

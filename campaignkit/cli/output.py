@@ -14,7 +14,8 @@ import orjson
 
 from .. import errors
 from ..models import CampaignStatus, HistoryEntry
-from ..status import DeploymentStatus, is_in_progress
+from ..progress import ProgressUpdate, campaign_update
+from ..status import DeploymentStatus, is_in_progress, stage_of
 
 
 def plain(value: Any) -> Any:
@@ -63,9 +64,12 @@ def one_line(exc: BaseException) -> str:
 # -- campaign status -------------------------------------------------------------
 
 
-def count_summary(counts: Counter[Any], limit: int = 4) -> str:
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[:limit]
-    return ", ".join(f"{'waiting' if s is None else s} {n}" for s, n in top)
+def stages_line(update: ProgressUpdate) -> str:
+    """The progress line's detail: people per stage, the request in words."""
+    stages = ", ".join(f"{n} {stage}" for stage, n in update.stages().items())
+    if update.state is None:
+        return f"settled; {stages}".rstrip("; ")
+    return f"settled; {stages}; request {update.state.description}"
 
 
 def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
@@ -85,29 +89,23 @@ def status_json(status: CampaignStatus) -> dict[str, Any]:
     return {**plain(status), "counts": counts_json(status)}
 
 
-def _kind(s: DeploymentStatus | None) -> str:
-    if s is None or s.is_in_progress:
-        return "in progress"
-    if s.is_success:
-        return "sent" if s.is_final else "sent (unconfirmed)"
-    return "failed" if s.is_failure else "unknown"
-
-
 def status_table(status: CampaignStatus) -> str:
+    """Deployments per status, with each one's stage and meaning in words, and
+    the people per stage below."""
     counts = status_counts(status)
     total = sum(counts.values()) or 1
     rows = [
-        ("(not taken)" if s is None else s.value, n, f"{100 * n / total:.1f}%", _kind(s))
+        (
+            "(not taken)" if s is None else s.value,
+            n,
+            f"{100 * n / total:.1f}%",
+            stage_of(s),
+            "not taken by the service yet" if s is None else s.description,
+        )
         for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     ]
-    kinds: Counter[str] = Counter()
-    for s, n in counts.items():
-        kinds[_kind(s).split(" ")[0]] += n
-    summary = ", ".join(f"{k} {n} ({100 * n / total:.0f}%)" for k, n in kinds.most_common())
-    return (
-        table(rows, ["status", "count", "share", "kind"])
-        + f"\ntotal {sum(counts.values())}: {summary}"
-    )
+    update = campaign_update(counts, status.status, True)
+    return table(rows, ["status", "count", "share", "stage", "meaning"]) + f"\n{update.summary()}"
 
 
 def format_history(history: Sequence[HistoryEntry]) -> str:

@@ -7,7 +7,7 @@ from ..client import CampaignClient
 from ..models import CampaignStatus
 from .argtypes import positive_float
 from .context import AddCommand, Ctx, ExitStatus
-from .output import Progress, count_summary, settled, status_json, status_table, table
+from .output import Progress, settled, stages_line, status_json, status_table, table
 
 
 def register(add: AddCommand) -> None:
@@ -59,9 +59,8 @@ async def track_campaign(
     with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
         def show() -> None:
-            p = tracker.progress
-            state = tracker.state.value if tracker.state is not None else "..."
-            progress.update(p.done, p.total or None, f"{state}  {count_summary(tracker.counts)}")
+            update = tracker.snapshot()
+            progress.update(update.done, update.total or None, stages_line(update))
 
         async with tracker:
             try:
@@ -80,8 +79,8 @@ def report_status(ctx: Ctx, status: CampaignStatus) -> None:
         ctx.emit(status_json(status))
     else:
         ctx.print(
-            f"{status.status.value}: {len(status.deployments)} deployments, "
-            f"{settled(status)} settled"
+            f"request {status.status.value} ({status.status.description}): "
+            f"{len(status.deployments)} deployments, {settled(status)} settled"
         )
         ctx.print(status_table(status))
 
@@ -112,7 +111,8 @@ async def cmd_status(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.emit(status_json(status))
         return ExitStatus.OK
     ctx.print(
-        f"launch request {status.launch_request_id}: {status.status.value}, poll {status.poll_id}, "
+        f"launch request {status.launch_request_id}: {status.status.value} "
+        f"({status.status.description}), poll {status.poll_id}, "
         f"{len(status.deployments)} deployments, {settled(status)} settled"
     )
     if status.deployments:

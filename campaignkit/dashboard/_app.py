@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from .. import errors
+from .._redaction import redact
 from ._dashboard import Dashboard, UnknownLaunch
 from ._guard import Access, secure_headers
 from ._html import asset, document, launch_body, launch_parts
@@ -175,8 +176,9 @@ def _html(text: str, headers: dict[str, str] | None = None) -> web.Response:
 
 
 def event(payload: dict[str, Any]) -> bytes:
-    """One server-sent event: the single point every streamed byte goes through."""
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+    """One server-sent event, the key redacted: the single point every
+    streamed byte goes through."""
+    return f"data: {redact(orjson.dumps(payload).decode())}\n\n".encode()
 
 
 async def _stream(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ import aiohttp
 import attrs
 
 from .. import errors
+from .._redaction import sdk_logger
 from ..ledger import ACCEPTED, Ledger, RunInfo
 from ._html import LaunchSummary
 from ._listing import PAGE_SIZE, Listing, RunSummary
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Dashboard", "Discover", "UnknownLaunch", "sandbox_launches"]
 
-log = logging.getLogger("campaignkit.dashboard")
+log = sdk_logger("campaignkit.dashboard")
 
 Discover = Callable[[], Awaitable[Iterable[str]]]
 """Lists launch request ids, oldest first (the real service has no such call)."""

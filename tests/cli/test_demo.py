@@ -17,7 +17,7 @@ async def test_demo_end_to_end() -> None:
         "DELIVERED",
         "FAILURE_BY_PAYMENT_ISSUE",
         "PUSH_NOTIFICATION",
-        "total 200",
+        "200/200 settled (100%)",
         "the sandbox POSTed the webhook: HTTP 202",
         "on_reply got session_external_id",
         "Session updated",

@@ -30,7 +30,11 @@ async def test_send_csv_then_status_and_track(sb: Sandbox, tmp_path: Path) -> No
     assert tracked.code == 0, tracked.err
     data = tracked.json()
     assert data["status"] == "DONE"
-    assert data["counts"] == {"DELIVERED": 3, "FAILURE_BY_RATE_LIMIT": 1}
+    # Settled: sent (SUCCESS) may not have become DELIVERED yet.
+    counts = data["counts"]
+    assert counts.pop("FAILURE_BY_RATE_LIMIT") == 1
+    assert counts.get("DELIVERED", 0) + counts.get("SUCCESS", 0) == 3
+    assert set(counts) <= {"DELIVERED", "SUCCESS"}
     assert "tracking" in tracked.err  # the progress line went to stderr
 
     status = await run(sb, "status", launch)

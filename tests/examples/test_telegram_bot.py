@@ -22,7 +22,7 @@ from aiogram.types import Update
 from aiohttp import web
 from helpers.servers import serving
 
-from campaignkit import CampaignClient, CampaignState
+from campaignkit import CampaignClient, CampaignState, DeploymentStatus
 from campaignkit.progress import ProgressUpdate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "telegram_progress_bot.py"
@@ -149,12 +149,18 @@ async def test_the_bot_edits_one_message_within_telegram_s_limits(
     texts = [e.fields["text"] for e in done]
     assert all(a != b for a, b in itertools.pairwise([post.fields["text"], *texts]))
     assert min(b.at - a.at for a, b in itertools.pairwise([post, *done])) >= EVERY * 0.95
-    assert texts[-1] == (
-        "Campaign finished\n"
-        "[####################] 40/40 (100%)\n"
-        "delivered 36, failed 4\n"
-        "top failures: FAILURE x2, INVALID_PHONE x2"
-    )
+    last = texts[-1].splitlines()
+    assert last[:2] == [
+        "[####################]",
+        f"Finished; request {CampaignState.DONE.description}",
+    ]
+    # Every person counted: sent (SUCCESS) ones are not dropped from the total.
+    assert last[2].startswith("40/40 settled (100%): ")
+    assert last[2].endswith(" delivered, 4 failed")
+    assert last[3:] == [
+        "FAILURE x2: failed after 3 retries",
+        f"INVALID_PHONE x2: {DeploymentStatus.INVALID_PHONE.description}",
+    ]
 
 
 async def test_the_command_without_a_path_answers_its_usage(
@@ -172,12 +178,14 @@ async def test_the_command_without_a_path_answers_its_usage(
 
 def test_progress_text_shows_the_eta_until_finished() -> None:
     text: Any = load_example().progress_text
-    update = ProgressUpdate(5, 20, 4, 1, {}, (("FAILURE", 1),), CampaignState.CLAIMED, eta=12.4)
-    assert text(update) == (
-        "Campaign CLAIMED\n"
-        "[#####---------------] 5/20 (25%)\n"
-        "delivered 4, failed 1\n"
-        "top failures: FAILURE x1\n"
-        "ETA 12 s"
+    update = ProgressUpdate(
+        5, 20, 3, 1, {}, (("FAILURE", 1),), CampaignState.CLAIMED, sent=1, eta=12.4
     )
-    assert "ETA" not in text(attrs.evolve(update, finished=True))
+    assert text(update) == (
+        "[#####---------------]\n"
+        f"In progress; request {CampaignState.CLAIMED.description}\n"
+        "5/20 settled (25%): 15 waiting, 1 sent, 3 delivered, 1 failed\n"
+        "FAILURE x1: failed after 3 retries\n"
+        "about 12 s left"
+    )
+    assert "left" not in text(attrs.evolve(update, finished=True))
