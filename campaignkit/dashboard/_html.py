@@ -12,11 +12,11 @@ from importlib import resources
 import attrs
 
 from .._redaction import redact
-from ..status import CampaignState
-from ._funnel import Funnel
+from ..progress import failure_words
+from ..status import DONE_MEANS, CampaignState
+from ._funnel import FUNNEL, Funnel
 from ._svg import chart_svg
 from ._timeline import Sample
-from ._words import LEGEND, reason_words
 
 PHONES_INLINE = 5
 """Phones shown beside a failure reason; the others fold away."""
@@ -34,6 +34,7 @@ __all__ = [
     "percent",
     "poll_label",
     "stack_bar",
+    "state_html",
     "state_of",
     "summary_html",
 ]
@@ -81,10 +82,10 @@ def poll_label(poll_id: int | None, name: str | None) -> str:
 def legend_html() -> str:
     """What each colour and stage means."""
     items = "".join(
-        f'<li><i class="swatch st-{stage}"></i><b>{stage}</b>: {escape(words)}</li>'
-        for stage, words in LEGEND.items()
+        f'<li><i class="swatch st-{stage}"></i><b>{stage}</b>: {escape(stage.description)}</li>'
+        for stage in FUNNEL
     )
-    return f'<ul class="legend">{items}</ul>'
+    return f'<ul class="legend">{items}<li>{escape(DONE_MEANS)}</li></ul>'
 
 
 def funnel_html(funnel: Funnel) -> str:
@@ -125,7 +126,7 @@ def _failure_html(reason: str, count: int, failed: int, phones: Sequence[str]) -
         shown += f"<details><summary>{count - len(first)} more</summary>{more}"
         shown += f" and {unlisted} more</details>" if unlisted else "</details>"
     return (
-        f'<tr data-failure="{escape(reason)}"><td>{escape(reason_words(reason))} '
+        f'<tr data-failure="{escape(reason)}"><td>{escape(failure_words(reason))} '
         f'<code>{escape(reason)}</code></td><td><span class="count" data-reason="{escape(reason)}">'
         f'{count}</span> <span class="share">{percent(count, failed)}</span></td>'
         f'<td class="phones">{shown}</td></tr>'
@@ -148,23 +149,32 @@ def stack_bar(funnel: Funnel) -> str:
 
 
 def state_of(summary: LaunchSummary) -> str:
+    """The request's state (``DONE``...), or why it is not known."""
     if summary.error is not None:
         return "error"
-    return "waiting" if summary.state is None else summary.state.value
+    return "not read yet" if summary.state is None else summary.state.value
+
+
+def state_html(summary: LaunchSummary) -> str:
+    """The request's state in words (``DONE`` alone would read as "everyone
+    done"), its code kept in a ``data-state`` attribute."""
+    state = summary.state
+    words = state_of(summary) if state is None else f"request {state.description}"
+    return f'<span class="state" data-state="{state_of(summary)}">{escape(words)}</span>'
 
 
 def summary_html(summary: LaunchSummary) -> str:
     """Poll, times, state, progress, and the last error if the watch stopped on one."""
     funnel = summary.funnel
-    done = funnel.total - funnel.queued - funnel.taken
+    done = funnel.done
     error = f'<p class="error">{escape(summary.error)}</p>' if summary.error is not None else ""
     return (
         f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
         f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
         f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
-        f'<dt>state</dt><dd class="state" data-state="{state_of(summary)}">'
-        f"{state_of(summary)}</dd>"
-        f"<dt>done</dt><dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
+        f"<dt>state</dt><dd>{state_html(summary)}</dd>"
+        f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
+        f"<dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
         f"<dt>delivered</dt><dd>{funnel.delivered} ({percent(funnel.delivered, funnel.total)})"
         f"</dd><dt>failed</dt><dd>{funnel.failed} ({percent(funnel.failed, funnel.total)})</dd>"
         f"</dl>{error}"

@@ -10,9 +10,10 @@ from urllib.parse import quote
 
 import attrs
 
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
+from ..ledger import IN_FLIGHT, PLANNED
+from ..progress import ProgressUpdate, failure_words, run_update
 from ._funnel import Funnel
-from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_of
+from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_html
 
 __all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "total_funnel"]
 
@@ -21,17 +22,6 @@ PAGE_SIZE = 20
 
 OPEN_UP_TO = 10
 """A run's launches are shown unfolded up to this many."""
-
-RUN_STATES: dict[str, str] = {
-    ACCEPTED: "accepted by the service",
-    REJECTED: "refused by the service: not sent",
-    AMBIGUOUS: "unknown whether the service took them: never resent by itself",
-    IN_FLIGHT: "being sent",
-    PLANNED: "waiting to be sent",
-    "invalid": "not sent: the input row is invalid",
-    "duplicate": "not sent: a phone already in the run",
-}
-"""A run's recipients by ledger state, in the words of the page."""
 
 
 @attrs.frozen
@@ -51,6 +41,13 @@ class RunSummary:
     def total(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def update(self) -> ProgressUpdate:
+        """Its progress in the words every screen uses (``sent``: accepted
+        by the service; delivery is told per launch)."""
+        settled = self.input_done and not (self.counts.get(PLANNED) or self.counts.get(IN_FLIGHT))
+        return run_update(self.counts, None, settled)
+
 
 @attrs.frozen
 class Listing:
@@ -69,8 +66,7 @@ def total_funnel(funnels: Sequence[Funnel]) -> Funnel:
         for reason, count in one.failures:
             failures[reason] = failures.get(reason, 0) + count
     return Funnel(
-        sum(f.queued for f in funnels),
-        sum(f.taken for f in funnels),
+        sum(f.waiting for f in funnels),
         sum(f.sent for f in funnels),
         sum(f.delivered for f in funnels),
         sum(f.unknown for f in funnels),
@@ -85,15 +81,19 @@ def _link(launch_request_id: str) -> str:
     )
 
 
-def _shares(counts: Mapping[str, int], total: int) -> str:
-    """Every non-zero count with its share, in words on hover."""
-    return " · ".join(
-        f'<span class="share" data-count="{state}" data-n="{counts[state]}" '
-        f'title="{escape(words)}">'
-        f"{state.replace('_', ' ')} {counts[state]} ({percent(counts[state], total)})</span>"
-        for state, words in RUN_STATES.items()
-        if counts.get(state)
+def _shares(update: ProgressUpdate) -> str:
+    """Every non-empty stage with its count and share (in words on hover),
+    then the failures in words."""
+    stages = " · ".join(
+        f'<span class="share" data-stage="{stage}" data-n="{n}" '
+        f'title="{escape(stage.description)}">{stage} {n} ({percent(n, update.total)})</span>'
+        for stage, n in update.stages().items()
     )
+    failures = "".join(
+        f"<br>{n} {escape(failure_words(name))} <code>{escape(name)}</code>"
+        for name, n in update.failures
+    )
+    return stages + failures
 
 
 def _launch_row(summary: LaunchSummary) -> str:
@@ -107,7 +107,7 @@ def _launch_row(summary: LaunchSummary) -> str:
         f'<tr data-launch="{escape(summary.launch_request_id)}">'
         f"<td>{_link(summary.launch_request_id)}<br>"
         f"{poll_label(summary.poll_id, summary.poll_name)}</td>"
-        f"<td>{moment(summary.since)}</td><td>{state_of(summary)}</td>"
+        f"<td>{moment(summary.since)}</td><td>{state_html(summary)}</td>"
         f"<td>{funnel.total}</td><td>{stack_bar(funnel)}<br><small>{stages}</small></td></tr>"
     )
 
@@ -134,7 +134,7 @@ def _run_html(run: RunSummary) -> str:
         f'<section class="run" data-run="{escape(run.run)}"><h2>Run <code>{escape(run.run)}'
         f"</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
         f"<p>started {moment(run.created)} · {run.total} recipients{input_state}<br>"
-        f"{_shares(run.counts, run.total)}</p>{delivered}"
+        f"{_shares(run.update)}</p>{delivered}"
         f'<details class="launches"{" open" if len(run.launches) <= OPEN_UP_TO else ""}>'
         f"<summary>{len(run.launches)} launch(es)</summary>"
         f'<table class="launches">{_HEADER}{inside}</table></details></section>'

@@ -40,13 +40,13 @@ def render_report(
     """The report of ``status``; ``history`` (samples of this launch, time
     order) draws the chart, which ends with ``status`` as read at ``now``
     (default: now) and begins at ``started`` (when the launch was sent, if
-    known: every deployment still queued then)."""
+    known: every deployment still waiting then)."""
     now = now or datetime.now(UTC)
     counts = Counter(deployment.status for deployment in status.deployments)
     samples = list(history)
     since = samples[0].at if samples else now
     if started is not None and started < since:
-        start = Sample(started, CampaignState.PENDING, Funnel(queued=len(status.deployments)))
+        start = Sample(started, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
         samples.insert(0, start)
         since = started
     summary = LaunchSummary(

@@ -15,8 +15,8 @@ from helpers.servers import serving
 
 from campaignkit import CampaignClient, DeploymentStatus, User
 from campaignkit.dashboard import Dashboard, dashboard_app, funnel
-from campaignkit.dashboard._words import reason_words
 from campaignkit.ledger import Ledger, SqliteLedger
+from campaignkit.progress import failure_words
 
 from .test_app import FAST, Send, Settle, read_events
 
@@ -59,7 +59,7 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
     assert len(report.launch_request_ids) == 3
     assert f"{poll.name} (poll {poll.id})" in run
     assert f"{len(users)} recipients" in run
-    assert f"accepted {len(users)} (100%)" in run
+    assert f"sent {len(users)} (100%)" in run
     assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", run)
     for launch in report.launch_request_ids:
         assert f'data-launch="{launch}"' in run
@@ -67,7 +67,7 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
     launches = section(page, "<section><h2>Launches</h2>")
     assert f'data-launch="{alone}"' in launches
     assert not any(launch in launches for launch in report.launch_request_ids)
-    for stage in ("queued", "taken", "sent", "delivered", "failed", "unknown"):
+    for stage in ("waiting", "sent", "delivered", "failed", "unknown"):
         assert f"<b>{stage}</b>: " in page  # the legend
 
 
@@ -115,8 +115,8 @@ async def test_failures_are_in_words_with_the_phones_behind_each(
     assert f"<h1>{poll} <code>{launch}</code></h1>" in page
     failures = page[page.index('<table class="failures">') :]
     for reason, count in expected.failures:
-        words = reason_words(reason)
-        assert words != reason
+        words = failure_words(reason)
+        assert words == DeploymentStatus(reason).description
         item = failures[failures.index(escape(words)) :]
         item = item[: item.index("</tr>")]
         assert f'data-reason="{reason}">{count}<' in item

@@ -66,7 +66,7 @@ def test_a_report_is_self_contained_and_escapes_what_it_shows() -> None:
     assert "<b>launch</b>" not in page
     assert "&lt;b&gt;launch&lt;/b&gt;" in page
     assert 'data-stage="delivered">5<' in page
-    assert 'data-stage="queued">1<' in page
+    assert 'data-stage="waiting">1<' in page
     assert 'data-reason="FAILURE_BY_OPTOUT_CONTACT">1<' in page
     assert "<style>" in page
     assert ".st-delivered" in page
@@ -110,7 +110,7 @@ def test_the_chart_starts_when_the_run_started() -> None:
     assert 'aria-label="deployments by stage over 4 min"' in page
     assert "watched since</dt><dd>2026-01-01 00:00:00 UTC" in page
     assert 'aria-label="deployments by stage over 60 s"' in unknown_start
-    assert page.count("<polygon") == 2  # queued from the start, then delivered
+    assert page.count("<polygon") == 2  # waiting from the start, then delivered
 
 
 async def test_follow_report_samples_the_launch_until_it_settles(
