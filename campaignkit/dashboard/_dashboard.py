@@ -156,6 +156,9 @@ class Dashboard:
     def _drop(self, launch_request_id: str) -> None:
         watch = self._watches.pop(launch_request_id)
         del self._viewed[launch_request_id]
+        if not self._started:  # given beyond the bound before serving: never tracked
+            watch.dropped = True
+            return
         task = asyncio.get_running_loop().create_task(watch.close(dropped=True))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)

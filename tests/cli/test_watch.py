@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,3 +161,29 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     assert code == 0
     assert 'data-run="spring"' in page
     assert f"{poll.name} (poll {poll.id})" in page
+
+
+async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        str(SCRIPT),
+        "dashboard",
+        "--port",
+        "0",
+        *sandbox_args(sb),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": "cli-t0ken"},
+    )
+    try:
+        url = (await wait_for_line(proc, "dashboard: ")).split()[1]
+        async with aiohttp.ClientSession() as http, http.get(url.split("?")[0]) as response:
+            without = response.status
+        jar = aiohttp.CookieJar(unsafe=True)  # a browser keeps cookies of IP hosts too
+        async with aiohttp.ClientSession(cookie_jar=jar) as browser, browser.get(url) as response:
+            page = await response.text()
+    finally:
+        code = await stop(proc)
+    assert code == 0
+    assert url.endswith("/?token=cli-t0ken")
+    assert without == 401
+    assert "Campaigns" in page
