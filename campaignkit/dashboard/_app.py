@@ -155,7 +155,10 @@ async def launch_report(request: web.Request) -> web.Response:
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
     return _html(
         render_report(
-            status, watch.timeline.samples, poll_name=(await dashboard.named(watch)).poll_name
+            status,
+            watch.timeline.samples,
+            poll_name=(await dashboard.named(watch)).poll_name,
+            started=dashboard.run_started(launch),
         ),
         headers={
             "Content-Disposition": f'attachment; filename="campaign-{safe_name}.html"',

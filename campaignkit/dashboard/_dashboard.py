@@ -102,6 +102,7 @@ class Dashboard:
         self._polls: dict[int, str] = {}
         self._polls_read_at: float | None = None
         self._run_launches: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._run_created: dict[str, datetime] = {}
         self._watches: dict[str, Watch] = {}
         self._viewed: dict[str, int] = {}
         self._views = itertools.count()
@@ -206,11 +207,12 @@ class Dashboard:
                     launches[record.launch_request_id] = None
             known = self._run_launches[run] = (counts[ACCEPTED], tuple(launches))
         poll_id = _poll_id(info.poll)
+        created = self._run_created[run] = datetime.fromtimestamp(info.created, UTC)
         return RunSummary(
             run,
             poll_id,
             None if poll_id is None else self._polls.get(poll_id),
-            datetime.fromtimestamp(info.created, UTC),
+            created,
             counts,
             info.input_done,
             tuple(
@@ -218,6 +220,13 @@ class Dashboard:
                 for launch in known[1]
             ),
         )
+
+    def run_started(self, launch_request_id: str) -> datetime | None:
+        """When the bulk run that sent the launch started, if listed already."""
+        for run, (_, launches) in self._run_launches.items():
+            if launch_request_id in launches:
+                return self._run_created.get(run)
+        return None
 
     async def named(self, watch: Watch) -> LaunchSummary:
         """The watch's summary, its poll's name read first if unknown."""

@@ -57,6 +57,8 @@ class LaunchSummary:
     poll_id: int | None = None
     poll_name: str | None = None
     since: datetime | None = None
+    started: datetime | None = None
+    """When its bulk run started, where a ledger says."""
     phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
@@ -171,8 +173,12 @@ def summary_html(summary: LaunchSummary) -> str:
     return (
         f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
         f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
-        f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
-        f"<dt>state</dt><dd>{state_html(summary)}</dd>"
+        + (
+            f"<dt>run started</dt><dd>{moment(summary.started)}</dd>"
+            if summary.started is not None
+            else f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
+        )
+        + f"<dt>state</dt><dd>{state_html(summary)}</dd>"
         f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
         f"<dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
         f"<dt>delivered</dt><dd>{funnel.delivered} ({percent(funnel.delivered, funnel.total)})"

@@ -48,7 +48,6 @@ def render_report(
     if started is not None and started < since:
         start = Sample(started, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
         samples.insert(0, start)
-        since = started
     summary = LaunchSummary(
         status.launch_request_id,
         status.status,
@@ -56,6 +55,7 @@ def render_report(
         poll_id=status.poll_id,
         poll_name=poll_name,
         since=since,
+        started=started,
         phones=failed_phones(status.deployments),
     )
     if not samples or samples[-1].at < now:  # the chart runs up to the reading

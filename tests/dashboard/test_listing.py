@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
@@ -52,8 +53,11 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
     async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
         await get(http, f"{url}/launches/{followed}")
         page = await get(http, f"{url}/")
+        report_page = await get(http, f"{url}/launches/{followed}/report.html")
     info = await ledger.run_info("promo")
     assert info is not None
+    started = datetime.fromtimestamp(info.created, UTC)
+    assert f"run started</dt><dd>{started:%Y-%m-%d %H:%M:%S} UTC" in report_page
 
     run = section(page, '<section class="run" data-run="promo">')
     assert len(report.launch_request_ids) == 3

@@ -108,7 +108,7 @@ def test_the_chart_starts_when_the_run_started() -> None:
     unknown_start = render_report(status, seen, now=start + timedelta(minutes=4))
 
     assert 'aria-label="deployments by stage over 4 min"' in page
-    assert "watched since</dt><dd>2026-01-01 00:00:00 UTC" in page
+    assert "run started</dt><dd>2026-01-01 00:00:00 UTC" in page
     assert 'aria-label="deployments by stage over 60 s"' in unknown_start
     assert page.count("<polygon") == 2  # waiting from the start, then delivered
 
