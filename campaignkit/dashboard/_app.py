@@ -91,7 +91,9 @@ async def index_events(request: web.Request) -> web.StreamResponse:
                 for r in listing.runs
             ],
             "launches": [
-                {
+                {"launch_request_id": s, "state": None, "funnel": None}
+                if isinstance(s, str)
+                else {
                     "launch_request_id": s.launch_request_id,
                     "state": s.state,
                     "funnel": s.funnel.to_json(),

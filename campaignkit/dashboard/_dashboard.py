@@ -30,6 +30,9 @@ log = sdk_logger("campaignkit.dashboard")
 Discover = Callable[[], Awaitable[Iterable[str]]]
 """Lists launch request ids, oldest first (the real service has no such call)."""
 
+MAX_KNOWN = 10_000
+"""Launches listed (followed or not); beyond it the oldest are forgotten."""
+
 LAUNCH_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 """What a launch request id may look like; anything else is not asked about."""
 
@@ -101,6 +104,8 @@ class Dashboard:
         """Lists bulk runs, each with its launches (the caller opens and closes it)."""
         self._polls: dict[int, str] = {}
         self._polls_read_at: float | None = None
+        self._known: dict[str, None] = {}
+        """Every launch given, discovered or followed, oldest first (the list's rows)."""
         self._run_launches: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._run_created: dict[str, datetime] = {}
         self._watches: dict[str, Watch] = {}
@@ -117,6 +122,7 @@ class Dashboard:
         as is. Beyond ``max_followed`` launches the least recently viewed one
         is dropped (its tracker closed)."""
         self._viewed[launch_request_id] = next(self._views)
+        self._know(launch_request_id)
         watch = self._watches.get(launch_request_id)
         if watch is None:
             watch = Watch(
@@ -129,6 +135,12 @@ class Dashboard:
                 self._drop(min(self._viewed, key=self._viewed.__getitem__))
             self.signal.bump()
         return watch
+
+    def _know(self, launch_request_id: str) -> None:
+        if launch_request_id not in self._known:
+            self._known[launch_request_id] = None
+            if len(self._known) > MAX_KNOWN:
+                del self._known[next(iter(self._known))]
 
     async def follow(self, launch_request_id: str) -> Watch:
         """The watch of a launch a visitor asked for: a followed one is
@@ -191,9 +203,13 @@ class Dashboard:
         shown = slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE)
         listed = [await self._run_summary(info) for info in runs[shown]]
         in_runs = {launch for _, launches in self._run_launches.values() for launch in launches}
-        alone = [s for s in self.summaries() if s.launch_request_id not in in_runs]
+        alone = [launch for launch in reversed(self._known) if launch not in in_runs]
         pages = max(1, -(-max(len(runs), len(alone)) // PAGE_SIZE))
-        return Listing(tuple(listed), tuple(alone[shown]), page, pages)
+        rows = tuple(
+            self.summary(watch) if (watch := self._watches.get(launch)) else launch
+            for launch in alone[shown]
+        )
+        return Listing(tuple(listed), rows, page, pages)
 
     async def _run_summary(self, info: RunInfo) -> RunSummary:
         assert self.ledger is not None
@@ -246,8 +262,9 @@ class Dashboard:
             log.warning("reading the polls' names failed: %s", exc)
 
     async def refresh(self) -> None:
-        """Add what ``discover`` lists (its last ``discover_limit``), at most
-        once every ``discover_every`` seconds; a failure is logged, not raised."""
+        """List what ``discover`` lists and follow the newest ``discover_limit``
+        of those it had not listed before, at most once every
+        ``discover_every`` seconds; a failure is logged, not raised."""
         if self._discover is None:
             return
         async with self._discovering:
@@ -260,8 +277,13 @@ class Dashboard:
             except Exception as exc:
                 log.warning("listing launches failed: %s", exc)
                 return
-        for launch_request_id in found[-self._discover_limit :]:
+        new = [launch for launch in found if launch not in self._known]
+        for launch_request_id in new:
+            self._know(launch_request_id)
+        for launch_request_id in new[-self._discover_limit :]:
             self.add(launch_request_id)
+        if new:
+            self.signal.bump()
 
     async def start(self) -> None:
         self._started = True

@@ -54,7 +54,8 @@ class Listing:
     """One page of the list (``page`` of ``pages``, from 1)."""
 
     runs: tuple[RunSummary, ...]
-    launches: tuple[LaunchSummary, ...]
+    launches: tuple[LaunchSummary | str, ...]
+    """Launches of no run listed, newest first (followed ones as summaries)."""
     page: int = 1
     pages: int = 1
 
@@ -112,16 +113,20 @@ def _launch_row(summary: LaunchSummary) -> str:
     )
 
 
+def _row(launch: LaunchSummary | str) -> str:
+    """A followed launch's row, or a link to follow one."""
+    if isinstance(launch, LaunchSummary):
+        return _launch_row(launch)
+    return (
+        f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td>'
+        '<td colspan="4" class="none">not followed: open it to follow it</td></tr>'
+    )
+
+
 def _run_html(run: RunSummary) -> str:
     followed = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
     delivery = total_funnel([launch.funnel for launch in followed])
-    inside = "".join(
-        _launch_row(launch)
-        if isinstance(launch, LaunchSummary)
-        else f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td>'
-        '<td colspan="4" class="none">not followed: open it to follow it</td></tr>'
-        for launch in run.launches
-    )
+    inside = "".join(map(_row, run.launches))
     delivered = (
         f"<p>delivery of the {len(followed)} launch(es) followed: {stack_bar(delivery)} "
         f"{delivery.delivered} delivered of {delivery.total} "
@@ -158,7 +163,7 @@ def _pager(page: int, pages: int) -> str:
 def listing_html(listing: Listing) -> str:
     """The page: a legend, the runs, the launches of no run, the pager."""
     runs = "".join(_run_html(run) for run in listing.runs)
-    rows = "".join(_launch_row(summary) for summary in listing.launches)
+    rows = "".join(map(_row, listing.launches))
     launches = (
         f'<section><h2>Launches</h2><table class="launches">{_HEADER}{rows}</table></section>'
         if rows

@@ -129,3 +129,23 @@ async def test_failures_are_in_words_with_the_phones_behind_each(
         for phone in phones:
             assert phone in item
     assert f"delivered</dt><dd>{expected.delivered} (" in page
+
+
+async def test_every_discovered_launch_is_listed_the_newest_followed(
+    client: CampaignClient, users: list[User]
+) -> None:
+    poll = (await client.list_polls())[0].id
+    sent = [(await client.send_campaign(poll, users[:1])).launch_request_id for _ in range(30)]
+
+    async def discover() -> list[str]:
+        return sent
+
+    dashboard = Dashboard(client, discover=discover, discover_limit=5, **FAST)
+    async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
+        first, second = await get(http, f"{url}/"), await get(http, f"{url}/?page=2")
+
+    newest_first = sent[::-1]
+    assert re.findall(r'<tr data-launch="([^"]+)"', first) == newest_first[:20]
+    assert re.findall(r'<tr data-launch="([^"]+)"', second) == newest_first[20:]
+    assert first.count("not followed") == 15
+    assert dashboard.followed == 5
