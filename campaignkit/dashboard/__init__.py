@@ -2,8 +2,9 @@
 events, inline SVG, everything served from the package) and the same funnel
 and chart as a self-contained HTML report.
 
-- ``_funnel``: the one mapping of deployment statuses to funnel stages.
-- ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments.
+- ``_funnel``: deployments per stage, in the words of :mod:`campaignkit.status`.
+- ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments;
+  ``_listing``: the front page (bulk runs with their launches, paged).
 - ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part;
   ``_guard``: who may use it (host, token, origin checks, security headers).
 """
