@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ._redaction import register
 from .errors import ConfigurationError
 
 __all__ = ["ClientConfig", "RetryPolicy", "SessionQueryNames"]
@@ -109,6 +110,9 @@ class ClientConfig:
     max_connections: int = 100
 
     def __attrs_post_init__(self) -> None:
+        if isinstance(self.api_key, str):
+            # First, so that even the errors below cannot show it.
+            register(self.api_key)
         if not isinstance(self.api_key, str) or not self.api_key.strip():
             raise ConfigurationError(
                 f"no API key: pass api_key= or set {ENV_API_KEY} "

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from .. import errors
 from .._input.validation import Problems, raise_problems
+from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
 from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 from . import telemetry
@@ -27,7 +28,7 @@ T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
 
-logger = logging.getLogger("campaignkit")
+logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TextIO
 import attrs
 
 from .. import errors
+from .._redaction import redact
 from ..client import CampaignClient
 from .output import dumps
 
@@ -77,15 +78,15 @@ class Ctx:
         return bool(self.args.json)
 
     def print(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        print(redact(text), file=self.out, flush=True)
 
     def note(self, text: str) -> None:
         """Remarks for a person: on stderr, so stdout stays data."""
         if not self.args.quiet:
-            print(text, file=self.err, flush=True)
+            print(redact(text), file=self.err, flush=True)
 
     def emit(self, data: Any) -> None:
-        self.out.write(dumps(data).decode() + "\n")
+        self.out.write(redact(dumps(data).decode()) + "\n")
         self.out.flush()
 
     def client(self) -> CampaignClient:

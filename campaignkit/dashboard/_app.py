@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from .. import errors
+from .._redaction import redact
 from ._dashboard import Dashboard
 from ._html import asset, document, launch_body, launch_parts, launches_html
 from ._report import render_report
@@ -161,7 +162,8 @@ async def _stream(
                 await before()
             if signal.version != seen:
                 seen = signal.version
-                await response.write(b"data: " + orjson.dumps(render()) + b"\n\n")
+                data = redact(orjson.dumps(render()).decode())
+                await response.write(f"data: {data}\n\n".encode())
             else:
                 await response.write(b": idle\n\n")
             await signal.wait(seen, dashboard.discover_every)

@@ -4,12 +4,12 @@ those a ``discover`` hook lists (the sandbox's launches), each watched."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 import aiohttp
 
+from .._redaction import sdk_logger
 from ._html import LaunchSummary
 from ._watch import Signal, Watch
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Dashboard", "Discover", "sandbox_launches"]
 
-log = logging.getLogger("campaignkit.dashboard")
+log = sdk_logger("campaignkit.dashboard")
 
 Discover = Callable[[], Awaitable[Iterable[str]]]
 """Lists launch request ids, oldest first (the real service has no such call)."""

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import attrs
 
+from .._redaction import redact
 from ..status import CampaignState
 from ._funnel import Funnel
 from ._svg import chart_svg
@@ -121,8 +122,9 @@ def launches_html(summaries: Iterable[LaunchSummary]) -> str:
 
 
 def document(title: str, body: str, *, head: str) -> str:
-    """A whole HTML page; ``head`` brings the style (a link or inline)."""
-    return (
+    """A whole HTML page (a live one or the report), API keys redacted;
+    ``head`` brings the style (a link or inline)."""
+    return redact(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title>{head}</head><body>{body}</body></html>"

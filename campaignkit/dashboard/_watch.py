@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 import tenacity
 
 from .. import errors
+from .._redaction import sdk_logger
 from ..models import CampaignStatus
 from ..status import CampaignState, DeploymentStatus
 from ..tracker import CampaignTracker
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Signal", "Watch"]
 
-log = logging.getLogger("campaignkit.dashboard")
+log = sdk_logger("campaignkit.dashboard")
 
 
 class Signal:

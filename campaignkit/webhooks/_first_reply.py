@@ -30,19 +30,19 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from .._redaction import sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
 from ._payload import ID_FIELD, ReplyEvent, extract_reply
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 DEFAULT_SECRET_HEADER = "X-Webhook-Secret"
 DEFAULT_MAX_BODY = 1024 * 1024

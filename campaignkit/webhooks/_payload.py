@@ -13,17 +13,17 @@ are skipped and logged).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 import attrs
 import orjson
 
+from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 NESTING_KEYS: tuple[str, ...] = (
     "data",
