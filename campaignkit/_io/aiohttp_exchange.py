@@ -36,7 +36,7 @@ class AiohttpExchange:
             raise errors.CampaignKitError("the client is closed")
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._config.max_connections)
-            session = aiohttp.ClientSession(connector=connector)
+            session = aiohttp.ClientSession(connector=connector, trust_env=self._config.trust_env)
             # aiohttp silently resends a GET once when a pooled connection
             # drops: our retry policy is the only one, so max_retries bounds
             # the requests a call makes (and the tracker counts every poll).
