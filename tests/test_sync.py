@@ -13,7 +13,7 @@ from helpers.tracking import answer, dep
 from campaignkit import CampaignKitError, NotFoundError, User, ValidationError
 from campaignkit.sandbox import Sandbox
 from campaignkit.sync import CampaignClient
-from campaignkit.testing import Answer, MockExchange
+from campaignkit.testing import Answer, FakeTime, MockExchange
 
 KEY = "sk_test_sync_0123456789"
 BASE = "https://main.test"
@@ -89,3 +89,14 @@ def test_breaking_out_of_tracking_closes_the_tracker() -> None:
         assert tracker.aio.finished  # closed by the break, nothing left polling
         assert len(exchange.requests) == 1
     assert sync_threads() == []
+
+
+def test_fake_time_and_the_fake_exchange_serve_the_blocking_client_too() -> None:
+    replies = [Answer.json({}, status=503), Answer.json(POLLS)]
+    exchange = MockExchange({"GET /poll/api/all": replies})
+    time = FakeTime()
+    client = time.install(CampaignClient(KEY, base_url=BASE, exchange=exchange))
+    with client, client.raw_answers() as answers:
+        assert [poll.id for poll in client.list_polls()] == [1]
+    assert [a.status for a in answers] == [503, 200]
+    assert len(time.sleeps) == 1
