@@ -73,6 +73,8 @@ DESIGN_NAMES = {
         "NoAgentAvailableError",
     ],
     "campaignkit.workers": ["BulkWorkers", "broker_from"],
+    "campaignkit.sync": ["CampaignClient"],
+    "campaignkit.testing": ["Exchange", "MockExchange", "Answer", "Request", "FakeTime"],
 }
 
 ALL = [
@@ -103,6 +105,7 @@ ALL = [
     "Poll",
     "ProgressUpdate",
     "RateLimitError",
+    "RawAnswer",
     "RedirectError",
     "ResponseError",
     "RetiredEndpointError",

@@ -28,6 +28,9 @@ _CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
 _CELLPHONE = re.compile(r"[0-9]{4,15}")
 _SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Unreserved characters, not starting with a dot (so not "." or ".."): such a
+# segment is its own encoding. The usual id; a fast path for benchmarks row 3.
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*").fullmatch
 
 
 def is_text(value: object) -> bool:
@@ -232,6 +235,8 @@ def path_segment(name: str, value: Any, problems: Problems) -> str:
     Refuses what could still change the request's target once encoded: empty
     values, ``.`` and ``..``, and control characters.
     """
+    if (type(value) is str and _PLAIN_SEGMENT(value)) or type(value) is int:
+        return str(value)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
