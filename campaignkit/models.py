@@ -171,13 +171,9 @@ class SessionMeta:
 
 @attrs.frozen
 class SessionPage:
-    """One page of a session listing; ``next_id`` is None on the last page.
+    """One page of a session listing; ``next_id`` is None on the last page."""
 
-    ``results`` is a read-only sequence (a tuple when built by hand); a decoded
-    page's makes each :class:`SessionMeta` as it is read.
-    """
-
-    results: Sequence[SessionMeta]
+    results: tuple[SessionMeta, ...]
     next_id: str | None = None
 
 
