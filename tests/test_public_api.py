@@ -98,6 +98,7 @@ ALL = [
     "HistoryEntry",
     "LedgerError",
     "LegacyDeployment",
+    "Location",
     "Message",
     "NotFoundError",
     "Poll",
