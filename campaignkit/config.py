@@ -70,13 +70,14 @@ def is_retry_count(value: object) -> bool:
 
 @attrs.frozen
 class SessionQueryNames:
-    """Query parameter names of the session listing; the spec does not publish
-    them. Override these if the service names them otherwise."""
+    """Query parameter names of the session listing: the spec does not publish
+    them, the service's public documentation does (``since``, ``until``,
+    ``limit``, ``after``). Override them here, in one place, if it changes."""
 
-    start: str = "start"
-    end: str = "end"
+    start: str = "since"
+    end: str = "until"
     limit: str = "limit"
-    cursor: str = "next_id"
+    cursor: str = "after"
 
 
 @attrs.frozen

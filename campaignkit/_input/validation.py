@@ -155,11 +155,15 @@ def session_keys_wire(keys: Any, path: str, problems: Problems) -> list[dict[str
                 and key.isascii()
                 and value.isascii()
                 and key != DEPLOYMENT_SQUAD
+                and item.type is None
             ):
                 wire.append({"key": key, "value": value})
                 continue
         _session_key_problems(item, f"{path}[{len(wire)}]", problems)
-        wire.append({"key": getattr(item, "key", None), "value": getattr(item, "value", None)})  # type: ignore[dict-item]
+        entry = {"key": getattr(item, "key", None), "value": getattr(item, "value", None)}
+        if getattr(item, "type", None) is not None:
+            entry["type"] = item.type
+        wire.append(entry)  # type: ignore[arg-type]
     return wire
 
 
@@ -186,6 +190,8 @@ def _session_key_problems(item: Any, path: str, problems: Problems) -> None:
         problems.append((f"{path}.value", value_problem + name))
     elif item.key == DEPLOYMENT_SQUAD and not _SQUAD.fullmatch(item.value):
         problems.append((f"{path}.value", "deployment_squad must be DS_<cellphone>"))
+    if item.type is not None and (not is_text(item.type) or not item.type):
+        problems.append((f"{path}.type", "must be None or a non-empty UTF-8 string"))
 
 
 def unix_seconds(value: Any, path: str, problems: Problems) -> int:
