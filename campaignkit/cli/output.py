@@ -28,8 +28,16 @@ from ..status import DeploymentStatus, is_in_progress, stage_of
 def plain(value: Any) -> Any:
     """attrs instances (nested) as plain JSON-able data."""
     if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=True)
+        return attrs.asdict(value, recurse=True, value_serializer=_made_on_access)
     if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _made_on_access(_: object, __: object, value: Any) -> Any:
+    # A decoded status's deployments are a sequence that makes each one when
+    # read, which asdict does not walk as it walks a tuple.
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list | tuple):
         return [plain(v) for v in value]
     return value
 
