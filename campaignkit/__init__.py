@@ -2,7 +2,7 @@
 
 from ._version import __version__
 from .bulk import BulkProgress, BulkReport, ausers_from_csv, users_from_csv
-from .client import CampaignClient
+from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
     AmbiguousSendError,
@@ -74,6 +74,7 @@ __all__ = [
     "Poll",
     "ProgressUpdate",
     "RateLimitError",
+    "RawAnswer",
     "RedirectError",
     "ResponseError",
     "RetiredEndpointError",

@@ -9,7 +9,7 @@ with its path, before anything is sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -160,12 +160,16 @@ class Deployment:
 
 @attrs.frozen
 class CampaignStatus:
-    """A campaign request and its deployments."""
+    """A campaign request and its deployments.
+
+    ``deployments`` is a read-only sequence (a tuple when built by hand); a
+    decoded answer's makes each :class:`Deployment` as it is read.
+    """
 
     launch_request_id: str
     status: CampaignState
     poll_id: int
-    deployments: tuple[Deployment, ...]
+    deployments: Sequence[Deployment]
 
 
 @attrs.frozen

@@ -78,6 +78,8 @@ DESIGN_NAMES = {
         "NoAgentAvailableError",
     ],
     "campaignkit.workers": ["BulkWorkers", "broker_from"],
+    "campaignkit.sync": ["CampaignClient"],
+    "campaignkit.testing": ["Exchange", "MockExchange", "Answer", "Request", "FakeTime"],
 }
 
 ALL = [
@@ -109,6 +111,7 @@ ALL = [
     "Poll",
     "ProgressUpdate",
     "RateLimitError",
+    "RawAnswer",
     "RedirectError",
     "ResponseError",
     "RetiredEndpointError",

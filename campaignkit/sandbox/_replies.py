@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import logging
 import random
 from typing import Any
 
+from .._redaction import sdk_logger
 from ..status import DeploymentStatus
 from ._outcomes import OUTCOMES, wire
 from ._state import Company, Launch, NotRepliable, World
@@ -21,7 +21,7 @@ from ._webhooks import Webhooks, closed_event, flat_event
 
 __all__ = ["Replies"]
 
-log = logging.getLogger("campaignkit.sandbox")
+log = sdk_logger("campaignkit.sandbox")
 _DELIVERED = wire(DeploymentStatus.DELIVERED)
 _OPTOUT = wire(DeploymentStatus.FAILURE_BY_OPTOUT_CONTACT)
 

@@ -8,7 +8,6 @@ answer's ``user_session_keys`` are merged into the session; the service waits
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -16,11 +15,12 @@ import aiohttp
 import attrs
 import orjson
 
+from .._redaction import sdk_logger
 from ._sessions import US, SessionRecord, format_time
 
 __all__ = ["KINDS", "WebhookTargets", "Webhooks", "flat_event", "closed_event"]
 
-log = logging.getLogger("campaignkit.sandbox")
+log = sdk_logger("campaignkit.sandbox")
 
 KINDS = ("response", "delivered", "read", "opt_out", "conversation_closed")
 """The kinds of calls the sandbox makes (``EventKind`` values)."""

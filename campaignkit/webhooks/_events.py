@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import enum
 import json
-import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
+from .._redaction import sdk_logger
 from ..models import SessionKey
 
 __all__ = ["EventKind", "WebhookEvent", "parse_event"]
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 _SPEC_ID = "session_external_id"
 

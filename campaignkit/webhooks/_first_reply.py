@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,13 +38,14 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from .._redaction import sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
 from ._payload import ID_FIELD, ReplyEvent, read_reply
 from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 OnReply = Callable[[ReplyEvent], Awaitable[Any] | Any]
 

@@ -20,10 +20,13 @@ from typing import Any, NoReturn
 
 import attrs
 
+from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._checks import MAX_ID_LENGTH, problem_of
 from ._events import EventKind, parse_event, session_keys_of
+
+logger = sdk_logger("campaignkit.webhooks")
 
 NESTING_KEYS: tuple[str, ...] = (
     "data",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
+from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import error_answer
@@ -27,7 +27,7 @@ from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
 from ._events import EventKind, WebhookEvent, parse_event
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 DEFAULT_SECRET_HEADER = "X-Webhook-Secret"
 DEFAULT_MAX_BODY = 1024 * 1024
