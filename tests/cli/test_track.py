@@ -9,6 +9,7 @@ from aiohttp import web
 from helpers.cli import (
     first_poll,
     run,
+    subprocess,
 )
 from helpers.servers import serving
 
@@ -87,6 +88,6 @@ async def test_a_port_in_use_says_so() -> None:
 
 
 async def test_track_help_says_what_done_means() -> None:
-    result = await run(None, "track", "--help")
+    result = await subprocess("track", "--help")
     assert result.code == 0
     assert "Done: settled, no longer waiting" in " ".join(result.out.split())
