@@ -118,8 +118,10 @@ def test_an_excel_file_in_a_spanish_locale_is_read(tmp_path: Path) -> None:
         "saldo": "1.234,50",
     }
     assert isinstance(second, InvalidInput)
-    assert second.reason.startswith("line 3: country_code: must be '+' and 1 to 4 digits")
-    assert second.reason.endswith(" (did you mean '+57'?)")
+    assert second.reason == (
+        "line 3: country_code: must be '+' and 1 to 4 digits, but a str ('57') was given "
+        "(did you mean '+57'?)"
+    )
 
 
 def test_a_header_without_the_columns_says_how_it_was_split(tmp_path: Path) -> None:
