@@ -83,6 +83,9 @@ class _BytesSource:
         self.body = body
         self.config = ClientConfig("sk_bench_tracker", campaign_url="http://127.0.0.1:9")
 
+    def clock(self) -> float:
+        return time.monotonic()
+
     async def sleep(self, seconds: float) -> None:
         pass
 

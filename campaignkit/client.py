@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -14,12 +14,12 @@ from ._calls import ServiceCalls
 from ._io.aiohttp_exchange import AiohttpExchange
 from ._io.closing import AsyncClosing
 from ._io.exchange import Exchange
-from ._io.transport import Sleep, Transport
+from ._io.transport import RawAnswer, Transport, recording_answers
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import ConfigurationError
 from .tracker import CampaignTracker, OnState, Target, TrackerGroup, TrackOptions
 
-__all__ = ["CampaignClient"]
+__all__ = ["CampaignClient", "RawAnswer"]
 
 
 class CampaignClient(ServiceCalls, AsyncClosing):
@@ -34,8 +34,9 @@ class CampaignClient(ServiceCalls, AsyncClosing):
     settings, not both.
 
     The I/O goes through ``exchange`` (default: an aiohttp session, or the
-    injected ``session``, which is left for its owner to close): tests may
-    script it (see :class:`campaignkit.Exchange`).
+    injected ``session``, which is left for its owner to close): tests pass
+    a :class:`campaignkit.testing.MockExchange` (see
+    :class:`campaignkit.testing.Exchange`).
     """
 
     def __init__(
@@ -55,10 +56,12 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         session_query: SessionQueryNames | None = None,
         max_response_bytes: int | None = None,
         max_connections: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        trust_env: bool | None = None,
+        log_bodies: bool | None = None,
         config: ClientConfig | None = None,
         session: aiohttp.ClientSession | None = None,
         exchange: Exchange | None = None,
-        sleep: Sleep | None = None,
     ) -> None:
         settings: dict[str, Any] = {
             name: value
@@ -76,6 +79,9 @@ class CampaignClient(ServiceCalls, AsyncClosing):
                 ("session_query", session_query),
                 ("max_response_bytes", max_response_bytes),
                 ("max_connections", max_connections),
+                ("default_headers", default_headers),
+                ("trust_env", trust_env),
+                ("log_bodies", log_bodies),
             )
             if value is not None
         }
@@ -97,9 +103,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             raise ConfigurationError("pass either session= or exchange=, not both")
         self.config = config
         self.transport = Transport(
-            config,
-            AiohttpExchange(config, session) if exchange is None else exchange,
-            **({} if sleep is None else {"sleep": sleep}),
+            config, AiohttpExchange(config, session) if exchange is None else exchange
         )
         """The retry rules and the exchange: what the tracker and bulk sends call."""
 
@@ -109,6 +113,19 @@ class CampaignClient(ServiceCalls, AsyncClosing):
     async def aclose(self) -> None:
         """Close the connection pool (if the client owns it); idempotent."""
         await self.transport.aclose()
+
+    def raw_answers(self) -> contextlib.AbstractContextManager[list[RawAnswer]]:
+        """Record the raw answers of the calls made inside a ``with`` block::
+
+            with client.raw_answers() as answers:
+                polls = await client.list_polls()
+            answers[-1].status, answers[-1].headers["Date"], answers[-1].body
+
+        Every HTTP answer (status, headers, body bytes) of any call, retries
+        and error answers included, in order, as a :class:`RawAnswer`. It
+        follows the block's task and the tasks started in it.
+        """
+        return recording_answers()
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -167,7 +184,6 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> CampaignTracker:
         r"""Follow a campaign: an async iterator of every deployment status change.
 
@@ -181,12 +197,11 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         A 404 is retried for ``not_found_grace`` seconds after the first poll
         (the launch may not be visible yet). ``resume`` takes a
         :meth:`CampaignTracker.checkpoint`; ``on_state`` is called (and
-        awaited) on each new ``CampaignState``; ``clock`` is the monotonic
-        clock matching the client's ``sleep=`` (for tests). Mistakes are
+        awaited) on each new ``CampaignState``. Mistakes are
         :class:`ValidationError`\ s.
         """
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state
         )
         return CampaignTracker(self.transport, target, options, resume=resume)
 
@@ -202,14 +217,13 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> TrackerGroup:
         """One merged stream of the changes of many launches (each change's
         ``launch_request_id`` says which), with at most ``concurrency`` status
         requests in flight on this client's pool; options as for :meth:`track`
         (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state, clock
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state
         )
         return TrackerGroup(
             self.transport, targets, options, concurrency=concurrency, resume=resume

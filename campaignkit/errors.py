@@ -11,6 +11,8 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._redaction import redact
+
 if TYPE_CHECKING:
     from .models import CampaignStatus, User
 
@@ -35,7 +37,18 @@ __all__ = [
 
 
 class CampaignKitError(Exception):
-    """Base class of every campaignkit error."""
+    """Base class of every campaignkit error.
+
+    Its text is redacted when it is built (and each note when it is added):
+    no API key, nor a part of one, shows in its message, ``repr``, notes or
+    traceback, even when it quotes a body the service or a proxy echoed.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(arg) if isinstance(arg, str) else arg for arg in args))
+
+    def add_note(self, note: str, /) -> None:
+        super().add_note(redact(note) if isinstance(note, str) else note)
 
 
 class ConfigurationError(CampaignKitError):
@@ -56,7 +69,9 @@ class ValidationError(CampaignKitError, ValueError):
     """
 
     def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
-        self.problems: tuple[tuple[str, str], ...] = tuple(problems)
+        self.problems: tuple[tuple[str, str], ...] = tuple(
+            (path, redact(message)) for path, message in problems
+        )
         lines = "".join(f"\n  {path}: {message}" for path, message in self.problems)
         count = len(self.problems)
         super().__init__(f"{count} invalid input{'s' if count != 1 else ''}:{lines}")
@@ -67,7 +82,8 @@ class APIError(CampaignKitError):
 
     ``detail`` is set for ``{detail}`` bodies (kept as sent, in English or
     Spanish); ``error`` and ``message`` for ``{error, message}`` bodies.
-    ``url`` never carries the API key (it travels in a header only).
+    ``url`` never carries the API key (it travels in a header only). Every
+    text, ``body`` included, is redacted (see :class:`CampaignKitError`).
     """
 
     def __init__(
@@ -83,11 +99,11 @@ class APIError(CampaignKitError):
     ) -> None:
         self.status = status
         self.method = method
-        self.url = url
-        self.body = body
-        self.detail = detail
-        self.error = error
-        self.message = message
+        self.url = redact(url)
+        self.body = redact(body)
+        self.detail = _redacted(detail)
+        self.error = _redacted(error)
+        self.message = _redacted(message)
         super().__init__(self._summary())
 
     def _summary(self) -> str:
@@ -95,6 +111,10 @@ class APIError(CampaignKitError):
         if not said:
             said = self.body[:200] if self.body else "(empty body)"
         return f"{self.method} {self.url} -> {self.status}: {said}"
+
+
+def _redacted(text: str | None) -> str | None:
+    return None if text is None else redact(text)
 
 
 class BadRequestError(APIError):

@@ -1,8 +1,8 @@
 """The suite's fixtures, in one place.
 
 - every test runs without ``CAMPAIGNKIT_*`` settings in its environment;
-- ``fake_time``: a clock and a sleep that advances it (the client's ``sleep=``,
-  the tracker's ``clock=``);
+- ``fake_time``: a clock and a sleep that advances it
+  (:class:`campaignkit.testing.FakeTime`, ``fake_time.install(client)``);
 - ``sb``: a fast sandbox (a module overrides ``sandbox_options`` to start it
   with other settings), ``client``: a client wired to it (``client_options``),
   ``api``: raw HTTP calls to it;
@@ -98,8 +98,8 @@ async def scripted_client(
     mocked: ScriptedExchange, fake_time: FakeTime
 ) -> AsyncIterator[CampaignClient]:
     """A client whose every request is answered by ``mocked``."""
-    async with CampaignClient(
-        KEY, campaign_url=CAMPAIGN, sleep=fake_time.sleep, exchange=mocked
+    async with fake_time.install(
+        CampaignClient(KEY, campaign_url=CAMPAIGN, exchange=mocked)
     ) as opened:
         yield opened
 

@@ -24,7 +24,6 @@ from campaignkit import (
     users_from_csv,
 )
 from campaignkit._input.phones import PhoneSet
-from campaignkit._wire.sansio import Request
 from campaignkit.bulk import InvalidInput
 from campaignkit.errors import (
     AmbiguousSendError,
@@ -35,6 +34,7 @@ from campaignkit.errors import (
     ValidationError,
 )
 from campaignkit.ledger import SqliteLedger
+from campaignkit.testing import FakeTime, Request
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -80,10 +80,6 @@ class FakeService:
         return [u["country_code"] + u["cellphone"] for users in self.requests for u in users]
 
 
-async def _no_sleep(_: float) -> None:
-    await asyncio.sleep(0)
-
-
 @pytest.fixture
 def mocked() -> ScriptedExchange:
     return ScriptedExchange()
@@ -96,9 +92,9 @@ async def client(mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
         base_url="http://main.test",
         campaign_url="http://campaign.test",
         agent_url="http://agent.test",
-        sleep=_no_sleep,
         exchange=mocked,
     ) as c:
+        FakeTime().install(c)
         yield c
 
 
@@ -324,9 +320,8 @@ async def test_rate_limit_spaces_requests(mocked: ScriptedExchange) -> None:
         waits.append(seconds)
 
     serve(mocked, FakeService())
-    async with CampaignClient(
-        KEY, campaign_url="http://campaign.test", sleep=record, exchange=mocked
-    ) as client:
+    async with CampaignClient(KEY, campaign_url="http://campaign.test", exchange=mocked) as client:
+        client.transport.sleep = record
         report = await client.send_bulk(7, people(5), chunk_size=1, concurrency=5, rate_limit=20)
     assert report.counts["accepted"] == 5
     # The five start together: the first goes at once, each next one 1/20 s

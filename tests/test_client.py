@@ -51,6 +51,7 @@ from campaignkit import (
     deployment_squad,
 )
 from campaignkit._wire.sansio import Request
+from campaignkit.testing import FakeTime
 
 KEY = "sk_test_client_abcdef"
 BASE = "https://main.example.com/api"
@@ -146,19 +147,10 @@ USERS_BODY = (
 )
 
 
-class Sleeps:
-    """An injected sleep: records each delay and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
+def sleeps() -> FakeTime:
+    """The clients' time: every wait is recorded and passes at once."""
+    return FakeTime()
 
 
 @pytest.fixture
@@ -167,9 +159,9 @@ def mocked() -> ScriptedExchange:
 
 
 @pytest.fixture
-async def client(sleeps: Sleeps, mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
-    async with CampaignClient(
-        KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, sleep=sleeps, exchange=mocked
+async def client(sleeps: FakeTime, mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
+    async with sleeps.install(
+        CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=AGENTS, exchange=mocked)
     ) as c:
         yield c
 
@@ -246,7 +238,7 @@ async def test_update_session_without_the_key_when_so_configured(mocked: Scripte
 async def test_list_sessions_with_every_query(
     client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
-    url = f"{BASE}/devapi/poll/12/sessions?start=1700000000&end=1700003600&limit=50&next_id=cur"
+    url = f"{BASE}/devapi/poll/12/sessions?since=1700000000&until=1700003600&limit=50&after=cur"
     mocked.get(url, payload={"results": [SESSION], "next_id": "n2"})
     page = await client.list_sessions(
         12, start=datetime.fromtimestamp(1700000000, UTC), end=1700003600, limit=50, cursor="cur"
@@ -257,10 +249,10 @@ async def test_list_sessions_with_every_query(
     [(method, sent_url, request)] = sent(mocked)
     assert method == "GET"
     assert URL(sent_url).query == {
-        "start": "1700000000",
-        "end": "1700003600",
+        "since": "1700000000",
+        "until": "1700003600",
         "limit": "50",
-        "next_id": "cur",
+        "after": "cur",
     }
     assert_headers(request, json_body=False)
 
@@ -366,8 +358,8 @@ async def test_iter_sessions_follows_cursors(
 ) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(f"{url}?limit=2", payload=page(["a", "b"], "c1"))
-    mocked.get(f"{url}?limit=2&next_id=c1", payload=page(["c", "d"], "c2"))
-    mocked.get(f"{url}?limit=2&next_id=c2", payload=page(["e"], last))
+    mocked.get(f"{url}?limit=2&after=c1", payload=page(["c", "d"], "c2"))
+    mocked.get(f"{url}?limit=2&after=c2", payload=page(["e"], last))
     ids = [s.id async for s in client.iter_sessions(7, page_size=2)]
     assert ids == ["a", "b", "c", "d", "e"]
     assert count(mocked) == 3
@@ -378,8 +370,8 @@ async def test_iter_sessions_repeated_cursor(
 ) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(url, payload=page(["a"], "c1"))
-    mocked.get(f"{url}?next_id=c1", payload=page(["b"], "c2"))
-    mocked.get(f"{url}?next_id=c2", payload=page(["c"], "c1"))
+    mocked.get(f"{url}?after=c1", payload=page(["b"], "c2"))
+    mocked.get(f"{url}?after=c2", payload=page(["c"], "c1"))
     ids: list[str] = []
 
     async def collect() -> None:
@@ -406,23 +398,23 @@ async def test_iter_sessions_validates_before_any_request(
 
 
 async def test_429_retry_after_is_honoured(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "7"}, body=b"{}")
     mocked.get(f"{BASE}/poll/api/all", payload=[])
     assert await client.list_polls() == []
-    assert sleeps.delays == [7.0]
+    assert sleeps.sleeps == [7.0]
     assert count(mocked) == 2
 
 
-async def test_retry_after_is_capped(mocked: ScriptedExchange, sleeps: Sleeps) -> None:
-    async with CampaignClient(
-        KEY, base_url=BASE, sleep=sleeps, retry=RetryPolicy(retry_after_cap=3.0), exchange=mocked
+async def test_retry_after_is_capped(mocked: ScriptedExchange, sleeps: FakeTime) -> None:
+    async with sleeps.install(
+        CampaignClient(KEY, base_url=BASE, retry=RetryPolicy(retry_after_cap=3.0), exchange=mocked)
     ) as client:
         mocked.get(f"{BASE}/poll/api/all", status=503, headers={"Retry-After": "3600"})
         mocked.get(f"{BASE}/poll/api/all", payload=[])
         await client.list_polls()
-    assert sleeps.delays == [3.0]
+    assert sleeps.sleeps == [3.0]
 
 
 READS: list[tuple[str, str, tuple[Any, ...], Any]] = [
@@ -438,7 +430,7 @@ READS: list[tuple[str, str, tuple[Any, ...], Any]] = [
 async def test_reads_retry_503_then_succeed(
     client: CampaignClient,
     mocked: ScriptedExchange,
-    sleeps: Sleeps,
+    sleeps: FakeTime,
     name: str,
     url: str,
     args: tuple[Any, ...],
@@ -448,20 +440,20 @@ async def test_reads_retry_503_then_succeed(
     mocked.get(url, payload=payload)
     await getattr(client, name)(*args)
     assert count(mocked) == 2
-    [delay] = sleeps.delays
+    [delay] = sleeps.sleeps
     assert 0 <= delay <= 0.5  # full jitter of the first backoff step
 
 
 async def test_reads_retry_dropped_connections_and_give_up(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", exception=dropped_after_sending(), repeat=True)
     with pytest.raises(ConnectionError) as caught:
         await client.list_polls()
     assert isinstance(caught.value, OSError)  # the builtin ConnectionError too
     assert count(mocked) == 3  # first attempt + 2 retries by default
-    assert len(sleeps.delays) == 2
-    assert 0 <= sleeps.delays[1] <= 1.0
+    assert len(sleeps.sleeps) == 2
+    assert 0 <= sleeps.sleeps[1] <= 1.0
 
 
 @pytest.mark.parametrize("status", [500, 502, 504])
@@ -517,13 +509,13 @@ async def test_update_session_500_is_ambiguous(
 
 
 async def test_send_campaign_connect_failure_is_retried(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", exception=sent_before_any_byte())
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
     assert (await client.send_campaign(12, USERS)).launch_request_id == "lr-1"
     assert count(mocked) == 2
-    assert len(sleeps.delays) == 1
+    assert len(sleeps.sleeps) == 1
 
 
 async def test_send_campaign_connect_failures_exhausted(
@@ -537,7 +529,7 @@ async def test_send_campaign_connect_failures_exhausted(
 
 
 async def test_send_campaign_429_is_retried(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.post(
         f"{CAMPAIGN}/v2/send-campaign/12",
@@ -548,7 +540,7 @@ async def test_send_campaign_429_is_retried(
     mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
     await client.send_campaign(12, USERS)
     assert count(mocked) == 2
-    assert sleeps.delays == [2.0]
+    assert sleeps.sleeps == [2.0]
 
 
 async def test_send_campaign_429_exhausted_is_a_rate_limit(
@@ -574,14 +566,14 @@ async def test_per_call_max_retries_and_timeout(
 
 
 async def test_per_call_max_retries_more(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     for _ in range(4):
         mocked.get(f"{BASE}/poll/api/all", status=502)
     mocked.get(f"{BASE}/poll/api/all", payload=[])
     assert await client.list_polls(max_retries=4) == []
     assert count(mocked) == 5
-    assert len(sleeps.delays) == 4
+    assert len(sleeps.sleeps) == 4
 
 
 async def test_default_timeout_is_the_configured_one(mocked: ScriptedExchange) -> None:
@@ -602,20 +594,18 @@ async def test_bad_per_call_timeout(
 
 
 async def test_deadline_stops_a_wait_that_would_pass_it(
-    mocked: ScriptedExchange, sleeps: Sleeps
+    mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
-    async with CampaignClient(
-        KEY,
-        base_url=BASE,
-        sleep=sleeps,
-        retry=RetryPolicy(deadline=5.0, max_retries=5),
-        exchange=mocked,
+    async with sleeps.install(
+        CampaignClient(
+            KEY, base_url=BASE, retry=RetryPolicy(deadline=5.0, max_retries=5), exchange=mocked
+        )
     ) as client:
         mocked.get(f"{BASE}/poll/api/all", status=429, headers={"Retry-After": "10"}, repeat=True)
         with pytest.raises(RateLimitError):
             await client.list_polls()
     assert count(mocked) == 1
-    assert sleeps.delays == []
+    assert sleeps.sleeps == []
 
 
 async def test_deadline_bounds_the_request_timeout(mocked: ScriptedExchange) -> None:
@@ -643,13 +633,13 @@ def over_the_cap() -> ResponseError:
 
 
 async def test_an_answer_over_the_cap_is_not_retried(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", exception=over_the_cap(), repeat=True)
     with pytest.raises(ResponseError, match="max_response_bytes"):
         await client.list_polls()
     assert count(mocked) == 1
-    assert sleeps.delays == []
+    assert sleeps.sleeps == []
 
 
 async def test_a_send_answered_over_the_cap_is_ambiguous(
@@ -744,13 +734,13 @@ async def test_end_before_start_reported_with_other_problems(
 
 
 async def test_cancelled_error_propagates_and_is_not_retried(
-    client: CampaignClient, mocked: ScriptedExchange, sleeps: Sleeps
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
 ) -> None:
     mocked.get(f"{BASE}/poll/api/all", exception=asyncio.CancelledError(), repeat=True)
     with pytest.raises(asyncio.CancelledError):
         await client.list_polls()
     assert count(mocked) == 1
-    assert sleeps.delays == []
+    assert sleeps.sleeps == []
 
 
 async def test_cancelling_a_send_is_not_retried(

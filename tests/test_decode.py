@@ -67,7 +67,7 @@ async def test_malformed_entry_is_a_response_error_with_its_path(
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED"), entry))
     with pytest.raises(ResponseError) as info:
-        await collect(scripted_client.track(ACK, clock=fake_time.clock))
+        await collect(scripted_client.track(ACK))
     assert info.value.path == path
     assert path in str(info.value)
     assert requests_to(mocked) == 1  # a shape error is not retried
@@ -80,7 +80,7 @@ async def test_malformed_entry_after_a_good_poll_reports_its_index(
     bad = [dict(d) for d in good]
     bad[17]["status"] = {"nested": True}
     script(mocked, answer("CLAIMED", *good), answer("CLAIMED", *bad))
-    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    tracker = scripted_client.track(ACK)
     with pytest.raises(ResponseError) as info:
         await collect(tracker)
     assert info.value.path == "$.deployments[17].status"
@@ -112,5 +112,5 @@ async def test_wrong_top_level_shape(
 ) -> None:
     mocked.get(URL, body=json.dumps(body), headers={"Content-Type": "application/json"})
     with pytest.raises(ResponseError) as info:
-        await collect(scripted_client.track(ACK, clock=fake_time.clock))
+        await collect(scripted_client.track(ACK))
     assert info.value.path == path

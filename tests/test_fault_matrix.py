@@ -261,7 +261,6 @@ async def _invoke(call: str, client: CampaignClient, ctx: dict[str, Any], fake: 
             poll_interval=TRACK_INTERVAL,
             max_interval=TRACK_INTERVAL,
             timeout=TRACK_TIMEOUT,
-            clock=fake.clock,
         )
         changes = [change async for change in tracker]
         assert changes
@@ -307,7 +306,7 @@ async def run_cell(call: str, fault: str, mode: str) -> tuple[Outcome, BaseExcep
     retry = RetryPolicy(max_retries=MAX_RETRIES, backoff_initial=0.01, backoff_max=0.05)
     async with (
         Sandbox(speed=50, legacy_enabled=True) as sb,
-        sb.client(timeout=timeout, retry=retry, sleep=fake.sleep) as client,
+        fake.install(sb.client(timeout=timeout, retry=retry)) as client,
     ):
         ctx = await _setup(call, sb, client)
         route = CALLS[call][1]

@@ -1,16 +1,19 @@
 """The I/O seam: one HTTP exchange, request in, status, headers and bytes out.
 
 The transport (retries, error mapping, decoding) is written against this
-protocol only; :mod:`campaignkit._io.aiohttp_exchange` is the adapter the client uses, and
-tests script the seam without any network or patching of aiohttp.
+protocol only; :mod:`campaignkit._io.aiohttp_exchange` is the adapter the
+client uses, and :mod:`campaignkit.testing` publishes the seam with a fake of
+it, so tests answer requests without any network or patching of aiohttp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
+import orjson
+from multidict import CIMultiDict
 
 from .._wire.sansio import Request
 
@@ -22,6 +25,15 @@ class Answer:
     status: int
     headers: Mapping[str, str] = attrs.field(repr=False)
     body: bytes = attrs.field(repr=False)
+
+    @classmethod
+    def json(
+        cls, payload: Any, status: int = 200, headers: Mapping[str, str] | None = None
+    ) -> Answer:
+        """An answer whose body is ``payload`` as JSON."""
+        all_headers = CIMultiDict({"Content-Type": "application/json"})
+        all_headers.update(headers or {})
+        return cls(status, all_headers, orjson.dumps(payload))
 
 
 class Exchange(Protocol):

@@ -1,5 +1,5 @@
 """The retry rules around the I/O seam: a :class:`Request` goes through an
-:class:`Exchange` and is retried with tenacity, by the rules of the README.
+:class:`Exchange` and is retried by the rules of the README, in one loop.
 
 Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
 when the request surely had no effect (a connect failure before any byte was
@@ -10,32 +10,71 @@ service becomes an :class:`AmbiguousSendError`, never a silent resend.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
-import tenacity
+import attrs
+import orjson
 
 from .. import errors
 from .._input.validation import Problems, raise_problems
+from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
 from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 from . import telemetry
-from .exchange import Exchange
+from .body_log import loggable_body
+from .exchange import Answer, Exchange
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
 
-logger = logging.getLogger("campaignkit")
+logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-def is_retryable(request: Request, exc: BaseException) -> bool:
+@attrs.frozen
+class RawAnswer:
+    """One HTTP answer as it came: which call, its URL (no key: it travels in
+    a header), ``status``, ``headers`` (case-insensitive) and ``body`` bytes."""
+
+    call: str
+    method: str
+    url: str
+    status: int
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    body: bytes = attrs.field(repr=False)
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``ValueError`` when it is not JSON)."""
+        return orjson.loads(self.body)
+
+
+_recorders: ContextVar[list[RawAnswer] | None] = ContextVar("campaignkit_answers", default=None)
+
+
+@contextlib.contextmanager
+def recording_answers(answers: list[RawAnswer] | None = None) -> Iterator[list[RawAnswer]]:
+    """Every answer to the calls made inside the block (in this task and the
+    tasks it starts), retries included, appended to the list it yields."""
+    answers = [] if answers is None else answers
+    token = _recorders.set(answers)
+    try:
+        yield answers
+    finally:
+        _recorders.reset(token)
+
+
+def is_retryable(request: Request, exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether ``exc`` from ``request`` may be retried (never cancellation)."""
     if isinstance(exc, errors.RateLimitError):
-        return True
+        return resend_after_429 or not request.endpoint.is_send
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return not request.endpoint.is_send or not exc.request_sent
     if isinstance(exc, errors.ServerError):
@@ -43,8 +82,10 @@ def is_retryable(request: Request, exc: BaseException) -> bool:
     return False
 
 
-def may_have_reached_service(exc: BaseException) -> bool:
+def may_have_reached_service(exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether a send that failed with ``exc`` may still have taken effect."""
+    if isinstance(exc, errors.RateLimitError):
+        return not resend_after_429
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return exc.request_sent
     if isinstance(exc, errors.ResponseError):
@@ -56,22 +97,15 @@ def may_have_reached_service(exc: BaseException) -> bool:
     return isinstance(exc, errors.ServerError | errors.RedirectError)
 
 
-class _Backoff(tenacity.wait.wait_base):
-    """Full-jitter exponential backoff, overridden by a ``Retry-After``."""
-
-    def __init__(self, policy: RetryPolicy) -> None:
-        self._policy = policy
-        self._jitter = tenacity.wait_random_exponential(
-            multiplier=policy.backoff_initial, max=policy.backoff_max
-        )
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        outcome = retry_state.outcome
-        exc = outcome.exception() if outcome is not None else None
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            return float(min(retry_after, self._policy.retry_after_cap))
-        return float(self._jitter(retry_state))
+def retry_wait(policy: RetryPolicy, retry: int, failure: BaseException) -> float:
+    """The wait before retry number ``retry`` (1 for the first) after
+    ``failure``: its ``Retry-After`` (capped) if it has one, else full-jitter
+    exponential backoff, uniform in ``[0, min(backoff_max, initial * 2**(retry-1))]``."""
+    retry_after = getattr(failure, "retry_after", None)
+    if retry_after is not None:
+        return float(min(retry_after, policy.retry_after_cap))
+    ceiling = min(policy.backoff_max, policy.backoff_initial * 2.0 ** min(retry - 1, 32))
+    return random.uniform(0, ceiling)
 
 
 def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
@@ -83,29 +117,19 @@ def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
     raise_problems(problems)
 
 
-def _within_deadline(timeout: float, deadline_at: float | None) -> float:
-    """The request timeout, cut to what is left of the call's deadline."""
-    if deadline_at is None:
-        return timeout
-    left = deadline_at - time.monotonic()
-    if left <= 0:
-        raise errors.TimeoutError("the call's deadline passed", request_sent=False)
-    return min(timeout, left)
-
-
 class Transport:
     """Sends requests through an :class:`Exchange` with the retry rules.
 
-    ``sleep`` is the wait between retries (and the tracker's between polls):
-    tests inject one.
+    ``clock`` (monotonic seconds) and ``sleep`` are the time the retries, the
+    tracker's polls and bulk pacing read: :mod:`campaignkit.testing` replaces
+    them with fake time.
     """
 
-    def __init__(
-        self, config: ClientConfig, exchange: Exchange, *, sleep: Sleep = asyncio.sleep
-    ) -> None:
+    def __init__(self, config: ClientConfig, exchange: Exchange) -> None:
         self.config = config
         self.exchange = exchange
-        self.sleep = sleep
+        self.clock: Clock = time.monotonic
+        self.sleep: Sleep = asyncio.sleep
 
     async def aclose(self) -> None:
         """Close the exchange; calling it again does nothing."""
@@ -119,27 +143,41 @@ class Transport:
         timeout: float | None = None,
         max_retries: int | None = None,
     ) -> T:
-        """Send ``request`` with retries and return its decoded answer."""
+        """Send ``request`` with retries and return its decoded answer.
+
+        A plain loop: an attempt, then, while the failure is retryable, there
+        are retries left and the wait ends before the call's deadline, a wait
+        from :func:`retry_wait` and another attempt.
+        """
         if timeout is not None or max_retries is not None:
             _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
+        trust = policy.resend_after_429
         timeout = self.config.timeout if timeout is None else timeout
-        deadline_at = None if policy.deadline is None else time.monotonic() + policy.deadline
-        # The first attempt runs outside tenacity: its machinery costs about
-        # 40 us a call, which the success path need not pay.
-        try:
-            return await self.attempt(request, decode, _within_deadline(timeout, deadline_at))
-        except errors.CampaignKitError as exc:
-            failure = exc
-        if retries and is_retryable(request, failure):
+        deadline_at = None if policy.deadline is None else self.clock() + policy.deadline
+        attempt = 1
+        failure: errors.CampaignKitError
+        while True:
+            left = timeout if deadline_at is None else deadline_at - self.clock()
+            if left <= 0:  # only after a wait: the deadline passed meanwhile
+                failure = errors.TimeoutError("the call's deadline passed", request_sent=False)
+                break
             try:
-                return await self._retry(request, decode, failure, retries, timeout, deadline_at)
+                return await self.attempt(request, decode, min(timeout, left), attempt)
             except errors.CampaignKitError as exc:
                 failure = exc
+            if attempt > retries or not is_retryable(request, failure, resend_after_429=trust):
+                break
+            wait = retry_wait(policy, attempt, failure)
+            if deadline_at is not None and self.clock() + wait >= deadline_at:
+                break
+            await self.sleep(wait)
+            attempt += 1
+            telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
             failure.users = request.users
-        if request.endpoint.is_send and may_have_reached_service(failure):
+        if request.endpoint.is_send and may_have_reached_service(failure, resend_after_429=trust):
             raise errors.AmbiguousSendError(
                 f"{request.endpoint.name} may or may not have reached the service "
                 f"({failure}); it was not resent: check before sending again",
@@ -147,39 +185,6 @@ class Transport:
                 cause=failure,
             ) from None
         raise failure
-
-    async def _retry(
-        self,
-        request: Request,
-        decode: Decode[T],
-        first_failure: errors.CampaignKitError,
-        retries: int,
-        timeout: float,
-        deadline_at: float | None,
-    ) -> T:
-        """Attempts 2 to ``retries + 1`` of a call whose first attempt failed."""
-        policy = self.config.retry
-        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(retries + 1)
-        if deadline_at is not None:
-            stop = stop | tenacity.stop_before_delay(deadline_at - time.monotonic())
-        retrying = tenacity.AsyncRetrying(
-            stop=stop,
-            wait=_Backoff(policy),
-            retry=tenacity.retry_if_exception(lambda exc: is_retryable(request, exc)),
-            sleep=self.sleep,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                if number == 1:
-                    # Replayed so that tenacity's stop and wait count it.
-                    raise first_failure
-                telemetry.retried(request.endpoint.name)
-                return await self.attempt(
-                    request, decode, _within_deadline(timeout, deadline_at), number
-                )
-        raise AssertionError("unreachable: tenacity either returns or raises")
 
     async def attempt(
         self,
@@ -190,24 +195,58 @@ class Transport:
     ) -> T:
         """One try of ``request``: exactly one HTTP exchange, no retry."""
         timeout = self.config.timeout if timeout is None else timeout
-        started = time.monotonic()
-        status: int | str = "-"
-        try:
-            if not telemetry.tracing():
-                answer = await self.exchange(request, timeout)
-            else:
-                answer = await telemetry.traced_exchange(
-                    request, attempt_number, lambda: self.exchange(request, timeout)
+        if logger.isEnabledFor(logging.DEBUG):
+            answer = await self._logged_exchange(request, timeout, attempt_number)
+        elif telemetry.tracing():
+            answer = await self._exchange(request, timeout, attempt_number)
+        else:  # the success path of a small call, kept short (benchmarks row 3)
+            answer = await self.exchange(request, timeout)
+        recorder = _recorders.get()
+        if recorder is not None:
+            endpoint = request.endpoint
+            recorder.append(
+                RawAnswer(
+                    endpoint.name,
+                    endpoint.method,
+                    request.url,
+                    answer.status,
+                    answer.headers,
+                    answer.body,
                 )
-            status = answer.status
-        finally:
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "%s %s -> %s attempt=%d elapsed=%.3fs",
-                    request.endpoint.method,
-                    request.endpoint.path,
-                    status,
-                    attempt_number,
-                    time.monotonic() - started,
-                )
+            )
         return read_response(request, answer.status, answer.headers, answer.body, decode)
+
+    async def _exchange(self, request: Request, timeout: float, attempt_number: int) -> Answer:
+        if not telemetry.tracing():
+            return await self.exchange(request, timeout)
+        return await telemetry.traced_exchange(
+            request, attempt_number, lambda: self.exchange(request, timeout)
+        )
+
+    async def _logged_exchange(
+        self, request: Request, timeout: float, attempt_number: int
+    ) -> Answer:
+        """The exchange, and a DEBUG line for it (with the bodies, masked,
+        when the config says ``log_bodies``)."""
+        started = time.monotonic()
+        answer: Answer | None = None
+        try:
+            answer = await self._exchange(request, timeout, attempt_number)
+            return answer
+        finally:
+            endpoint = request.endpoint
+            line = "%s %s -> %s attempt=%d elapsed=%.3fs"
+            args: list[object] = [
+                endpoint.method,
+                endpoint.path,
+                "-" if answer is None else answer.status,
+                attempt_number,
+                time.monotonic() - started,
+            ]
+            if self.config.log_bodies:
+                line += " request=%s answer=%s"
+                args += [
+                    loggable_body(request.body),
+                    "-" if answer is None else loggable_body(answer.body),
+                ]
+            logger.debug(line, *args)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .._io.transport import Sleep
+from .._redaction import sdk_logger
 from .._report import BulkProgress
 from ._planner import Planner
 
-logger = logging.getLogger("campaignkit.bulk")
+logger = sdk_logger("campaignkit.bulk")
 
 PROGRESS_INTERVAL: Final = 0.1
 """Seconds between two ``on_progress`` calls (the last call always happens)."""

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TextIO
 import attrs
 
 from .. import errors
+from .._redaction import redact
 from ..client import CampaignClient
 from .output import dumps
 
@@ -20,7 +21,8 @@ Exit codes:
   2    usage: bad flags, bad input file, invalid users or arguments
   3    configuration or authentication: no API key, bad URL, 401
   4    ambiguous send: the request may or may not have reached the service
-       (do not resend blindly; check with `status` or `sessions` first)
+       (nobody was sent again; the lines above it give the command that
+       lists who was reached, and the one that resends knowingly)
   5    network: connection failure, or a timeout (including `track --track-timeout`)
   6    bulk send finished, but some users were not sent (invalid or failed chunks)
   7    no such ledger: --journal names a file that does not exist (`runs`)
@@ -85,15 +87,15 @@ class Ctx:
         return bool(self.args.json)
 
     def print(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        print(redact(text), file=self.out, flush=True)
 
     def note(self, text: str) -> None:
         """Remarks for a person: on stderr, so stdout stays data."""
         if not self.args.quiet:
-            print(text, file=self.err, flush=True)
+            print(redact(text), file=self.err, flush=True)
 
     def emit(self, data: Any) -> None:
-        self.out.write(dumps(data).decode() + "\n")
+        self.out.write(redact(dumps(data).decode()) + "\n")
         self.out.flush()
 
     def client(self) -> CampaignClient:

@@ -7,25 +7,14 @@ import asyncio
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from .._redaction import redact, register
 from ..config import ENV_API_KEY
 from .context import Ctx, ExitStatus, exit_status
 from .output import one_line
 from .parser import parse
-
-
-class Redactor:
-    """Replaces the given secrets (4 characters or more) by ``***``."""
-
-    def __init__(self, secrets: Iterable[str | None]) -> None:
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
 
 
 async def _dispatch(ctx: Ctx) -> int:
@@ -49,7 +38,9 @@ def run(
         args = parse(None if argv is None else list(argv))
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else ExitStatus.USAGE
-    redact = Redactor([args.api_key, os.environ.get(ENV_API_KEY)])
+    # Registered before anything runs: a bad key never reaches a ClientConfig.
+    register(args.api_key)
+    register(os.environ.get(ENV_API_KEY))
     try:
         return asyncio.run(_dispatch(Ctx(args, out, err)))
     except KeyboardInterrupt:

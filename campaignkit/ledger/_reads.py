@@ -236,6 +236,17 @@ class LedgerReads(Transactional):
         return bool(rows)
 
     @retried
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        """Forget the keys of ``namespace`` first seen before ``before`` (UNIX seconds)."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "DELETE FROM campaignkit_seen WHERE namespace = ? AND seen < ? RETURNING key",
+                namespace,
+                before,
+            )
+        return len(rows)
+
+    @retried
     async def forget(self, namespace: str, key: str) -> None:
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self._transaction() as tx:

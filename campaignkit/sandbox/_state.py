@@ -7,6 +7,7 @@ into calls here. Deployment statuses are computed on read from
 
 from __future__ import annotations
 
+import hashlib
 import random
 import uuid
 from collections import Counter
@@ -28,6 +29,13 @@ __all__ = ["Company", "Deployment", "Launch", "NotRepliable", "World"]
 
 JSON = dict[str, Any]
 STATUS_SLICE = 5000
+
+
+def _key_digits(drawn: str) -> str:
+    """A key's digits, hashed from the draw: as drawn, they would share runs
+    with the ids another sandbox of the same seed draws from the same stream,
+    which the SDK's redaction of key fragments would then mask."""
+    return hashlib.sha256(drawn.encode()).hexdigest()[:32]
 
 
 class NotRepliable(ValueError):
@@ -254,7 +262,7 @@ class World:
         company = Company(
             id=f"company-{number}",
             number=number,
-            api_key=f"sk_test_{self._hex(128)}",
+            api_key=f"sk_test_{_key_digits(self._hex(128))}",
             name=name or f"Company {number}",
             polls={base + k + 1: title for k, title in enumerate(_POLLS)},
             agents=agents,

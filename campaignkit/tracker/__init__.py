@@ -6,7 +6,7 @@ Tracker section of DESIGN.md).
   final one never changes, so no transition is yielded twice), the diff of
   one answer against the statuses held, their counts.
 - ``_checkpoint``: what was yielded, as JSON-able data, and back.
-- ``_schedule``: when the next poll is due, from tenacity wait objects.
+- ``_schedule``: when the next poll is due (pure but for the jitter).
 - ``_tracker``: the tracker, polling through a small :class:`StatusSource`
   (the client's transport); ``_group``: ``track_many``'s merged stream.
 """

@@ -14,13 +14,13 @@ from .._wire.sansio import Request
 from ..config import ClientConfig
 from ..errors import ValidationError
 from ..models import CampaignAck
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, campaign_update
 from ..status import DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress
-from ._options import Sleep, StatusSource, TrackOptions
+from ._options import Clock, Sleep, StatusSource, TrackOptions
 from ._tracker import CampaignTracker
-from ._updates import Pacer, Updating, campaign_update, least_state
+from ._updates import Pacer, Updating, least_state
 
 T = TypeVar("T")
 
@@ -36,6 +36,10 @@ class _Bounded:
     @property
     def config(self) -> ClientConfig:
         return self._source.config
+
+    @property
+    def clock(self) -> Clock:
+        return self._source.clock
 
     @property
     def sleep(self) -> Sleep:
@@ -79,7 +83,7 @@ class TrackerGroup(Updating, AsyncClosing):
                 self.trackers[launch] = CampaignTracker(
                     bounded, target, options, resume=checkpoints.get(launch)
                 )
-        self._clock = options.clock
+        self._clock = source.clock
         self._buffer: deque[tuple[str, DeploymentChange]] = deque()
         self._busy = False
         self._active: list[CampaignTracker] = []  # prepared, not finished

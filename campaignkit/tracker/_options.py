@@ -3,7 +3,6 @@ interface it polls through (the client's transport satisfies it)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol, TypeVar
 
@@ -24,10 +23,13 @@ Sleep = Callable[[float], Awaitable[None]]
 
 class StatusSource(Protocol):
     """One HTTP exchange per poll, no retry (the tracker's schedule retries),
-    and the wait between polls."""
+    and the time between polls: a monotonic clock and a sleep."""
 
     @property
     def config(self) -> ClientConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
     @property
     def sleep(self) -> Sleep: ...
@@ -50,7 +52,6 @@ class TrackOptions:
     timeout: float | None = None
     not_found_grace: float = 30.0
     on_state: OnState | None = None
-    clock: Clock = time.monotonic
 
     def __attrs_post_init__(self) -> None:
         problems = []

@@ -1,18 +1,15 @@
-"""``CampaignTracker``: one tenacity ``AsyncRetrying`` drives the tracking,
-each attempt one poll, waits from :class:`PollSchedule`, the stop at the
-deadline. No background task: waits and polls run inside ``__anext__``, so
+"""``CampaignTracker``: a plain loop of polls, each one HTTP exchange, the
+waits from :class:`PollSchedule`, the stop at the deadline. No background
+task: waits and polls run inside ``__anext__`` (its :class:`Pacer`), so
 breaking out, ``aclose()`` or cancelling leaves nothing running."""
 
 from __future__ import annotations
 
 import inspect
-import sys
 from collections import Counter, deque
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
-
-import tenacity
 
 from .. import errors
 from .._io import telemetry
@@ -21,13 +18,13 @@ from .._io.transport import is_retryable
 from .._wire import sansio as wire
 from .._wire.decode import StatusAnswer, decoder
 from ..models import CampaignAck, CampaignStatus
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, campaign_update
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress, TrackerStats, View
 from ._options import StatusSource, TrackOptions
 from ._schedule import PollSchedule
-from ._updates import Pacer, Updating, campaign_update
+from ._updates import Pacer, Updating
 
 _decode_answer = decoder(StatusAnswer)
 
@@ -61,7 +58,7 @@ class CampaignTracker(Updating, AsyncClosing):
         self.timeout = options.timeout
         self._options = options
         self._source = source
-        self._clock = options.clock
+        self._clock = source.clock
         self._request = wire.build_request_to_url(config, wire.CAMPAIGN_STATUS, url)
         self._schedule = PollSchedule(
             float(options.poll_interval),
@@ -87,19 +84,9 @@ class CampaignTracker(Updating, AsyncClosing):
         self._pacer = Pacer(
             self.prepare_poll, lambda: self.next_poll_at, self.poll, self._clock, source.sleep
         )
-        self._retrying = tenacity.AsyncRetrying(
-            retry=(
-                tenacity.retry_if_exception(self._is_transient)
-                | tenacity.retry_if_result(lambda _: not self._finished)
-            ),
-            wait=self._wait,
-            stop=lambda _: self._deadline is not None and self._clock() >= self._deadline,
-            sleep=self._schedule_poll,
-            before_sleep=self._count_retry,
-            retry_error_callback=self._timed_out,
-        )
-        self._attempts: tenacity.AsyncRetrying | None = None
-        self._attempt: tenacity.AttemptManager | None = None
+        self._due = False  # a poll is scheduled at next_poll_at and not yet made
+        self._failure: Exception | None = None  # of the last poll
+        self._changed = False  # whether the last poll read a change
 
     def __repr__(self) -> str:
         return (
@@ -168,57 +155,68 @@ class CampaignTracker(Updating, AsyncClosing):
         self._closed = True
         self._finish()
         self._buffer.clear()
-        self._attempt = None
+        self._due = False
 
     # -- the steps, also driven by TrackerGroup ------------------------------------
 
     async def prepare_poll(self) -> bool:
-        """Let tenacity decide the next poll (``next_poll_at``). False when
-        tracking is over; raises the final error (``NotFoundError`` after the
-        grace, a shape ``ResponseError``, the tracker's timeout)."""
-        if self._attempt is not None:
+        """Decide the next poll (``next_poll_at``) from the last one. False
+        when tracking is over; raises the final error (``NotFoundError`` after
+        the grace, a shape ``ResponseError``, the tracker's timeout)."""
+        if self._due:
             return True
         if self._finished:
             return False
-        if self._attempts is None:
-            self._started = self.next_poll_at = self._clock()
+        now = self._clock()
+        if self._started is None:
+            self._started = self.next_poll_at = now
             if self.timeout is not None:
-                self._deadline = self._started + self.timeout
-            self._attempts = self._retrying.__aiter__()
-        try:
-            self._attempt = await self._attempts.__anext__()
-        except StopAsyncIteration:
+                self._deadline = now + self.timeout
+            self._due = True
+            return True
+        failure = self._failure
+        if failure is not None and not self._is_transient(failure):
             self._finish()
-            return False
-        except BaseException:
-            self._finish()
-            raise
+            raise failure
+        if failure is not None:
+            retry_after = getattr(failure, "retry_after", None)
+            wait = self._schedule.after_failure(retry_after, self._failures)
+        else:
+            wait = self._schedule.after_poll(self._changed, self._quiet)
+        if self._deadline is not None:
+            if now >= self._deadline:
+                self._finish()
+                raise self._timeout_error() from failure
+            wait = max(0.0, min(wait, self._deadline - now))
+        if failure is not None:
+            self._retries += 1
+        self.next_poll_at = now + wait
+        self._due = True
         return True
 
     async def poll(self) -> None:
-        """One attempt: one HTTP exchange, then the diff. Cancel-safe: if it
-        is cancelled, the same attempt is made again on the next step."""
-        attempt = self._attempt
-        assert attempt is not None
+        """One poll: one HTTP exchange, then the diff. Cancel-safe: if it is
+        cancelled, it stays due and is made again on the next step."""
+        assert self._due
         timeout = None
         if self._deadline is not None:
             timeout = min(self._source.config.timeout, max(self._deadline - self._clock(), 1.0))
         self._polls += 1
         try:
             answer = await self._source.attempt(self._request, _decode_answer, timeout)
-        except Exception:
-            self._attempt = None
+        except Exception as exc:
+            self._due = False
             self._failures += 1
-            attempt.retry_state.set_exception(sys.exc_info())  # type: ignore[arg-type]
+            self._failure = exc
             return
-        self._attempt = None
+        self._due = False
         self._failures = 0
+        self._failure = None
         try:
-            changed = await self._apply(answer)
+            self._changed = await self._apply(answer)
         except BaseException:
             self._finish()
             raise
-        attempt.retry_state.set_result(changed)
 
     def take_changes(self) -> list[tuple[str, DeploymentChange]]:
         """The changes read and not yet yielded, handed to a group that yields them."""
@@ -257,8 +255,6 @@ class CampaignTracker(Updating, AsyncClosing):
         if self._ended is None and self._started is not None:
             self._ended = self._clock()
 
-    # -- tenacity hooks -------------------------------------------------------------
-
     def _is_transient(self, exc: BaseException) -> bool:
         if isinstance(exc, errors.NotFoundError):
             assert self._started is not None
@@ -268,33 +264,10 @@ class CampaignTracker(Updating, AsyncClosing):
             return exc.path is None  # not JSON at all (a proxy page, a cut body)
         return is_retryable(self._request, exc)
 
-    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
-        outcome = retry_state.outcome
-        assert outcome is not None
-        if outcome.failed:
-            retry_after = getattr(outcome.exception(), "retry_after", None)
-            wait = self._schedule.after_failure(retry_after, self._failures)
-        else:
-            wait = self._schedule.after_poll(outcome.result(), self._quiet)
-        if self._deadline is None:
-            return wait
-        return max(0.0, min(wait, self._deadline - self._clock()))
-
-    async def _schedule_poll(self, seconds: float) -> None:
-        # tenacity's sleep only sets when the next poll is due; the wait
-        # happens in the consumers' Pacer (cancel-safe).
-        self.next_poll_at = self._clock() + seconds
-
-    def _count_retry(self, retry_state: tenacity.RetryCallState) -> None:
-        if retry_state.outcome is not None and retry_state.outcome.failed:
-            self._retries += 1
-
-    def _timed_out(self, retry_state: tenacity.RetryCallState) -> None:
-        outcome = retry_state.outcome
-        cause = outcome.exception() if outcome is not None and outcome.failed else None
+    def _timeout_error(self) -> errors.TimeoutError:
         reached = "DONE" if self.until == "done" else "DONE with every deployment settled"
-        raise errors.TimeoutError(
+        return errors.TimeoutError(
             f"launch request {self.launch_request_id!r} was not {reached} within "
             f"{self.timeout:g} s (state {self.state}, progress {self.progress})",
             last_status=self.result,
-        ) from cause
+        )

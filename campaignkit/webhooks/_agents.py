@@ -9,18 +9,18 @@ The response shape is not published: :func:`agent_json` is the default answer,
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
 from aiohttp import web
 
+from .._redaction import sdk_logger
 from ..errors import CampaignKitError, ValidationError
 from ..models import Agent
 from ._answers import error_answer
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 Strategy = Literal["round_robin", "least_recent"]
 Answer = Literal["id", "email"]

@@ -1,4 +1,4 @@
-"""A scripted :class:`campaignkit._io.exchange.Exchange`: the unit tests' service.
+"""A scripted :class:`campaignkit.testing.MockExchange`: the unit tests' service.
 
 Routes answer requests in the order they were added (a route without
 ``repeat`` answers once); every request is recorded. No network and no
@@ -17,8 +17,7 @@ import orjson
 from multidict import CIMultiDict
 
 from campaignkit import errors
-from campaignkit._io.exchange import Answer
-from campaignkit._wire.sansio import Request
+from campaignkit.testing import Answer, MockExchange, Request
 
 
 @attrs.define
@@ -58,14 +57,13 @@ class Route:
         return self.url.match(request.url) is not None
 
 
-class ScriptedExchange:
+class ScriptedExchange(MockExchange):
     """Answers from routes; ``requests`` lists every request it was given."""
 
     def __init__(self) -> None:
+        super().__init__(self._answer)
         self.routes: list[Route] = []
-        self.requests: list[Request] = []
         self.timeouts: list[float] = []
-        self.closed = False
 
     def add(
         self,
@@ -105,10 +103,10 @@ class ScriptedExchange:
         return [orjson.loads(r.body) for r in self.requests if r.body]
 
     async def __call__(self, request: Request, timeout: float) -> Answer:
-        if self.closed:
-            raise errors.CampaignKitError("the client is closed")
-        self.requests.append(request)
         self.timeouts.append(timeout)
+        return await super().__call__(request, timeout)
+
+    async def _answer(self, request: Request) -> Answer:
         for route in self.routes:
             if route.matches(request):
                 if not route.repeat:
@@ -129,9 +127,6 @@ class ScriptedExchange:
             return reply.answer()
         assert route.reply is not None
         return route.reply.answer()
-
-    async def aclose(self) -> None:
-        self.closed = True
 
 
 def sent_before_any_byte(message: str = "connection refused") -> errors.ConnectionError:

@@ -4,7 +4,6 @@ without the package."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -22,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from campaignkit import CampaignClient, User
 from campaignkit._io import telemetry
 from campaignkit.errors import ServerError
+from campaignkit.testing import FakeTime
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,11 +51,8 @@ def exchange() -> ScriptedExchange:
 
 @pytest.fixture
 async def client(exchange: ScriptedExchange) -> AsyncIterator[CampaignClient]:
-    async def no_sleep(_: float) -> None:
-        await asyncio.sleep(0)
-
-    async with CampaignClient(
-        KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=BASE, exchange=exchange, sleep=no_sleep
+    async with FakeTime().install(
+        CampaignClient(KEY, base_url=BASE, campaign_url=CAMPAIGN, agent_url=BASE, exchange=exchange)
     ) as c:
         yield c
 

@@ -36,10 +36,10 @@ async def test_checkpoint_resume_in_a_new_client_never_reyields(
         answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED"), dep(3, None)),
         answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
     )
-    async with CampaignClient(
-        KEY, campaign_url=CAMPAIGN, sleep=fake_time.sleep, exchange=mocked
+    async with fake_time.install(
+        CampaignClient(KEY, campaign_url=CAMPAIGN, exchange=mocked)
     ) as first:
-        tracker = first.track(ACK, clock=fake_time.clock)
+        tracker = first.track(ACK)
         got = [await anext(tracker) for _ in range(3)]
         # c2 RECEIVED->SUCCESS and c3 None->RECEIVED were read, not yet yielded.
         checkpoint = json.loads(json.dumps(tracker.checkpoint()))
@@ -60,10 +60,10 @@ async def test_checkpoint_resume_in_a_new_client_never_reyields(
         answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
         answer("DONE", dep(1, "DELIVERED"), dep(2, "SUCCESS"), dep(3, "RECEIVED")),
     )
-    async with CampaignClient(
-        KEY, campaign_url=CAMPAIGN, sleep=fake_time.sleep, exchange=service
+    async with fake_time.install(
+        CampaignClient(KEY, campaign_url=CAMPAIGN, exchange=service)
     ) as second:
-        resumed = second.track(ACK.status_url, resume=checkpoint, clock=fake_time.clock)
+        resumed = second.track(ACK.status_url, resume=checkpoint)
         assert resumed.counts == Counter({S.SUCCESS: 1, S.RECEIVED: 1, None: 1})
         rest = await collect(resumed)
     assert triples(rest) == [

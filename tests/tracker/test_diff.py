@@ -50,7 +50,7 @@ async def test_backward_stale_read_is_not_yielded_and_final_never_moves(
         answer("CLAIMED", dep(1, None), dep(2, None)),  # staler still
         answer("DONE", dep(1, "DELIVERED"), dep(2, "DELIVERED")),
     )
-    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    tracker = scripted_client.track(ACK)
     changes = await collect(tracker)
     assert triples(changes) == [
         ("c1", None, "SUCCESS"),
@@ -73,7 +73,7 @@ async def test_keys_fall_back_to_service_id_then_cellphone(
         answer("CLAIMED", a, b),
         answer("DONE", {**a, "status": "DELIVERED"}, {**b, "status": "REVOKED"}),
     )
-    changes = await collect(scripted_client.track(ACK, clock=fake_time.clock))
+    changes = await collect(scripted_client.track(ACK))
     assert [(c.deployment.service_id, c.deployment.cellphone, c.current) for c in changes] == [
         ("s1", "3001", S.RECEIVED),
         ("", "3002", S.RECEIVED),
@@ -94,7 +94,7 @@ async def test_push_misspelling_unknown_status_and_spelling_flip(
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        changes = await collect(scripted_client.track(ACK, clock=fake_time.clock))
+        changes = await collect(scripted_client.track(ACK))
     assert triples(changes) == [
         ("c1", None, "PUSH_NOTIFICATION"),
         ("c2", None, "RECEIVED"),

@@ -51,8 +51,8 @@ async def test_status_url_forms_and_path_prefix(
     fake_time: FakeTime, mocked: ScriptedExchange
 ) -> None:
     prefixed = "http://host.example.com/campaign"
-    async with CampaignClient(
-        KEY, campaign_url=prefixed, sleep=fake_time.sleep, exchange=mocked
+    async with fake_time.install(
+        CampaignClient(KEY, campaign_url=prefixed, exchange=mocked)
     ) as client:
         url = f"{prefixed}/v2/send-campaign/L1"
         same_origin = "http://HOST.example.com:80/campaign/v2/send-campaign/L1"
@@ -64,21 +64,19 @@ async def test_status_url_forms_and_path_prefix(
             (same_origin, same_origin),
         ]
         for target, expected in targets:
-            tracker = client.track(target, clock=fake_time.clock)
+            tracker = client.track(target)
             assert tracker.launch_request_id == "L1"
             assert tracker._request.url == expected
         url = f"{prefixed}/v2/send-campaign/L1"
         mocked.get(url, payload=answer("DONE", dep(1, "DELIVERED"), launch="L1"))
-        changes = await collect(client.track("L1", clock=fake_time.clock))
+        changes = await collect(client.track("L1"))
         assert [c.launch_request_id for c in changes] == ["L1"]
         (requested,) = mocked.requests
         assert requested.url == url
         assert requested.endpoint.method == "GET"
         assert requested.headers["Authorization"] == KEY
         # A launch id needing encoding stays one path segment.
-        assert client.track("a b?c", clock=fake_time.clock)._request.url.endswith(
-            "/v2/send-campaign/a%20b%3Fc"
-        )
+        assert client.track("a b?c")._request.url.endswith("/v2/send-campaign/a%20b%3Fc")
 
 
 async def test_invalid_options_are_validation_errors(scripted_client: CampaignClient) -> None:

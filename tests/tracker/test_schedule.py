@@ -24,9 +24,7 @@ async def test_interval_grows_to_max_while_nothing_changes(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     script(mocked, *[answer("PENDING")] * 8, answer("DONE", dep(1, "DELIVERED")))
-    changes = await collect(
-        scripted_client.track(ACK, clock=fake_time.clock, poll_interval=0.5, max_interval=10.0)
-    )
+    changes = await collect(scripted_client.track(ACK, poll_interval=0.5, max_interval=10.0))
     assert triples(changes) == [("c1", None, "DELIVERED")]
     ceilings = [min(10.0, 0.5 * 2**q) for q in range(1, 9)]
     for wait, ceiling in zip(fake_time.sleeps, ceilings, strict=True):
@@ -48,7 +46,7 @@ async def test_transient_failures_are_retried_counted_and_retry_after_overrides_
         (200, "<html>proxy</html>", {"Content-Type": "text/html"}),
         answer("DONE", dep(1, "DELIVERED")),
     )
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, max_interval=4.0)
+    tracker = scripted_client.track(ACK, max_interval=4.0)
     changes = await collect(tracker)
     assert triples(changes) == [("c1", None, "RECEIVED"), ("c1", "RECEIVED", "DELIVERED")]
     assert tracker.stats.retries == 6

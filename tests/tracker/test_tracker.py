@@ -3,8 +3,8 @@
 ``scripted_client`` over a ScriptedExchange) and, for cancellation and open
 connections, a tiny local status server.
 
-Time is fake: the client's ``sleep=`` advances a fake clock the tracker reads
-through ``clock=``, so backoffs of minutes run instantly and are asserted.
+Time is fake: ``fake_time`` (installed on the client) advances at every wait,
+so backoffs of minutes run instantly and are asserted.
 """
 
 from __future__ import annotations
@@ -62,9 +62,7 @@ async def test_scripted_sequence_yields_each_change_once_with_state_counts_and_w
     )
     states: list[CampaignState] = []
     seen: list[tuple[CampaignState | None, Counter[Any], int]] = []
-    tracker = scripted_client.track(
-        ACK, on_state=states.append, clock=fake_time.clock, max_interval=3.0
-    )
+    tracker = scripted_client.track(ACK, on_state=states.append, max_interval=3.0)
     changes = []
     async for change in tracker:
         changes.append(change)
@@ -111,7 +109,7 @@ async def test_not_found_is_tolerated_during_the_grace_period(
 ) -> None:
     not_found: tuple[int, str, dict[str, str]] = (404, '{"detail": "Launch request not found"}', {})
     script(mocked, not_found, not_found, answer("DONE", dep(1, "DELIVERED")))
-    tracker = scripted_client.track("lr-1", clock=fake_time.clock, not_found_grace=30)
+    tracker = scripted_client.track("lr-1", not_found_grace=30)
     assert triples(await collect(tracker)) == [("c1", None, "DELIVERED")]
     assert tracker.stats.retries == 2
 
@@ -120,9 +118,7 @@ async def test_not_found_after_the_grace_period_is_raised(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     mocked.get(URL, status=404, body='{"detail": "not found"}', repeat=True)
-    tracker = scripted_client.track(
-        ACK, clock=fake_time.clock, not_found_grace=10, poll_interval=1.0
-    )
+    tracker = scripted_client.track(ACK, not_found_grace=10, poll_interval=1.0)
     with pytest.raises(NotFoundError) as info:
         await collect(tracker)
     assert info.value.status == 404
@@ -137,7 +133,7 @@ async def test_not_found_after_a_successful_read_is_raised_at_once(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     script(mocked, answer("CLAIMED", dep(1, "RECEIVED")), (404, '{"detail": "gone"}', {}))
-    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    tracker = scripted_client.track(ACK)
     got: list[DeploymentChange] = []
     with pytest.raises(NotFoundError):
         await collect_into(tracker, got)
@@ -152,7 +148,7 @@ async def test_timeout_raises_campaignkit_timeout_with_the_last_status(
     mocked.get(
         URL, payload=answer("CLAIMED", dep(1, "RECEIVED_BY_WORKER"), dep(2, "SUCCESS")), repeat=True
     )
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, timeout=20.0, max_interval=8.0)
+    tracker = scripted_client.track(ACK, timeout=20.0, max_interval=8.0)
     got: list[DeploymentChange] = []
     with pytest.raises(TimeoutError) as info:
         await collect_into(tracker, got)
@@ -184,7 +180,7 @@ async def test_timeout_while_failing_carries_the_last_good_status_and_the_cause(
 ) -> None:
     script(mocked, answer("PENDING"))
     mocked.get(URL, status=500, body="{}", repeat=True)
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, timeout=15.0)
+    tracker = scripted_client.track(ACK, timeout=15.0)
     with pytest.raises(TimeoutError) as info:
         await collect(tracker)
     assert info.value.last_status is not None
@@ -203,7 +199,7 @@ async def test_until_settled_goes_past_done_until_nothing_is_in_progress(
         answer("DONE", dep(1, "FAILURE"), dep(2, "SUCCESS")),
         answer("DONE", dep(1, "FAILURE"), dep(2, "DELIVERED")),  # never read
     )
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, until="settled")
+    tracker = scripted_client.track(ACK, until="settled")
     changes = await collect(tracker)
     assert triples(changes) == [
         ("c1", None, "RECEIVED"),
@@ -219,7 +215,7 @@ async def test_until_done_stops_at_done_even_with_deployments_in_progress(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     script(mocked, answer("DONE", dep(1, "RECEIVED")), answer("DONE", dep(1, "DELIVERED")))
-    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    tracker = scripted_client.track(ACK)
     assert triples(await collect(tracker)) == [("c1", None, "RECEIVED")]
     assert requests_to(mocked) == 1
 
@@ -228,7 +224,7 @@ async def test_until_settled_times_out_on_stuck_deployments(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     mocked.get(URL, payload=answer("DONE", dep(1, "RECEIVED"), dep(2, "DELIVERED")), repeat=True)
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, until="settled", timeout=60)
+    tracker = scripted_client.track(ACK, until="settled", timeout=60)
     with pytest.raises(TimeoutError) as info:
         await collect(tracker)
     assert info.value.last_status is not None
@@ -240,7 +236,7 @@ async def test_early_break_and_aclose_leave_no_task(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     mocked.get(URL, payload=answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED")), repeat=True)
-    tracker = scripted_client.track(ACK, clock=fake_time.clock)
+    tracker = scripted_client.track(ACK)
     async for _ in tracker:
         break
     assert asyncio.all_tasks() == {asyncio.current_task()}
@@ -248,7 +244,7 @@ async def test_early_break_and_aclose_leave_no_task(
     await tracker.aclose()
     assert asyncio.all_tasks() == {asyncio.current_task()}
     assert await collect(tracker) == []
-    async with scripted_client.track(ACK, clock=fake_time.clock) as other:
+    async with scripted_client.track(ACK) as other:
         await anext(other)
     assert other.finished
     assert asyncio.all_tasks() == {asyncio.current_task()}

@@ -35,10 +35,10 @@ from campaignkit import (
     User,
     ValidationError,
 )
-from campaignkit.progress import ProgressUpdate
+from campaignkit.progress import ProgressUpdate, campaign_update
 from campaignkit.sandbox import Sandbox
 from campaignkit.tracker import CampaignTracker, TrackerGroup
-from campaignkit.tracker._updates import campaign_update, least_state
+from campaignkit.tracker._updates import least_state
 
 C = CampaignState
 
@@ -88,7 +88,7 @@ async def test_updates_alone_poll_and_yield_at_most_one_per_every_and_the_final(
 ) -> None:
     script(mocked, *SCRIPT)
     # max_interval == poll_interval: one poll a second, no jitter.
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, poll_interval=1.0, max_interval=1.0)
+    tracker = scripted_client.track(ACK, poll_interval=1.0, max_interval=1.0)
     got = []
     async for update in tracker.updates(every=2.0):
         got.append((fake_time.now - 1000.0, update))
@@ -118,7 +118,7 @@ async def test_the_error_that_ends_tracking_is_raised_once_to_each_consumer(
     scripted_client: CampaignClient, mocked: ScriptedExchange, fake_time: FakeTime
 ) -> None:
     mocked.get(URL, status=404, body='{"detail": "not found"}', repeat=True)
-    tracker = scripted_client.track(ACK, clock=fake_time.clock, not_found_grace=3)
+    tracker = scripted_client.track(ACK, not_found_grace=3)
     with pytest.raises(NotFoundError):
         await collect_updates(tracker, 1.0)
     polls = requests_to(mocked)
@@ -182,9 +182,7 @@ async def test_a_group_sums_its_launches_and_shows_the_least_advanced_state(
         answer("DONE", dep(2, "FAILURE"), launch="lr-2"),
         url=url2,
     )
-    group = scripted_client.track_many(
-        [ACK, ack2], clock=fake_time.clock, poll_interval=1.0, max_interval=1.0
-    )
+    group = scripted_client.track_many([ACK, ack2], poll_interval=1.0, max_interval=1.0)
     got = await collect_updates(group, 1.0)
     assert [(u.done, u.total, u.state, u.finished) for u in got] == [
         (0, 1, C.PENDING, False),
