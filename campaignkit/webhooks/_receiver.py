@@ -216,7 +216,10 @@ class WebhookHandler:
         now = time.time()
         if now - self._pruned_at >= self.retention / 100:
             self._pruned_at = now
-            await self._dedupe.prune_seen(EVENTS_NAMESPACE, now - self.retention)
+            # A store of an earlier release may not prune: it still dedupes.
+            prune = getattr(self._dedupe, "prune_seen", None)
+            if prune is not None:
+                await prune(EVENTS_NAMESPACE, now - self.retention)
 
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:
