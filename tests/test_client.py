@@ -230,6 +230,7 @@ async def test_a_session_keys_type_is_sent_only_when_set(
     where = '{"latitude": 4.59, "longitude": -72.03}'
     await client.update_session("e1", [SessionKey("loc", where, "location"), SessionKey("a", "b")])
     [(_, _, request)] = sent(mocked)
+    assert request.body is not None
     assert orjson.loads(request.body) == {
         "user_session_keys": [
             {"key": "loc", "value": where, "type": "location"},
