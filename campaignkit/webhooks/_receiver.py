@@ -195,8 +195,15 @@ class WebhookHandler:
         return error_answer(status, code, message)
 
     async def _read_body(self, request: web.Request) -> bytes | None:
-        if request.content_length is not None and request.content_length > self.max_body:
-            return None
+        length = request.content_length
+        if length is not None:
+            if length > self.max_body:
+                return None
+            # The length is the body's: the stream yields no more than it says.
+            try:
+                return await request.content.readexactly(length) if length else b""
+            except asyncio.IncompleteReadError as cut:
+                return cut.partial  # a body cut short is not JSON: answered 400
         chunks, size = [], 0
         async for chunk in request.content.iter_any():
             size += len(chunk)
@@ -210,7 +217,10 @@ class WebhookHandler:
         now = time.time()
         if now - self._pruned_at >= self.retention / 100:
             self._pruned_at = now
-            await self._dedupe.prune_seen(EVENTS_NAMESPACE, now - self.retention)
+            # A store of an earlier release may not prune: it still dedupes.
+            prune = getattr(self._dedupe, "prune_seen", None)
+            if prune is not None:
+                await prune(EVENTS_NAMESPACE, now - self.retention)
 
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:

@@ -301,6 +301,26 @@ async def test_records_expire_after_the_retention(serve: Any) -> None:
     assert [e.kind for e in calls.events] == [read, delivered, read]
 
 
+async def test_a_store_without_pruning_still_dedupes(serve: Any) -> None:
+    class OldStore:  # a DedupeStore of an earlier release: no prune_seen
+        def __init__(self) -> None:
+            self.seen: set[str] = set()
+
+        async def first_sighting(self, namespace: str, key: str) -> bool:
+            fresh = key not in self.seen
+            self.seen.add(key)
+            return fresh
+
+        async def forget(self, namespace: str, key: str) -> None:
+            self.seen.discard(key)
+
+    calls = Calls()
+    client = await serve(webhook_app(calls, dedupe=OldStore()))
+    for _ in range(2):
+        assert (await client.post("/webhook", json=samples.READ)).status == 200
+    assert len(calls.events) == 1
+
+
 def test_bad_options() -> None:
     with pytest.raises(ValidationError) as raised:
         webhook_handler(Calls(), deadline=10, secret="", retention=0, kinds={"response"})  # type: ignore[arg-type]
