@@ -13,9 +13,9 @@ from ._input.validation import (
     page_limit,
     unix_seconds,
     users_tuple,
-    users_wire,
 )
 from ._wire import sansio as wire
+from ._wire.decode import users_wire
 from .config import SessionQueryNames
 from .models import SessionPage, User
 

@@ -70,13 +70,14 @@ def is_retry_count(value: object) -> bool:
 
 @attrs.frozen
 class SessionQueryNames:
-    """Query parameter names of the session listing; the spec does not publish
-    them. Override these if the service names them otherwise."""
+    """Query parameter names of the session listing: the spec does not publish
+    them, the service's public documentation does (``since``, ``until``,
+    ``limit``, ``after``). Override them here, in one place, if it changes."""
 
-    start: str = "start"
-    end: str = "end"
+    start: str = "since"
+    end: str = "until"
     limit: str = "limit"
-    cursor: str = "next_id"
+    cursor: str = "after"
 
 
 @attrs.frozen
@@ -87,6 +88,11 @@ class RetryPolicy:
     ``backoff_initial`` doubling up to ``backoff_max``, with full jitter; a
     ``Retry-After`` answer is honoured up to ``retry_after_cap``. ``deadline``
     bounds one call's attempts and waits together (None: no bound).
+
+    ``resend_after_429``: a send answered 429 is resent, as HTTP defines 429
+    as refused (so without effect). False distrusts that (a gateway that
+    answers 429 after the service acted on the request): such a send then
+    raises :class:`~campaignkit.AmbiguousSendError` and is never resent.
     """
 
     max_retries: int = 2
@@ -94,8 +100,14 @@ class RetryPolicy:
     backoff_max: float = 8.0
     retry_after_cap: float = 60.0
     deadline: float | None = 120.0
+    resend_after_429: bool = True
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.resend_after_429, bool):
+            raise ConfigurationError(
+                "resend_after_429 must be True or False, got "
+                f"{type(self.resend_after_429).__name__} {self.resend_after_429!r}"
+            )
         # Checked here, not at the first retry, where a bad value would fail
         # in the backoff arithmetic with a TypeError.
         if not is_retry_count(self.max_retries):

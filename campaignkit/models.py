@@ -8,7 +8,8 @@ with its path, before anything is sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "Deployment",
     "HistoryEntry",
     "LegacyDeployment",
+    "Location",
     "Message",
     "Poll",
     "SessionKey",
@@ -47,11 +49,38 @@ UnixTime = Annotated[datetime, UnixSeconds]
 
 
 @attrs.frozen
+class Location:
+    """The coordinates a ``"location"`` session key carries (JSON in its value)."""
+
+    latitude: float
+    longitude: float
+    address: str | None = None
+
+
+@attrs.frozen
 class SessionKey:
-    """A session variable: substituted into question texts, delivered to webhooks."""
+    """A session variable: substituted into question texts, delivered to webhooks.
+
+    ``type`` is what webhooks carry beside it (None, or e.g. ``"location"``);
+    it goes on the wire only when set.
+    """
 
     key: str
     value: str
+    type: str | None = None
+
+    @property
+    def location(self) -> Location | None:
+        """The coordinates of a location key (None when it holds none)."""
+        try:
+            data = json.loads(self.value)
+            lat, lon = data["latitude"], data["longitude"]
+        except (TypeError, ValueError, KeyError, RecursionError):
+            return None
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lat, lon)):
+            return None
+        address = data.get("address")
+        return Location(float(lat), float(lon), address if isinstance(address, str) else None)
 
 
 def session_keys(keys: Iterable[SessionKey] | Mapping[str, str]) -> tuple[SessionKey, ...]:
@@ -131,12 +160,16 @@ class Deployment:
 
 @attrs.frozen
 class CampaignStatus:
-    """A campaign request and its deployments."""
+    """A campaign request and its deployments.
+
+    ``deployments`` is a read-only sequence (a tuple when built by hand); a
+    decoded answer's makes each :class:`Deployment` as it is read.
+    """
 
     launch_request_id: str
     status: CampaignState
     poll_id: int
-    deployments: tuple[Deployment, ...]
+    deployments: Sequence[Deployment]
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ import attrs
 
 from .errors import ValidationError
 from .ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
-from .status import CampaignState
+from .status import KNOWN_WIRE_STATUSES, CampaignState, DeploymentStatus, Stage, stage_of
 
 TOP_FAILURES = 5
 ETA_WINDOW = 60.0
@@ -26,17 +26,25 @@ class ProgressUpdate:
     """One snapshot of progress. Two updates are equal when they show the same
     progress: the timing fields (``elapsed``, ``rate``, ``eta``) aside.
 
-    For a campaign (or a ``track_many`` group): ``counts`` by
-    ``DeploymentStatus`` (``None``: not yet taken), ``done`` those out of
-    progress, ``delivered`` those confirmed on the device, ``failed`` those that
+    The words are those of :mod:`campaignkit.status` (:class:`Stage`):
+    ``done`` counts the people *settled* (out of waiting), not the delivered
+    ones. For a campaign (or a ``track_many`` group): ``counts`` by
+    ``DeploymentStatus`` (``None``: not yet taken), ``delivered`` those
+    confirmed on the device (``DELIVERED``, ``PUSH_NOTIFICATION``), ``sent``
+    those sent but not confirmed yet (``SUCCESS``), ``failed`` those that
     will not be sent, ``failures`` the most frequent failure statuses. For a
-    bulk run read from its ledger: ``counts`` by ledger state (plus ``invalid``
-    and ``duplicate`` inputs), ``done`` the settled inputs, ``delivered`` the
-    recipients the service accepted (delivery is tracked per launch),
-    ``failed`` those rejected, ambiguous or invalid.
+    bulk run read from its ledger: ``counts`` by ledger state (plus
+    ``invalid`` and ``duplicate`` inputs), ``done`` the settled inputs,
+    ``sent`` the recipients the service accepted (delivery is tracked per
+    launch, so ``delivered`` stays 0), ``failed`` those rejected, ambiguous
+    or invalid, ``skipped`` the other settled inputs (duplicates, suppressed,
+    deferred).
 
-    ``state`` is the campaign's (the least advanced launch's for a group; a
-    run is ``PENDING`` until an input settles, ``DONE`` once every one has);
+    ``state`` is the campaign request's (the least advanced launch's for a
+    group; a run is ``PENDING`` until an input settles, ``DONE`` once every
+    one has): ``DONE`` says the service took the request, not that anyone
+    was sent a message, so :meth:`text` shows it in words, never alone
+    beside a count;
     ``finished``: the last update. ``elapsed``: seconds since the first
     reading; ``rate``: ``done`` per second over the last minute; ``eta``:
     seconds left at that rate (None while unknown, 0.0 once ``done`` reaches
@@ -51,6 +59,8 @@ class ProgressUpdate:
     failures: tuple[tuple[str, int], ...] = ()
     state: CampaignState | None = None
     finished: bool = False
+    sent: int = 0
+    skipped: int = 0
     elapsed: float = attrs.field(default=0.0, eq=False)
     rate: float | None = attrs.field(default=None, eq=False)
     eta: float | None = attrs.field(default=None, eq=False)
@@ -59,6 +69,63 @@ class ProgressUpdate:
     def fraction(self) -> float:
         """``done / total`` (0.0 while nothing is known)."""
         return self.done / self.total if self.total else 0.0
+
+    @property
+    def waiting(self) -> int:
+        """Not settled yet: ``total - done``."""
+        return self.total - self.done
+
+    def stages(self) -> dict[Stage, int]:
+        """People per :class:`Stage` (every one in exactly one; the stages
+        with nobody left out), in the stages' order."""
+        unknown = self.done - self.delivered - self.sent - self.failed - self.skipped
+        found = {
+            Stage.WAITING: self.waiting,
+            Stage.SENT: self.sent,
+            Stage.DELIVERED: self.delivered,
+            Stage.FAILED: self.failed,
+            Stage.SKIPPED: self.skipped,
+            Stage.UNKNOWN: unknown,
+        }
+        return {stage: n for stage, n in found.items() if n}
+
+    def summary(self) -> str:
+        """One line: ``12/200 settled (6%): 8 delivered, 2 sent, 2 failed,
+        188 waiting``."""
+        stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
+        return f"{self.done}/{self.total} settled ({self.fraction:.0%}): {stages or 'nobody yet'}"
+
+    def text(self) -> str:
+        """The update for a person: what is happening, the people per stage,
+        each failure reason in words, the ETA (a chat message's text)."""
+        if self.finished:
+            head = "Finished"
+        elif self.state is None:
+            head = "Starting"
+        else:
+            head = "In progress"
+        if self.state is not None:
+            head += f"; request {self.state.description}"
+        lines = [head, self.summary()]
+        lines.extend(f"{name} x{n}: {failure_words(name)}" for name, n in self.failures)
+        if self.eta is not None and not self.finished and self.waiting:
+            lines.append(f"about {self.eta:.0f} s left")
+        return "\n".join(lines)
+
+
+_RUN_FAILURE_WORDS = {
+    REJECTED: "refused by the service",
+    AMBIGUOUS: "may or may not have reached the service: check before resending",
+    "invalid": "bad input, not sent",
+}
+
+
+def failure_words(name: str) -> str:
+    """A failure reason in words: a deployment status's or a run's."""
+    if name in _RUN_FAILURE_WORDS:
+        return _RUN_FAILURE_WORDS[name]
+    status = KNOWN_WIRE_STATUSES.get(name)
+    return status.description if status is not None else name
 
 
 def top_failures(
@@ -77,6 +144,8 @@ def run_update(counts: Mapping[str, int], total: int | None, done: bool) -> Prog
     the producer has read them all; ``done``: every input settled)."""
     failures = top_failures((state, counts.get(state, 0)) for state in _RUN_FAILURES)
     settled = sum(n for state, n in counts.items() if state not in (PLANNED, IN_FLIGHT))
+    failed = sum(n for _, n in failures)
+    sent = counts.get(ACCEPTED, 0)
     if done:
         state = CampaignState.DONE
     else:
@@ -84,12 +153,40 @@ def run_update(counts: Mapping[str, int], total: int | None, done: bool) -> Prog
     return ProgressUpdate(
         done=settled,
         total=max(total or 0, sum(counts.values())),
-        delivered=counts.get(ACCEPTED, 0),
-        failed=sum(n for _, n in failures),
+        delivered=0,
+        sent=sent,
+        skipped=settled - sent - failed,
+        failed=failed,
         counts=dict[str | None, int](counts.items()),
         failures=failures,
         state=state,
         finished=done,
+    )
+
+
+def campaign_update(
+    counts: Mapping[DeploymentStatus | None, int], state: CampaignState | None, finished: bool
+) -> ProgressUpdate:
+    """The untimed update of a campaign's (or a group's) counts by status."""
+    stages: dict[Stage, int] = dict.fromkeys(Stage, 0)
+    for status, n in counts.items():
+        stages[stage_of(status)] += n
+    failures = top_failures(
+        (status.value, n)
+        for status, n in counts.items()
+        if status is not None and status.stage is Stage.FAILED
+    )
+    total = sum(stages.values())
+    return ProgressUpdate(
+        done=total - stages[Stage.WAITING],
+        total=total,
+        delivered=stages[Stage.DELIVERED],
+        failed=stages[Stage.FAILED],
+        counts=dict[str | None, int](counts.items()),
+        failures=failures,
+        state=state,
+        finished=finished,
+        sent=stages[Stage.SENT],
     )
 
 

@@ -1,4 +1,22 @@
-"""Campaign request and deployment statuses, with their classification."""
+"""Campaign request and deployment statuses, with their classification, and
+the words every screen uses for them (one vocabulary, defined here once).
+
+The stages a person goes through (:class:`Stage`): **waiting** (not sent yet:
+not taken, or being sent), **sent** (``SUCCESS``: delivery not yet
+confirmed), **delivered** (``DELIVERED``, and ``PUSH_NOTIFICATION``: it
+reached the device as a push notification, and no later status comes),
+**read** and **replied** (known from the webhooks only), or **failed** (will
+not be sent; :attr:`DeploymentStatus.description` says why). A bulk run
+also **skips** some inputs on purpose (duplicates, suppressed numbers,
+recipients deferred by the daily limit). A status the SDK does not know is
+**unknown**.
+
+**Done** means *settled*: out of waiting (sent, delivered, read, replied,
+failed or unknown), not "delivered". A campaign request's own state is told
+apart from its people's progress: ``DONE`` means the service has taken
+every person (:attr:`CampaignState.description`), not that anyone got a
+message, so no screen shows it alone beside a count of people.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +24,15 @@ import enum
 import threading
 import warnings
 
-__all__ = ["CampaignState", "DeploymentStatus", "is_in_progress", "status_from_wire"]
+__all__ = [
+    "DONE_MEANS",
+    "CampaignState",
+    "DeploymentStatus",
+    "Stage",
+    "is_in_progress",
+    "stage_of",
+    "status_from_wire",
+]
 
 
 class CampaignState(enum.StrEnum):
@@ -15,6 +41,61 @@ class CampaignState(enum.StrEnum):
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"
     DONE = "DONE"
+
+    @property
+    def description(self) -> str:
+        """The state in words: what the service has done with the request (not
+        with its people's messages)."""
+        return _CAMPAIGN_WORDS[self]
+
+
+_CAMPAIGN_WORDS = {
+    CampaignState.PENDING: "queued at the service",
+    CampaignState.CLAIMED: "being taken by the service",
+    CampaignState.DONE: "taken in full by the service (messages may still be on their way)",
+}
+
+
+class Stage(enum.StrEnum):
+    """The stages a person goes through, in order, in the words every screen
+    shows: ``str(stage)`` is the word, :attr:`description` the sentence."""
+
+    WAITING = "waiting"
+    SENT = "sent"
+    DELIVERED = "delivered"
+    READ = "read"
+    REPLIED = "replied"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+
+    @property
+    def description(self) -> str:
+        return _STAGE_WORDS[self]
+
+    @property
+    def is_settled(self) -> bool:
+        """Out of waiting: what "done" counts."""
+        return self is not Stage.WAITING
+
+
+_STAGE_WORDS = {
+    Stage.WAITING: "not sent yet: waiting for the service, or being sent",
+    Stage.SENT: "sent; the messaging network has not confirmed delivery yet",
+    Stage.DELIVERED: "delivered to the person's device (or as a push notification)",
+    Stage.READ: "read by the person (from the webhooks)",
+    Stage.REPLIED: "the person replied (from the webhooks)",
+    Stage.FAILED: "will not be sent (see the reason)",
+    Stage.SKIPPED: "not sent on purpose: a duplicate, suppressed, or deferred to a later run",
+    Stage.UNKNOWN: "a status this version of campaignkit does not know",
+}
+
+DONE_MEANS = (
+    "done: settled, no longer waiting (sent, delivered, read, replied, failed, skipped or "
+    "unknown); "
+    "not the same as delivered"
+)
+"""What "done" means on every screen."""
 
 
 class DeploymentStatus(enum.StrEnum):
@@ -93,6 +174,18 @@ class DeploymentStatus(enum.StrEnum):
         ``PUSH_NOTIFICATION``. ``SUCCESS`` is not final."""
         return self.is_failure or self in _FINAL_SUCCESS
 
+    @property
+    def stage(self) -> Stage:
+        """The person's :class:`Stage` for this status."""
+        return stage_of(self)
+
+    @property
+    def description(self) -> str:
+        """The status in words (a failure says why)."""
+        if self.is_unknown:
+            return f"{_STAGE_WORDS[Stage.UNKNOWN]} ({self.value})"
+        return _STATUS_WORDS[self]
+
 
 PUSH_NOTIFICATION_MISSPELLING = "PUSH_NOTIFATION"
 
@@ -102,6 +195,40 @@ _IN_PROGRESS = frozenset(
 _FINAL_SUCCESS = frozenset({DeploymentStatus.DELIVERED, DeploymentStatus.PUSH_NOTIFICATION})
 _SUCCESS = _FINAL_SUCCESS | {DeploymentStatus.SUCCESS}
 _unknown_lock = threading.Lock()
+
+_S = DeploymentStatus
+_STATUS_WORDS = {
+    _S.RECEIVED: "received by the service, about to be sent",
+    _S.RECEIVED_BY_WORKER: "being sent by the service",
+    _S.RETRY: "a passing failure: the service is trying again",
+    _S.SUCCESS: "sent; delivery not confirmed yet",
+    _S.DELIVERED: "delivered to the person's device",
+    _S.PUSH_NOTIFICATION: "delivered as a push notification instead of a network message",
+    _S.REVOKED: "cancelled before sending",
+    _S.VALIDATION_ERROR: "the deployment's data failed the service's validation",
+    _S.INVALID_PHONE: "the number is invalid or has no account on the messaging network",
+    _S.INVALID_POLL: "the conversation to send was deleted or deactivated",
+    _S.MISSING_PARAMETER: "a variable the message template needs is missing",
+    _S.PARAMETER_MISMATCH: "the number of variables sent differs from the template's",
+    _S.CHARACTER_LIMIT_HEADER: "the template's header is over the network's character limit",
+    _S.CHARACTER_LIMIT_BODY: "the template's body is over the network's character limit",
+    _S.FAILURE: "failed after 3 retries",
+    _S.FAILURE_BY_HUMAN_HANDOVER: "the person is talking to an agent: no automatic message",
+    _S.FAILURE_BY_RATE_LIMIT: "sending would have exceeded the network's sending limit",
+    _S.COMPANY_RATE_LIMIT: "over the session limit your company configured",
+    _S.FAILURE_BY_TIER_CAPACITY: "no sending line had capacity left",
+    _S.FAILURE_BY_BLOCKED_CONTACT: "the contact is blocked by your company",
+    _S.FAILURE_BY_OPTOUT_CONTACT: "the person opted out of messages",
+    _S.FAILURE_BY_DISABLED_HSM: "the network operator disabled the message template",
+    _S.FAILURE_BY_SPAM_RATE_LIMIT: "the network restricted the line for spam; it cannot send now",
+    _S.FAILURE_BY_EXPERIMENT_NUMBER: "the network uses that number for its experiments",
+    _S.FAILURE_BY_META_CHOSE_NOT_DELIVER: "the network operator chose not to deliver it",
+    _S.FAILURE_BY_TEST_CHANNEL: "the line is a test channel and cannot send to real people",
+    _S.FAILURE_BY_MEDIA_UPLOAD_ERROR: "the attached media failed to upload to the network",
+    _S.FAILURE_BY_DEPLOYMENT_LIMIT_REACHED: "your company reached its deployment limit",
+    _S.FAILURE_BY_UNABLE_TO_CONTACT: "the network could not reach the device (often temporary)",
+    _S.FAILURE_BY_PAYMENT_ISSUE: "the operator refused the send: a payment problem on the account",
+}
 
 
 MAX_CACHED_UNKNOWN = 256
@@ -155,3 +282,15 @@ def status_from_wire(raw: str | None) -> DeploymentStatus | None:
 def is_in_progress(status: DeploymentStatus | None) -> bool:
     """True while a deployment is not yet taken (``None``) or not yet sent."""
     return status is None or status.is_in_progress
+
+
+def stage_of(status: DeploymentStatus | None) -> Stage:
+    """The person's :class:`Stage` for a deployment status (``None``: not
+    taken yet, so waiting)."""
+    if status is None or status in _IN_PROGRESS:
+        return Stage.WAITING
+    if status in _FINAL_SUCCESS:
+        return Stage.DELIVERED
+    if status is DeploymentStatus.SUCCESS:
+        return Stage.SENT
+    return Stage.UNKNOWN if status.is_unknown else Stage.FAILED

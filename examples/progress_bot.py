@@ -8,7 +8,7 @@ chat channel (here: printed)::
     python examples/progress_bot.py --users 500 --every 1
 
 Every change of every deployment goes through the loop, but only the
-campaign-level progress (``tracker.progress``, ``tracker.counts``) is posted:
+campaign-level progress (``tracker.snapshot()``, in campaignkit's words) is posted:
 a chat channel wants a handful of messages, not thousands.
 """
 
@@ -18,6 +18,8 @@ import argparse
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+
+import attrs
 
 from campaignkit import CampaignAck, CampaignClient, CampaignTracker, User
 from campaignkit.sandbox import Sandbox
@@ -42,29 +44,21 @@ class Throttle:
 
 
 def progress_message(tracker: CampaignTracker) -> str:
-    p = tracker.progress
+    """A bar of the people settled, then them per stage in campaignkit's
+    words (``ProgressUpdate.summary``: sent is not delivered)."""
+    update = tracker.snapshot()
     bar_width = 20
-    filled = round(p.fraction * bar_width)
-    bar = "#" * filled + "-" * (bar_width - filled)
-    return (
-        f"[{bar}] {p.done}/{p.total} done ({p.fraction:.0%}), "
-        f"{p.delivered} delivered, {p.failed} failed, campaign {tracker.state}"
-    )
+    filled = round(update.fraction * bar_width)
+    return f"[{'#' * filled}{'-' * (bar_width - filled)}] {update.summary()}"
 
 
 def summary_message(tracker: CampaignTracker) -> str:
-    p = tracker.progress
+    """The last message: every person counted (``ProgressUpdate.text``:
+    each stage, each failure reason in words), then the tracker's work."""
     stats = tracker.stats
-    failures = sorted(
-        ((status, n) for status, n in tracker.counts.items() if status and status.is_failure),
-        key=lambda item: -item[1],
-    )
-    top = ", ".join(f"{status.value} x{n}" for status, n in failures[:5]) or "none"
-    pending = p.total - p.done
+    text = attrs.evolve(tracker.snapshot(), finished=True).text()
     return (
-        f"Campaign {tracker.launch_request_id} finished ({tracker.state}): "
-        f"{p.delivered}/{p.total} delivered, {p.failed} failed, {pending} still in progress.\n"
-        f"  Top failures: {top}\n"
+        f"Campaign {tracker.launch_request_id}: {text}\n"
         f"  {stats.polls} status polls, {stats.retries} retried, {stats.changes} changes, "
         f"{stats.elapsed:.1f} s"
     )

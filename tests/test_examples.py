@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 from helpers.processes import Finished, run_process
 
+from campaignkit import DeploymentStatus
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -65,5 +67,7 @@ async def test_progress_bot() -> None:
     assert code == 0, err
     assert "bot> Campaign queued for 300 users" in out
     # 270 ordinary numbers and 30 magic ones ending 9903..9929, 9903..9905: two
-    # DELIVERED and two PUSH_NOTIFICATION are delivered too, two stay SUCCESS.
-    assert "finished (DONE): 274/300 delivered, 24 failed, 0 still in progress." in out
+    # DELIVERED and two PUSH_NOTIFICATION are delivered too, two stay SUCCESS,
+    # counted as sent (the last line drops nobody).
+    assert "300/300 settled (100%): 2 sent, 274 delivered, 24 failed" in out
+    assert f"FAILURE x1: {DeploymentStatus.FAILURE.description}" in out

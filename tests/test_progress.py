@@ -9,10 +9,11 @@ import attrs
 import pytest
 from helpers.fakes import FakeTime
 
-from campaignkit import CampaignState, ValidationError
+from campaignkit import CampaignState, DeploymentStatus, ValidationError
 from campaignkit.progress import (
     Eta,
     ProgressUpdate,
+    campaign_update,
     check_every,
     run_update,
     throttled,
@@ -42,7 +43,10 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
         "duplicate": 2,
     }
     got = run_update(counts, None, False)
-    assert (got.done, got.total, got.delivered, got.failed) == (22, 27, 10, 10)
+    # Accepted by the service is sent, not delivered: delivery is per launch.
+    assert (got.done, got.total, got.sent, got.delivered, got.failed) == (22, 27, 10, 0, 10)
+    assert got.skipped == 2
+    assert got.summary() == "22/27 settled (81%): 5 waiting, 10 sent, 10 failed, 2 skipped"
     assert got.failures == (("invalid", 5), ("rejected", 4), ("ambiguous", 1))
     assert got.state is CampaignState.CLAIMED
     assert got.counts == counts
@@ -154,3 +158,35 @@ async def test_breaking_out_of_the_throttle_closes_the_readings() -> None:
         break
     await updates.aclose()
     assert closed == [True]
+
+
+S = DeploymentStatus
+
+
+def test_a_request_done_beside_nobody_settled_says_so_in_words() -> None:
+    # The service took the whole request (DONE) but nobody's message left yet:
+    # never "0/200 DONE".
+    got = campaign_update({None: 150, S.RECEIVED: 50}, CampaignState.DONE, False)
+    text = got.text()
+    assert "0/200 settled (0%): 200 waiting" in text
+    assert "DONE" not in text
+    assert CampaignState.DONE.description in text
+
+
+def test_the_finished_text_counts_every_person_once_sent_apart_from_delivered() -> None:
+    counts: dict[DeploymentStatus | None, int] = {S.DELIVERED: 140, S.PUSH_NOTIFICATION: 3}
+    counts |= {S.SUCCESS: 47, S.INVALID_PHONE: 6, S.RETRY: 4}
+    got = campaign_update(counts, CampaignState.DONE, True)
+    assert (got.delivered, got.sent, got.failed, got.waiting) == (143, 47, 6, 4)
+    assert sum(got.stages().values()) == got.total == 200
+    lines = got.text().splitlines()
+    assert lines[0].startswith("Finished")
+    assert lines[1] == "196/200 settled (98%): 4 waiting, 47 sent, 143 delivered, 6 failed"
+    assert lines[2] == f"INVALID_PHONE x6: {S.INVALID_PHONE.description}"
+
+
+def test_an_unknown_status_is_settled_and_shown_as_unknown() -> None:
+    with pytest.warns(RuntimeWarning):
+        odd = DeploymentStatus("BRAND_NEW_STATUS_FOR_PROGRESS")
+    got = campaign_update({odd: 2, S.DELIVERED: 1}, CampaignState.DONE, True)
+    assert got.summary() == "3/3 settled (100%): 1 delivered, 2 unknown"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.processes import run_process
+from mypy import api
 
 from campaignkit.sandbox import Sandbox
 
@@ -67,6 +68,24 @@ async def test_the_testing_example_runs_without_a_network(tmp_path: Path) -> Non
     out = await run_block(tmp_path, "## Testing your code")
     assert out.splitlines()[0] == "Welcome 2 requests, 1 wait"
     assert out.splitlines()[1].startswith('L1 b\'{"users":[{"cellphone":"3001234567"')
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+@pytest.mark.timeout(180)
+def test_the_error_handling_snippet_passes_mypy_strict() -> None:
+    # `except TimeoutError` (the builtin) then `.last_status` fails mypy: the
+    # README catches campaignkit's own, by that name.
+    [block] = [b for b in python_blocks() if "except campaignkit.TimeoutError" in b]
+    assert "except campaignkit.ConnectionError" in block
+    out, err, status = api.run(["--strict", "--no-error-summary", "-c", block])
+    assert status == 0, out + err
+    wrong = block.replace("campaignkit.TimeoutError", "TimeoutError")
+    out, _err, status = api.run(["--strict", "--no-error-summary", "-c", wrong])
+    assert status == 1
+    assert '"TimeoutError" has no attribute "last_status"' in out
 
 
 def sandbox_env(sb: Sandbox) -> dict[str, str]:

@@ -144,3 +144,46 @@ def test_unknown_statuses_cannot_grow_memory_without_bound(
     assert len(caught) == 2
     # Beyond the cache, the same text still gives an equal (uncached) status.
     assert DeploymentStatus(values[4]) == values[4]
+
+
+# -- the vocabulary every screen uses ---------------------------------------------
+
+
+def test_every_known_status_has_words_and_exactly_one_stage() -> None:
+    from campaignkit.status import Stage, stage_of
+
+    for status in DeploymentStatus:
+        assert status.description
+        assert status.value not in status.description
+        expected = (
+            Stage.WAITING
+            if status.is_in_progress
+            else Stage.FAILED
+            if status.is_failure
+            else Stage.SENT
+            if status is DeploymentStatus.SUCCESS
+            else Stage.DELIVERED
+        )
+        assert status.stage is stage_of(status) is expected
+    assert stage_of(None) is Stage.WAITING
+    # Decided once: a push notification reached the device by another route
+    # and no later status comes, so it is delivered (not merely sent).
+    assert DeploymentStatus.PUSH_NOTIFICATION.stage is Stage.DELIVERED
+    assert {Stage.WAITING} == {s for s in Stage if not s.is_settled}
+
+
+def test_an_unknown_status_is_unknown_in_words_too() -> None:
+    from campaignkit.status import Stage
+
+    with pytest.warns(RuntimeWarning):
+        odd = DeploymentStatus("NOT_IN_ANY_TABLE_YET")
+    assert odd.stage is Stage.UNKNOWN
+    assert "NOT_IN_ANY_TABLE_YET" in odd.description
+
+
+def test_a_done_request_is_not_described_as_people_done() -> None:
+    from campaignkit.status import DONE_MEANS
+
+    assert "may still be on their way" in CampaignState.DONE.description
+    assert all(state.description for state in CampaignState)
+    assert "not the same as delivered" in DONE_MEANS

@@ -34,6 +34,6 @@ async def test_a_run_s_updates_end_with_its_final_counts(sb: Sandbox, tmp_path: 
         await broker.shutdown()
     final = updates[-1]
     assert [u.finished for u in updates] == [False] * (len(updates) - 1) + [True]
-    assert (final.done, final.total, final.delivered, final.failed) == (52, 52, 50, 1)
+    assert (final.done, final.total, final.sent, final.failed) == (52, 52, 50, 1)
     assert final.failures == (("invalid", 1),)
     assert (final.counts["duplicate"], final.state) == (1, CampaignState.DONE)

@@ -71,10 +71,10 @@ def recording_answers(answers: list[RawAnswer] | None = None) -> Iterator[list[R
         _recorders.reset(token)
 
 
-def is_retryable(request: Request, exc: BaseException) -> bool:
+def is_retryable(request: Request, exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether ``exc`` from ``request`` may be retried (never cancellation)."""
     if isinstance(exc, errors.RateLimitError):
-        return True
+        return resend_after_429 or not request.endpoint.is_send
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return not request.endpoint.is_send or not exc.request_sent
     if isinstance(exc, errors.ServerError):
@@ -82,8 +82,10 @@ def is_retryable(request: Request, exc: BaseException) -> bool:
     return False
 
 
-def may_have_reached_service(exc: BaseException) -> bool:
+def may_have_reached_service(exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether a send that failed with ``exc`` may still have taken effect."""
+    if isinstance(exc, errors.RateLimitError):
+        return not resend_after_429
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return exc.request_sent
     if isinstance(exc, errors.ResponseError):
@@ -151,6 +153,7 @@ class Transport:
             _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
+        trust = policy.resend_after_429
         timeout = self.config.timeout if timeout is None else timeout
         deadline_at = None if policy.deadline is None else self.clock() + policy.deadline
         attempt = 1
@@ -164,7 +167,7 @@ class Transport:
                 return await self.attempt(request, decode, min(timeout, left), attempt)
             except errors.CampaignKitError as exc:
                 failure = exc
-            if attempt > retries or not is_retryable(request, failure):
+            if attempt > retries or not is_retryable(request, failure, resend_after_429=trust):
                 break
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
@@ -174,7 +177,7 @@ class Transport:
             telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
             failure.users = request.users
-        if request.endpoint.is_send and may_have_reached_service(failure):
+        if request.endpoint.is_send and may_have_reached_service(failure, resend_after_429=trust):
             raise errors.AmbiguousSendError(
                 f"{request.endpoint.name} may or may not have reached the service "
                 f"({failure}); it was not resent: check before sending again",

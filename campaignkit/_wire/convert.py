@@ -2,22 +2,26 @@
 
 Hooks are strict (a number is not a string, a string is not a list), so a
 response of the wrong shape is reported with the path of the offending field
-instead of being silently coerced. :mod:`campaignkit._wire.decode` uses it.
+instead of being silently coerced: :func:`structure` raises a
+:class:`ResponseError` naming it (``$.deployments[1].status``).
+:mod:`campaignkit._wire.decode` uses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import attrs
 import msgspec
+from cattrs import BaseValidationError
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
-from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.errors import AttributeValidationNote, ClassValidationError, IterableValidationError
 from cattrs.preconf.orjson import make_converter
+from cattrs.v import format_exception
 
-from ..models import SessionMeta, SessionUser, UnixSeconds
+from ..errors import ResponseError
+from ..models import UnixSeconds
 from ..status import CampaignState, DeploymentStatus
 
 T = TypeVar("T")
@@ -144,55 +148,43 @@ converter.register_structure_hook_func(_is_unix_time, _unix_datetime)
 converter.register_structure_hook_factory(is_sequence, _json_array_of)
 
 
-# A hand-written hook for the class that comes by the ten thousand (a page
-# of sessions): cattrs' generated functions with detailed validation cost
-# about 4x orjson's parse. It reads only what it can check cheaply; anything
-# else (a wrong type, a missing optional field, an offset in the text) goes to
-# the detailed hook, which either builds the object too or names the field.
+def structure(data: Any, cls: type[T]) -> T:
+    """Build ``cls`` from parsed JSON, or raise a :class:`ResponseError` naming
+    the first offending field's path."""
+    try:
+        return converter.structure(data, cls)
+    except BaseValidationError as exc:
+        path, failure, type_ = _first_failure(exc, "$", cls)
+        raise ResponseError(
+            f"unexpected response shape: {_describe(failure, type_)}", path=path
+        ) from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ResponseError(f"unexpected response shape: {_describe(exc, cls)}", path="$") from None
 
 
-def _fast_utc_text(text: str) -> datetime:
-    # The service's text carries no offset; stating UTC in the text parses
-    # faster than replace(tzinfo=UTC).
-    return datetime.fromisoformat(text + "+00:00")
+# -- one voice for every failure -------------------------------------------------
 
 
-def _fast_session_meta(value: dict[str, Any]) -> SessionMeta:
-    session_id = value["id"]
-    user = value["user"]
-    country_code = user["country_code"]
-    cellphone = user["cellphone"]
-    finished_at = value["finished_at"]
-    if not (type(session_id) is str and type(country_code) is str and type(cellphone) is str):
-        raise TypeError
-    return SessionMeta(
-        session_id,
-        _fast_utc_text(value["created_at"]),
-        SessionUser(country_code, cellphone),
-        None if finished_at is None else _fast_utc_text(finished_at),
-    )
+def _first_failure(exc: BaseException, path: str, type_: Any) -> tuple[str, BaseException, Any]:
+    """The path, the exception and the expected type of the first leaf failure
+    of a cattrs validation error."""
+    if isinstance(exc, IterableValidationError):
+        with_index, _ = exc.group_exceptions()
+        if with_index:
+            item, at = with_index[0]
+            return _first_failure(item, f"{path}[{at.index!r}]", at.type)
+    elif isinstance(exc, ClassValidationError):
+        with_name, _ = exc.group_exceptions()
+        if with_name:
+            field, named = with_name[0]
+            return _first_failure(field, f"{path}.{named.name}", named.type)
+    if isinstance(exc, BaseValidationError) and exc.exceptions:
+        return _first_failure(exc.exceptions[0], path, type_)
+    return path, exc, type_
 
 
-def _fast_session_metas(items: Any) -> tuple[SessionMeta, ...]:
-    if type(items) is not list:
-        raise TypeError
-    return tuple([_fast_session_meta(item) for item in items])
-
-
-def _falling_back(fast: Callable[[Any], T], type_: Any) -> Callable[[Any, Any], T]:
-    detailed = converter.get_structure_hook(type_)
-
-    def structure(value: Any, _: Any) -> T:
-        try:
-            return fast(value)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return detailed(value, type_)  # type: ignore[no-any-return]
-
-    return structure
-
-
-_SESSION_METAS = tuple[SessionMeta, ...]
-converter.register_structure_hook(SessionMeta, _falling_back(_fast_session_meta, SessionMeta))
-converter.register_structure_hook_func(
-    lambda type_: type_ == _SESSION_METAS, _falling_back(_fast_session_metas, _SESSION_METAS)
-)
+def _describe(exc: BaseException, type_: Any) -> str:
+    # The converter's hooks say what they expected; cattrs' words cover the rest.
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return format_exception(exc, type_)

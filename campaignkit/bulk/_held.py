@@ -17,9 +17,9 @@ _HELD_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = 
     AMBIGUOUS: "ambiguous",
 }
 _HELD_WHY: Final = {
-    IN_FLIGHT: "was in flight (claimed by an earlier run that stopped, or by another "
+    IN_FLIGHT: "were in flight (claimed by an earlier run that stopped, or by another "
     "sender of this run)",
-    AMBIGUOUS: "was ambiguous in an earlier run",
+    AMBIGUOUS: "were ambiguous in an earlier run",
 }
 
 

@@ -5,9 +5,21 @@ from __future__ import annotations
 from .. import errors
 from ..client import CampaignClient
 from ..models import CampaignStatus
-from .argtypes import positive_float
-from .context import AddCommand, Ctx, ExitStatus
-from .output import Progress, count_summary, settled, status_json, status_table, table
+from .argtypes import non_negative_float, positive_float
+from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .output import (
+    Progress,
+    no_such_path,
+    settled,
+    stages_line,
+    status_json,
+    status_table,
+    table,
+)
+
+NOT_FOUND_GRACE = 10.0
+"""Seconds ``track`` waits for an id the service does not know: long enough
+for a launch just sent, short enough that a mistyped id is told soon."""
 
 
 def register(add: AddCommand) -> None:
@@ -29,6 +41,13 @@ def register(add: AddCommand) -> None:
         type=positive_float,
         help="give up after this many seconds (exit 5)",
     )
+    p.add_argument(
+        "--not-found-grace",
+        type=non_negative_float,
+        default=NOT_FOUND_GRACE,
+        help="seconds an id the service does not know (yet) is waited for: a new launch "
+        f"can take a moment to appear ({NOT_FOUND_GRACE:g})",
+    )
     p.set_defaults(func=cmd_track, needs_client=True)
 
     p = add("status", "a campaign's state and per-status counts")
@@ -46,6 +65,7 @@ async def track_campaign(
     poll_interval: float = 1.0,
     max_interval: float = 5.0,
     timeout: float | None = None,
+    not_found_grace: float = 30.0,
     label: str = "tracking",
 ) -> CampaignStatus:
     """Follow a campaign with a live progress display; the last status read."""
@@ -55,13 +75,13 @@ async def track_campaign(
         poll_interval=poll_interval,
         max_interval=max(max_interval, poll_interval),
         timeout=timeout,
+        not_found_grace=not_found_grace,
     )
     with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
         def show() -> None:
-            p = tracker.progress
-            state = tracker.state.value if tracker.state is not None else "..."
-            progress.update(p.done, p.total or None, f"{state}  {count_summary(tracker.counts)}")
+            update = tracker.snapshot()
+            progress.update(update.done, update.total or None, stages_line(update))
 
         async with tracker:
             try:
@@ -80,28 +100,42 @@ def report_status(ctx: Ctx, status: CampaignStatus) -> None:
         ctx.emit(status_json(status))
     else:
         ctx.print(
-            f"{status.status.value}: {len(status.deployments)} deployments, "
-            f"{settled(status)} settled"
+            f"request {status.status.value} ({status.status.description}): "
+            f"{len(status.deployments)} deployments, {settled(status)} settled"
         )
         ctx.print(status_table(status))
 
 
 async def cmd_track(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
+    launch = a.launch_request_id
+    ctx.note(
+        f"following launch request {launch} until "
+        f"{'every deployment has settled' if a.settled else 'the service has taken it all'}; "
+        f"an id the service does not know is given up after {a.not_found_grace:g} s"
+    )
     try:
         status = await track_campaign(
             ctx,
             client,
-            a.launch_request_id,
+            launch,
             until="settled" if a.settled else "done",
             poll_interval=a.poll_interval,
             max_interval=a.max_interval,
             timeout=a.track_timeout,
+            not_found_grace=a.not_found_grace,
         )
     except errors.TimeoutError as exc:
         if exc.last_status is not None and not ctx.json:
             ctx.print(status_table(exc.last_status))
         raise
+    except errors.NotFoundError as exc:
+        if no_such_path(exc):
+            raise
+        raise UsageError(
+            f"the service knows no launch request {launch!r} (still 404 after "
+            f"{a.not_found_grace:g} s): check the id, `send` prints it as launch_request_id"
+        ) from None
     report_status(ctx, status)
     return ExitStatus.OK
 
@@ -112,7 +146,8 @@ async def cmd_status(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.emit(status_json(status))
         return ExitStatus.OK
     ctx.print(
-        f"launch request {status.launch_request_id}: {status.status.value}, poll {status.poll_id}, "
+        f"launch request {status.launch_request_id}: {status.status.value} "
+        f"({status.status.description}), poll {status.poll_id}, "
         f"{len(status.deployments)} deployments, {settled(status)} settled"
     )
     if status.deployments:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import orjson
@@ -15,13 +15,12 @@ from aiohttp import web
 
 from .. import errors
 from .._redaction import redact
-from ._dashboard import Dashboard
-from ._html import asset, document, launch_body, launch_parts, launches_html
+from ._dashboard import Dashboard, UnknownLaunch
+from ._guard import Access, secure_headers
+from ._html import asset, document, launch_body, launch_parts
+from ._listing import listing_html
 from ._report import render_report
-from ._watch import Signal
-
-if TYPE_CHECKING:
-    pass
+from ._watch import Signal, Watch
 
 __all__ = ["DASHBOARD", "dashboard_app", "running_dashboard", "serve_dashboard"]
 
@@ -34,12 +33,19 @@ HEAD = (
 TOP = '<header class="top"><a href="/">campaignkit · dashboard</a></header>'
 
 
-def dashboard_app(dashboard: Dashboard) -> web.Application:
+REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+
+def dashboard_app(dashboard: Dashboard, access: Access | None = None) -> web.Application:
     """The web application of ``dashboard`` (a :class:`Dashboard` of a client's
     launches). ``dashboard.add(id)`` shows one more; opening ``/launches/ID``
-    does too. The client stays the caller's to close."""
-    app = web.Application()
+    does too, if the service knows it. ``access`` says who may use it
+    (default: no token, loopback names and IP literals only). The client
+    stays the caller's to close."""
+    access = access or Access()
+    app = web.Application(middlewares=[access.middleware])
     app[DASHBOARD] = dashboard
+    app.on_response_prepare.append(secure_headers)
 
     async def start(app: web.Application) -> None:
         await dashboard.start()
@@ -58,50 +64,76 @@ def dashboard_app(dashboard: Dashboard) -> web.Application:
     return app
 
 
+def _page(request: web.Request) -> int:
+    value = request.query.get("page", "1")
+    return int(value) if value.isdigit() and len(value) < 7 else 1
+
+
 async def index(request: web.Request) -> web.Response:
-    dashboard = request.app[DASHBOARD]
-    await dashboard.refresh()
+    page = _page(request)
+    listing = await request.app[DASHBOARD].listing(page)
     body = (
-        f'{TOP}<main data-events="/events"><h1>Launches</h1>'
-        f'<section id="launches">{launches_html(dashboard.summaries())}</section></main>'
+        f'{TOP}<main data-events="/events?page={listing.page}"><h1>Campaigns</h1>'
+        f'<div id="launches">{listing_html(listing)}</div></main>'
     )
     return _html(document("campaignkit dashboard", body, head=HEAD))
 
 
 async def index_events(request: web.Request) -> web.StreamResponse:
     dashboard = request.app[DASHBOARD]
+    page = _page(request)
 
-    def render() -> dict[str, Any]:
-        summaries = dashboard.summaries()
+    async def render() -> dict[str, Any]:
+        listing = await dashboard.listing(page)
         return {
+            "runs": [
+                {"run": r.run, "counts": dict(r.counts), "launches": len(r.launches)}
+                for r in listing.runs
+            ],
             "launches": [
-                {
+                {"launch_request_id": s, "state": None, "funnel": None}
+                if isinstance(s, str)
+                else {
                     "launch_request_id": s.launch_request_id,
                     "state": s.state,
                     "funnel": s.funnel.to_json(),
                 }
-                for s in summaries
+                for s in listing.launches
             ],
-            "html": {"launches": launches_html(summaries)},
+            "html": {"launches": listing_html(listing)},
         }
 
-    return await _stream(request, dashboard.signal, render, before=dashboard.refresh)
+    return await _stream(request, dashboard.signal, render)
+
+
+async def followed(request: web.Request) -> Watch:
+    """The watch of the page's launch: 404 if the service does not know it."""
+    launch = request.match_info["launch"]
+    try:
+        return await request.app[DASHBOARD].follow(launch)
+    except UnknownLaunch:
+        raise web.HTTPNotFound(text=f"no launch {launch!r} for this API key") from None
+    except errors.CampaignKitError as exc:
+        raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
 
 
 async def launch_page(request: web.Request) -> web.Response:
-    launch = request.match_info["launch"]
-    watch = request.app[DASHBOARD].add(launch)
+    watch = await followed(request)
+    launch = watch.launch_request_id
     path = f"/launches/{quote(launch, safe='')}"
     note = f'<p class="note"><a href="{escape(path)}/report.html">Download the report</a></p>'
-    body = launch_body(watch.summary, watch.timeline.samples, events=f"{path}/events", note=note)
-    return _html(document(f"Campaign {launch}", TOP + body, head=HEAD))
+    summary = await request.app[DASHBOARD].named(watch)
+    body = launch_body(summary, watch.timeline.samples, events=f"{path}/events", note=note)
+    title = f"{summary.poll_name or 'Campaign'} {launch}"
+    return _html(document(title, TOP + body, head=HEAD))
 
 
 async def launch_events(request: web.Request) -> web.StreamResponse:
-    watch = request.app[DASHBOARD].add(request.match_info["launch"])
+    dashboard = request.app[DASHBOARD]
+    watch = await followed(request)
 
-    def render() -> dict[str, Any]:
-        summary = watch.summary
+    async def render() -> dict[str, Any]:
+        summary = await dashboard.named(watch)
         return {
             "launch_request_id": summary.launch_request_id,
             "state": summary.state,
@@ -111,21 +143,29 @@ async def launch_events(request: web.Request) -> web.StreamResponse:
             "html": launch_parts(summary, watch.timeline.samples),
         }
 
-    return await _stream(request, watch.signal, render)
+    return await _stream(request, watch.signal, render, until=lambda: watch.dropped)
 
 
 async def launch_report(request: web.Request) -> web.Response:
     dashboard = request.app[DASHBOARD]
-    launch = request.match_info["launch"]
-    watch = dashboard.add(launch)
+    watch = await followed(request)
+    launch = watch.launch_request_id
     try:
         status = watch.status or await dashboard.client.get_campaign_status(launch)
     except errors.CampaignKitError as exc:
         raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
     return _html(
-        render_report(status, watch.timeline.samples),
-        headers={"Content-Disposition": f'attachment; filename="campaign-{safe_name}.html"'},
+        render_report(
+            status,
+            watch.timeline.samples,
+            poll_name=(await dashboard.named(watch)).poll_name,
+            started=dashboard.run_started(launch),
+        ),
+        headers={
+            "Content-Disposition": f'attachment; filename="campaign-{safe_name}.html"',
+            "Content-Security-Policy": REPORT_POLICY,
+        },
     )
 
 
@@ -140,48 +180,61 @@ def _html(text: str, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(text=text, content_type="text/html", charset="utf-8", headers=headers)
 
 
+def event(payload: dict[str, Any]) -> bytes:
+    """One server-sent event, the key redacted: the single point every
+    streamed byte goes through."""
+    return f"data: {redact(orjson.dumps(payload).decode())}\n\n".encode()
+
+
 async def _stream(
     request: web.Request,
     signal: Signal,
-    render: Callable[[], dict[str, Any]],
+    render: Callable[[], Awaitable[dict[str, Any]]],
     *,
-    before: Callable[[], Awaitable[None]] | None = None,
+    until: Callable[[], bool] = lambda: False,
 ) -> web.StreamResponse:
-    """Server-sent events: the rendered state after every change, a comment
-    line otherwise every ``discover_every`` seconds, until the client leaves
-    or the dashboard closes."""
+    """Server-sent events: the rendered state whenever it differs from the
+    last one sent (looked at on every change and every ``discover_every``
+    seconds), a comment line otherwise, until the client leaves, the
+    dashboard closes or ``until()`` holds."""
     dashboard = request.app[DASHBOARD]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
     )
     await response.prepare(request)
-    seen: int | None = None
+    sent = b""
     with contextlib.suppress(ConnectionResetError):
-        while not dashboard.closed:
-            if before is not None:
-                await before()
-            if signal.version != seen:
-                seen = signal.version
-                data = redact(orjson.dumps(render()).decode())
-                await response.write(f"data: {data}\n\n".encode())
-            else:
-                await response.write(b": idle\n\n")
+        while not (dashboard.closed or until()):
+            seen = signal.version
+            data = event(await render())
+            await response.write(b": idle\n\n" if data == sent else data)
+            sent = data
             await signal.wait(seen, dashboard.discover_every)
     return response
 
 
 @contextlib.asynccontextmanager
 async def running_dashboard(
-    dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8766
+    dashboard: Dashboard,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    *,
+    token: str | None = None,
+    allow_hosts: Iterable[str] = (),
 ) -> AsyncIterator[Dashboard]:
     """Serve ``dashboard`` while in the block (``port=0``: a free one); yields
-    it, its ``url`` set."""
-    app = dashboard_app(dashboard)
+    it, its ``url`` set (with ``?token=`` when it has one). Bound beyond
+    loopback it requires ``token`` (a new random one if not given);
+    ``allow_hosts``: more names its address may be reached by."""
+    access = Access.for_bind(host, token, allow_hosts)
+    app = dashboard_app(dashboard, access)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
-        dashboard.url = f"http://{host}:{runner.addresses[0][1]}/"
+        name = f"[{host}]" if ":" in host else host
+        query = "" if access.token is None else f"?token={access.token}"
+        dashboard.url = f"http://{name}:{runner.addresses[0][1]}/{query}"
         yield dashboard
     finally:
         await runner.cleanup()
@@ -192,10 +245,13 @@ async def serve_dashboard(
     host: str = "127.0.0.1",
     port: int = 8766,
     *,
+    token: str | None = None,
+    allow_hosts: Iterable[str] = (),
     on_ready: Callable[[Dashboard], object] | None = None,
 ) -> None:
-    """Serve ``dashboard`` until cancelled; ``on_ready`` is called once it listens."""
-    async with running_dashboard(dashboard, host, port):
+    """Serve ``dashboard`` until cancelled (as :func:`running_dashboard`);
+    ``on_ready`` is called once it listens."""
+    async with running_dashboard(dashboard, host, port, token=token, allow_hosts=allow_hosts):
         if on_ready is not None:
             on_ready(dashboard)
         await asyncio.Event().wait()

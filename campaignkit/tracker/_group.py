@@ -14,13 +14,13 @@ from .._wire.sansio import Request
 from ..config import ClientConfig
 from ..errors import ValidationError
 from ..models import CampaignAck
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, campaign_update
 from ..status import DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress
 from ._options import Clock, Sleep, StatusSource, TrackOptions
 from ._tracker import CampaignTracker
-from ._updates import Pacer, Updating, campaign_update, least_state
+from ._updates import Pacer, Updating, least_state
 
 T = TypeVar("T")
 

@@ -18,13 +18,13 @@ from .._io.transport import is_retryable
 from .._wire import sansio as wire
 from .._wire.decode import StatusAnswer, decoder
 from ..models import CampaignAck, CampaignStatus
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, campaign_update
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, Progress, TrackerStats, View
 from ._options import StatusSource, TrackOptions
 from ._schedule import PollSchedule
-from ._updates import Pacer, Updating, campaign_update
+from ._updates import Pacer, Updating
 
 _decode_answer = decoder(StatusAnswer)
 

@@ -5,12 +5,11 @@ and the snapshot of its counts."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Self
 
-from ..progress import ProgressUpdate, check_every, throttled, top_failures
-from ..status import CampaignState, DeploymentStatus
-from ._diff import Progress
+from ..progress import ProgressUpdate, check_every, throttled
+from ..status import CampaignState
 from ._options import Clock, Sleep
 
 
@@ -124,25 +123,3 @@ def least_state(states: Iterable[CampaignState | None]) -> CampaignState | None:
     if not found or None in found:
         return None
     return min((s for s in found if s is not None), key=_STATE_ORDER.index)
-
-
-def campaign_update(
-    counts: Mapping[DeploymentStatus | None, int], state: CampaignState | None, finished: bool
-) -> ProgressUpdate:
-    """The untimed update of a campaign's (or a group's) counts."""
-    progress = Progress.of(counts)
-    failures = top_failures(
-        (status.value, n)
-        for status, n in counts.items()
-        if status is not None and status.is_failure
-    )
-    return ProgressUpdate(
-        progress.done,
-        progress.total,
-        progress.delivered,
-        progress.failed,
-        dict[str | None, int](counts.items()),
-        failures,
-        state,
-        finished,
-    )

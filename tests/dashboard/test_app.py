@@ -60,8 +60,8 @@ async def test_a_launch_stream_follows_the_campaign_to_the_tracker_counts(
 
     assert first_done["funnel"]["total"] == expected["total"]
     html = events[-1]["html"]
-    assert set(html) == {"summary", "funnel", "chart"}
-    for stage in ("queued", "taken", "sent", "delivered", "failed", "unknown"):
+    assert set(html) == {"summary", "funnel", "chart", "failures"}
+    for stage in ("waiting", "sent", "delivered", "failed", "unknown"):
         assert f'data-stage="{stage}">{expected[stage]}<' in html["funnel"]
         assert f'data-stage="{stage}">{expected[stage]}<' in page
     assert "<svg" in html["chart"]
@@ -171,7 +171,7 @@ async def test_open_streams_do_not_hold_the_server_at_shutdown(
     assert stopped < 3
 
 
-async def test_the_report_of_a_launch_the_service_does_not_know_says_why(
+async def test_a_launch_the_service_does_not_know_is_not_found(
     client: CampaignClient,
 ) -> None:
     async with (
@@ -180,5 +180,5 @@ async def test_the_report_of_a_launch_the_service_does_not_know_says_why(
         http.get(f"{url}/launches/no-such-launch/report.html") as response,
     ):
         status, text = response.status, await response.text()
-    assert status == 502
+    assert status == 404
     assert "no-such-launch" in text

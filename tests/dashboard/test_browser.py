@@ -22,13 +22,16 @@ from typing import Any
 import aiohttp
 import pytest
 import tenacity
+from aiohttp import web
 from helpers.servers import serving
 
-from campaignkit import CampaignClient
+from campaignkit import CampaignClient, User
 from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 from .test_app import FAST, Send, Settle
+from .test_security import status_calls
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -49,8 +52,11 @@ SCREEN = """(() => {
   const live = document.querySelector("[data-events]");
   return {
     funnel: count("#funnel [data-stage]", "stage"),
-    failures: count("#funnel [data-reason]", "reason"),
+    failures: count("#failures [data-reason]", "reason"),
     launches: [...document.querySelectorAll("tr[data-launch]")].map((row) => row.dataset.launch),
+    runs: Object.fromEntries([...document.querySelectorAll("[data-run]")].map((run) =>
+      [run.dataset.run, Number(run.querySelector("[data-stage=sent]")?.dataset.n || 0)])),
+    followed: document.querySelectorAll("tr[data-launch] .stack").length,
     updates: Number(live ? live.dataset.updates || 0 : 0),
     marker: window.marker || null,
   };
@@ -172,7 +178,7 @@ async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
         app[DASHBOARD].add(launch)
         listed = await page.screen(lambda s: s["launches"] == [launch])
         await page.go(f"{url}/launches/{launch}")
-        first = await page.screen(lambda s: len(s["funnel"]) == 6)
+        first = await page.screen(lambda s: len(s["funnel"]) == 5)
         expected = funnel(await settle(launch))
         numbers = {stage.value: count for stage, count in expected.stages()}
         last = await page.screen(
@@ -189,3 +195,68 @@ async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
     for path in (tmp_path / "dashboard.png", os.environ.get("CAMPAIGNKIT_TEST_SCREENSHOT")):
         if path:
             await asyncio.to_thread(Path(path).write_bytes, png)
+
+
+async def test_the_list_shows_a_bulk_run_as_one_row_with_its_launches(
+    client: CampaignClient, users: list[User], tmp_path: Path
+) -> None:
+    poll = (await client.list_polls())[0]
+    async with SqliteLedger(tmp_path / "runs.db") as ledger:
+        report = await client.send_bulk(poll.id, users, chunk_size=10, journal=ledger, run="promo")
+        dashboard = Dashboard(client, ledger=ledger, **FAST)
+        async with (
+            serving(dashboard_app(dashboard)) as url,
+            headless_chromium(tmp_path / "profile") as page,
+        ):
+            for launch in report.launch_request_ids[:2]:
+                await page.go(f"{url}/launches/{launch}")
+            await page.go(f"{url}/")
+            state = await page.screen(lambda s: s["runs"] == {"promo": len(users)})
+            shot = await page.call("Page.captureScreenshot", format="png")
+    assert state["launches"] == report.launch_request_ids
+    assert state["followed"] == 2
+    png = base64.b64decode(shot["data"])
+    for path in (tmp_path / "list.png", os.environ.get("CAMPAIGNKIT_TEST_SCREENSHOT_LIST")):
+        if path:
+            await asyncio.to_thread(Path(path).write_bytes, png)
+
+
+async def test_another_sites_page_cannot_make_the_dashboard_follow_anything(
+    sandbox: Sandbox, client: CampaignClient, send: Send, tmp_path: Path
+) -> None:
+    launch = await send()
+    dashboard = Dashboard(client, **FAST)
+    async with serving(dashboard_app(dashboard)) as url:
+        target = f"{url}/launches/{launch}"
+        evil = web.Application()
+
+        async def attacking_page(_: web.Request) -> web.Response:
+            return web.Response(text=attack(target), content_type="text/html")
+
+        evil.router.add_get("/", attacking_page)
+        before = await status_calls(sandbox)
+        async with (
+            serving(evil, host="localhost") as evil_url,
+            headless_chromium(tmp_path / "profile") as page,
+        ):
+            await page.call("Page.navigate", url=f"{evil_url}/")
+            await asyncio.sleep(2)  # the page's requests made (its form navigates away)
+        asked = await status_calls(sandbox) - before
+    assert dashboard.followed == 0
+    assert asked == 0
+
+
+def attack(target: str) -> str:
+    """A page of another site that asks the dashboard for a launch every way
+    it can without the visitor's consent."""
+    return (
+        "<!doctype html><body>"
+        + "".join(f'<img src="{target}?n={n}">' for n in range(20))
+        + f'<iframe src="{target}"></iframe>'
+        + f'<form method="post" action="{target}"></form>'
+        + "<script>"
+        f'fetch("{target}", {{mode: "no-cors"}});'
+        f'new EventSource("{target}/events");'
+        "document.forms[0].submit();"
+        "</script></body>"
+    )

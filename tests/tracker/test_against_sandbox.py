@@ -296,7 +296,7 @@ def test_progress_bot_example_posts_throttled_messages_and_a_summary() -> None:
     lines = [line for line in result.stdout.splitlines() if line.startswith("bot> ")]
     progress = [line for line in lines if line.startswith("bot> [")]
     assert progress, result.stdout
-    assert "finished (DONE): " in lines[-1]
-    assert "0 still in progress" in lines[-1]
+    assert ": Finished; request " in lines[-1]
+    assert "60/60 settled (100%): " in result.stdout  # nobody still waiting
     # throttled: far fewer progress messages than changes
     assert len(progress) < 20

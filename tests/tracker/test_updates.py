@@ -35,10 +35,10 @@ from campaignkit import (
     User,
     ValidationError,
 )
-from campaignkit.progress import ProgressUpdate
+from campaignkit.progress import ProgressUpdate, campaign_update
 from campaignkit.sandbox import Sandbox
 from campaignkit.tracker import CampaignTracker, TrackerGroup
-from campaignkit.tracker._updates import campaign_update, least_state
+from campaignkit.tracker._updates import least_state
 
 C = CampaignState
 
