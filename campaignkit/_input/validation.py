@@ -225,16 +225,6 @@ def users_tuple(users: Any, problems: Problems) -> tuple[Any, ...]:
     return items
 
 
-def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any]]:
-    """The wire list of users; problems are added with ``users[i]`` paths."""
-    wire = []
-    for index, user in enumerate(users):
-        entry = user_wire(user, f"users[{index}]", problems)
-        if entry is not None:
-            wire.append(entry)
-    return wire
-
-
 def path_segment(name: str, value: Any, problems: Problems) -> str:
     """``value`` percent-encoded as exactly one path segment.
 
