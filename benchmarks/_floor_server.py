@@ -4,7 +4,7 @@ the floor and the SDK share it and neither shares its CPU.
 ``python -m benchmarks._floor_server --port N --sessions TOTAL --page P``
 serves the small campaign status at ``/campaign/v2/send-campaign/{id}`` and
 ``TOTAL`` sessions in pages of ``P`` at ``/main/devapi/poll/{id}/sessions``
-(the cursor, sent as ``CURSOR``, is the offset).
+(the cursor is the offset).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from collections.abc import Iterator
 
 from aiohttp import web
 
-from campaignkit.config import SessionQueryNames
-
 from ._payloads import campaign_status, session_page
 
 JSON = "application/json"
-CURSOR = SessionQueryNames().cursor  # the query name the SDK sends the cursor under
 
 
 def make_app(total_sessions: int, page_size: int) -> web.Application:
@@ -36,7 +33,7 @@ def make_app(total_sessions: int, page_size: int) -> web.Application:
         return web.Response(body=status_body, content_type=JSON)
 
     async def sessions(request: web.Request) -> web.Response:
-        offset = int(request.query.get(CURSOR) or 0)
+        offset = int(request.query.get("after") or 0)
         following = offset + page_size
         cursor = str(following) if following < total_sessions else ""
         body = full_page.replace(b"{cursor}", cursor.encode())

@@ -11,7 +11,7 @@ import orjson
 
 from campaignkit import CampaignClient
 
-from ._floor_server import CURSOR, running
+from ._floor_server import running
 from ._harness import Row, ab_async, throughput_ratio
 
 PAGE = 10_000
@@ -34,7 +34,7 @@ async def measure(base: str, total: int, rounds: int) -> list[Row]:
         async def floor() -> int:
             seen, cursor = 0, ""
             while True:
-                query = {"limit": str(PAGE), **({CURSOR: cursor} if cursor else {})}
+                query = {"limit": str(PAGE), **({"after": cursor} if cursor else {})}
                 async with raw.get(
                     url, params=query, headers={"Authorization": "bench-key"}
                 ) as response:

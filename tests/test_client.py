@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from helpers.exchange import (
@@ -220,6 +221,25 @@ async def test_update_session(client: CampaignClient, mocked: ScriptedExchange) 
         b'{"user_session_keys":[{"key":"plan","value":"gold"},{"key":"n","value":"2"}]}'
     )
     assert_headers(request, json_body=True)
+
+
+async def test_a_session_keys_type_is_sent_only_when_set(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    mocked.post(f"{BASE}/session/e1/update", payload={"message": "ok", "session_id": "s9"})
+    where = '{"latitude": 4.59, "longitude": -72.03}'
+    await client.update_session("e1", [SessionKey("loc", where, "location"), SessionKey("a", "b")])
+    [(_, _, request)] = sent(mocked)
+    assert request.body is not None
+    assert orjson.loads(request.body) == {
+        "user_session_keys": [
+            {"key": "loc", "value": where, "type": "location"},
+            {"key": "a", "value": "b"},
+        ]
+    }
+    with pytest.raises(ValidationError) as caught:
+        await client.update_session("e1", [SessionKey("a", "b", "")])
+    assert caught.value.problems[0][0] == "user_session_keys[0].type"
 
 
 async def test_update_session_without_the_key_when_so_configured(mocked: ScriptedExchange) -> None:

@@ -46,8 +46,12 @@ async def test_bulk_from_csv(tmp_path: Path) -> None:
 async def test_webhook_server() -> None:
     code, out, err = await run_example("webhook_server.py")
     assert code == 0, err
+    # The flow asked for an id number; the server answered within the deadline
+    # and the sandbox merged its variable into the session.
     assert "webhook: session sr-" in out
-    assert "Hello!" in out
+    assert "answered the id question: valid=True" in out
+    assert "session variables: {'server_user_valid': 'yes'}" in out
+    assert "1.020.304.050" in out
     assert out.count("assign -> 200 {'agent_id':") == 2
 
 
@@ -71,3 +75,10 @@ async def test_progress_bot() -> None:
     # counted as sent (the last line drops nobody).
     assert "300/300 settled (100%): 2 sent, 274 delivered, 24 failed" in out
     assert f"FAILURE x1: {DeploymentStatus.FAILURE.description}" in out
+
+
+async def test_progress_bot_gives_up_after_its_timeout_and_says_so() -> None:
+    code, out, err = await run_example("progress_bot.py", "--users", "20", "--timeout", "0.3")
+    assert code == 0, err
+    assert "bot> Stopped following after 0.3 s: " in out
+    assert "DONE" not in out  # the request's state is told in words

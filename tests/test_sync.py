@@ -100,3 +100,19 @@ def test_fake_time_and_the_fake_exchange_serve_the_blocking_client_too() -> None
         assert [poll.id for poll in client.list_polls()] == [1]
     assert [a.status for a in answers] == [503, 200]
     assert len(time.sleeps) == 1
+
+
+def test_track_many_and_updates_without_await() -> None:
+    done = {
+        launch: Answer.json(answer("DONE", dep(i, "DELIVERED"), launch=launch))
+        for i, launch in ((1, "lr-1"), (2, "lr-2"))
+    }
+    exchange = MockExchange({f"GET /v2/send-campaign/{k}": v for k, v in done.items()})
+    with CampaignClient(KEY, campaign_url=BASE, exchange=exchange) as client:
+        group = client.track_many(["lr-1", "lr-2"], poll_interval=0.01)
+        changes = sorted((c.launch_request_id, c.current.value) for c in group)
+        assert changes == [("lr-1", "DELIVERED"), ("lr-2", "DELIVERED")]
+        assert group.progress.done == 2
+        updates = list(client.track("lr-1", poll_interval=0.01).updates(every=0.01))
+        assert updates[-1].finished
+    assert sync_threads() == []

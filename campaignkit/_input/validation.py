@@ -89,7 +89,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
             problems.append(
                 (
                     f"{path}.country_code",
-                    "must be '+' and 1 to 4 digits (e.g. '+57'), "
+                    "must be '+' and 1 to 4 digits, "
                     f"but {given(country_code)} was given" + country_code_hint(country_code),
                 )
             )

@@ -1,5 +1,5 @@
 """``demo``: the whole story against an in-process sandbox: send, track,
-a first reply on a real webhook server, the session updated, its history."""
+a reply answered by a real webhook server, its variables merged, the history."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import os
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -15,7 +15,13 @@ from ..client import CampaignClient
 from ..errors import CampaignKitError
 from ..models import User
 from ..status import DeploymentStatus
-from ..webhooks import AgentPicker, ReplyEvent, first_reply_app
+from ..webhooks import (
+    DEFAULT_SECRET_HEADER,
+    AgentPicker,
+    EventKind,
+    WebhookEvent,
+    webhook_app,
+)
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus
 from .output import format_history, program, status_table
@@ -138,26 +144,18 @@ async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
     say(f"\n4. Campaign {status.status.value}; final per-status table:")
     say("   " + status_table(status).replace("\n", "\n   "))
 
-    replied: asyncio.Future[tuple[ReplyEvent, Any]] = asyncio.get_running_loop().create_future()
+    replied: asyncio.Future[WebhookEvent] = asyncio.get_running_loop().create_future()
     picker = AgentPicker(client, ttl=60)
 
-    async def on_reply(event: ReplyEvent) -> None:
-        """What a real integration does: enrich the session, continue the flow."""
-        try:
-            agent = await picker.pick()
-            update = await client.update_session(
-                event.session_external_id,
-                {"plan": "gold", "assigned_agent": str(agent.id)},
-            )
-        except Exception as exc:
-            if not replied.done():
-                replied.set_exception(exc)
-            raise
+    async def on_event(event: WebhookEvent) -> dict[str, str]:
+        """What a real integration does: answer with variables the flow uses."""
+        agent = await picker.pick()
         if not replied.done():
-            replied.set_result((event, update))
+            replied.set_result(event)
+        return {"plan": "gold", "assigned_agent": str(agent.id)}
 
     token = secrets.token_urlsafe(16)
-    app = first_reply_app(on_reply, secret=token, secret_query="token")
+    app = webhook_app(on_event, kinds={EventKind.RESPONSE}, secret=token)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
@@ -165,10 +163,10 @@ async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
         await site.start()
         port = runner.addresses[0][1]
         hook = f"http://127.0.0.1:{port}/webhook"
-        await sb.set_webhook(f"{hook}?token={token}")
+        await sb.set_webhook(hook, kinds=["response"], headers={DEFAULT_SECRET_HEADER: token})
         say(
-            f"\n5. Webhook server (first_reply_app) listening on {hook}, registered with "
-            "the sandbox (a shared secret travels in ?token=)"
+            f"\n5. Webhook server (webhook_app) listening on {hook}, registered with "
+            f"the sandbox (a shared secret travels in its {DEFAULT_SECRET_HEADER} header)"
         )
 
         delivered = [d for d in status.deployments if d.status is DeploymentStatus.DELIVERED]
@@ -177,16 +175,15 @@ async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
         who = delivered[0].cellphone
         say(f'\n6. User +57 {who} replies "Yes, tell me more" (simulated by the sandbox)')
         result = await sb.reply(who, text="Yes, tell me more", country_code="+57")
-        hook_status = (result.get("webhook") or {}).get("status")
-        say(f"   the sandbox POSTed the webhook: HTTP {hook_status}")
-        event, update = await asyncio.wait_for(replied, 15)
-        say(f"   on_reply got session_external_id {event.session_external_id}")
-        say(f"   with session variables {event.keys}")
+        call = result.get("webhook") or {}
+        say(f"   the sandbox POSTed the response webhook: HTTP {call.get('status')}")
+        event = await asyncio.wait_for(replied, 15)
+        say(f"   on_event got session_id {event.session_id}, the answer {event.answer!r}")
 
-        say("\n7. on_reply called update_session(plan=gold, assigned_agent=<AgentPicker>)")
-        say(f"   -> {update.message!r} (session {update.session_id})")
+        say("\n7. on_event answered plan=gold, assigned_agent=<AgentPicker> within 10 s;")
+        say(f"   the sandbox merged them into the session: {call.get('keys')}")
 
-        history = await client.get_session_history(update.session_id)
+        history = await client.get_session_history(result["session_external_id"])
         say(f"\n8. Session history ({len(history)} messages):")
         say("   " + format_history(history).replace("\n", "\n   "))
     finally:

@@ -15,6 +15,7 @@ from ._http import ServiceError, json_response
 from ._keys import FAULTS, REPLIES, WORLD
 from ._sessions import US
 from ._state import Company, Launch, NotRepliable
+from ._webhooks import KINDS, WebhookTargets
 
 __all__ = ["ADMIN_PREFIX", "add_admin_routes"]
 
@@ -110,8 +111,9 @@ def _find_deployment(request: web.Request, body: dict[str, Any]) -> tuple[Compan
 async def reply(request: web.Request) -> web.Response:
     """``{cellphone, country_code?, launch_request_id?, text?}``: the user answers.
 
-    Answers ``{session_external_id, created, webhook}`` once the webhook (if
-    any) was delivered, with its status or error.
+    Answers ``{session_external_id, created, webhook, closed}`` once the calls
+    it caused were made: the response call and, when the flow ended, the
+    conversation-closed call (each None without a URL for it).
     """
     body = await _body(request)
     company, launch, index = _find_deployment(request, body)
@@ -141,14 +143,85 @@ async def add_company(request: web.Request) -> web.Response:
     return json_response(world.snapshot(company.id, False, None)["companies"][0], 201)
 
 
+def _url(value: Any, name: str) -> str:
+    if not (isinstance(value, str) and value.startswith(("http://", "https://"))):
+        raise _invalid(f"{name} must be an http(s) URL")
+    return value
+
+
+def _poll(company: Company, body: dict[str, Any]) -> int | None:
+    poll_id = body.get("poll_id")
+    if poll_id is not None and poll_id not in company.polls:
+        raise ServiceError(404, "not_found", f"poll {poll_id} not found")
+    return poll_id
+
+
 async def set_webhook(request: web.Request) -> web.Response:
-    """``{url}`` (null to remove): where first replies are POSTed."""
+    """``{url?, kinds?, urls?: {kind: url}, headers?: {name: value}, poll_id?}``.
+
+    ``url`` goes to every kind (or to ``kinds``), null removes them; ``urls``
+    sets kinds one by one; ``headers`` replaces the static headers. With
+    ``poll_id`` the settings are that poll's (it starts from the company's).
+    """
     company = _company(request)
-    url = (await _body(request)).get("url")
-    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
-        raise _invalid("url must be an http(s) URL or null")
-    company.webhook_url = url
-    return json_response({"company_id": company.id, "webhook_url": url})
+    body = await _body(request)
+    poll_id = _poll(company, body)
+    current = company.webhooks if poll_id is None else company.targets(poll_id)
+    targets = WebhookTargets(dict(current.urls), dict(current.headers))
+    kinds = body.get("kinds", list(KINDS))
+    if not (isinstance(kinds, list) and set(kinds) <= set(KINDS)):
+        raise _invalid(f"kinds must be a list of {', '.join(KINDS)}")
+    if "url" in body:
+        for kind in kinds:
+            if body["url"] is None:
+                targets.urls.pop(kind, None)
+            else:
+                targets.urls[kind] = _url(body["url"], "url")
+    urls = body.get("urls", {})
+    if not (isinstance(urls, dict) and set(urls) <= set(KINDS)):
+        raise _invalid(f"urls must map {', '.join(KINDS)} to URLs")
+    targets.urls |= {kind: _url(url, f"urls.{kind}") for kind, url in urls.items()}
+    headers = body.get("headers", targets.headers)
+    if not (
+        isinstance(headers, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+    ):
+        raise _invalid("headers must map header names to text values")
+    targets.headers = dict(headers)
+    if poll_id is None:
+        company.webhooks = targets
+    else:
+        company.poll_webhooks[poll_id] = targets
+    return json_response({"company_id": company.id, "poll_id": poll_id, **targets.to_json()})
+
+
+async def set_flow(request: web.Request) -> web.Response:
+    """``{poll_id, questions: [text, ...]}``: what the poll's flow asks, in turn."""
+    company = _company(request)
+    body = await _body(request)
+    poll_id = _poll(company, body)
+    questions = body.get("questions")
+    if poll_id is None or not (
+        isinstance(questions, list) and questions and all(isinstance(q, str) for q in questions)
+    ):
+        raise _invalid("poll_id and questions (a non-empty list of texts) are required")
+    company.flows[poll_id] = tuple(questions)
+    return json_response({"company_id": company.id, "poll_id": poll_id, "questions": questions})
+
+
+async def webhook_calls(request: web.Request) -> web.Response:
+    """The calls the company's webhooks received, oldest first."""
+    return json_response(_company(request).webhook_log)
+
+
+async def session(request: web.Request) -> web.Response:
+    """A session's variables and history (any company's)."""
+    record = request.app[WORLD].session(request.match_info["session_id"])
+    if record is None:
+        raise ServiceError(404, "not_found", "session not found")
+    return json_response(
+        {"id": record.id, "poll_id": record.poll_id, "keys": record.keys, "history": record.history}
+    )
 
 
 async def add_sessions(request: web.Request) -> web.Response:
@@ -181,4 +254,7 @@ def add_admin_routes(app: web.Application) -> None:
     router.add_post(f"{ADMIN_PREFIX}/reply", reply)
     router.add_post(f"{ADMIN_PREFIX}/companies", add_company)
     router.add_put(f"{ADMIN_PREFIX}/companies/{{company_id}}/webhook", set_webhook)
+    router.add_put(f"{ADMIN_PREFIX}/companies/{{company_id}}/flow", set_flow)
+    router.add_get(f"{ADMIN_PREFIX}/companies/{{company_id}}/webhook-calls", webhook_calls)
+    router.add_get(f"{ADMIN_PREFIX}/sessions/{{session_id}}", session)
     router.add_post(f"{ADMIN_PREFIX}/companies/{{company_id}}/sessions", add_sessions)

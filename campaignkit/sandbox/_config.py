@@ -35,5 +35,7 @@ class SandboxConfig:
     """Largest request body accepted; larger ones get 413."""
     start_time: float | None = None
     """Sandbox time at start (UNIX seconds); default: the wall clock."""
+    webhook_timeout: float = attrs.field(default=10.0, validator=attrs.validators.gt(0))
+    """Real seconds a webhook call may take before it is given up (the service's 10)."""
     sessions_per_poll: int = attrs.field(default=5, validator=attrs.validators.ge(0))
     """Sessions every poll of a new company has out of the box."""

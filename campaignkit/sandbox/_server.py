@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -174,10 +175,50 @@ class Sandbox:
     async def add_company(self, **fields: Any) -> Any:
         return await self.admin("POST", "/companies", fields)
 
-    async def set_webhook(self, url: str | None, *, company: str | None = None) -> Any:
-        return await self.admin(
-            "PUT", f"/companies/{company or self.company_id}/webhook", {"url": url}
+    async def set_webhook(
+        self,
+        url: str | None = None,
+        *,
+        kinds: Sequence[str] | None = None,
+        urls: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        poll_id: int | None = None,
+        company: str | None = None,
+    ) -> Any:
+        """Attach webhook URLs (``url`` for every kind, or for ``kinds``;
+        ``urls`` per kind) and static ``headers``, for the company or one poll."""
+        # set_webhook(None) removes the URLs; headers or urls alone leave them.
+        removes = urls is None and headers is None
+        body: dict[str, Any] = {"url": url} if url is not None or removes else {}
+        if kinds is not None:
+            body["kinds"] = list(kinds)
+        if urls is not None:
+            body["urls"] = dict(urls)
+        if headers is not None:
+            body["headers"] = dict(headers)
+        if poll_id is not None:
+            body["poll_id"] = poll_id
+        return await self.admin("PUT", f"/companies/{company or self.company_id}/webhook", body)
+
+    async def set_flow(
+        self, poll_id: int, questions: Sequence[str], *, company: str | None = None
+    ) -> Any:
+        """The questions the poll's flow asks in turn (each reply answers one)."""
+        body = {"poll_id": poll_id, "questions": list(questions)}
+        return await self.admin("PUT", f"/companies/{company or self.company_id}/flow", body)
+
+    async def webhook_calls(self, *, company: str | None = None) -> list[dict[str, Any]]:
+        """Every webhook call made for the company: kind, url, payload, status,
+        answer, keys merged, error, seconds."""
+        calls: list[dict[str, Any]] = await self.admin(
+            "GET", f"/companies/{company or self.company_id}/webhook-calls"
         )
+        return calls
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        """A session's ``keys`` and ``history``, as the sandbox holds them."""
+        found: dict[str, Any] = await self.admin("GET", f"/sessions/{session_id}")
+        return found
 
     async def add_sessions(
         self, poll_id: int, count: int, *, company: str | None = None, **fields: Any

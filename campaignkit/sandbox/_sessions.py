@@ -88,6 +88,10 @@ class SessionRecord:
     cellphone: str
     keys: dict[str, str]
     history: list[Meta]
+    conversation_id: str | None = None
+    """The deployment that opened it (sessions a reply or a webhook opened)."""
+    answered: int = 0
+    """How many questions of its poll's flow the user answered."""
 
     @property
     def key(self) -> Key:

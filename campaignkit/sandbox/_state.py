@@ -24,6 +24,7 @@ from ._config import SandboxConfig
 from ._outcomes import OUTCOMES, SENT, VALIDATION_ERROR, outcome_for, wire
 from ._sessions import US, PollSessions, SessionBlock, SessionRecord, message
 from ._users import SessionKeys, UserIn
+from ._webhooks import WebhookTargets
 
 __all__ = ["Company", "Deployment", "Launch", "NotRepliable", "World"]
 
@@ -179,12 +180,22 @@ class Company:
     polls: dict[int, str]
     agents: list[Agent]
     lines: tuple[str, ...]
-    webhook_url: str | None = None
+    webhooks: WebhookTargets = attrs.Factory(WebhookTargets)
+    poll_webhooks: dict[int, WebhookTargets] = attrs.Factory(dict)
+    # poll id -> the questions its flow asks in turn (default: one question).
+    flows: dict[int, tuple[str, ...]] = attrs.Factory(dict)
     launches: dict[str, Launch] = attrs.Factory(dict)
     sessions: dict[int, PollSessions] = attrs.Factory(dict)
     # (launch id, deployment index) -> session id, so a second reply continues it.
     reply_sessions: dict[tuple[str, int], str] = attrs.Factory(dict)
     webhook_log: list[JSON] = attrs.Factory(list)
+
+    def targets(self, poll_id: int) -> WebhookTargets:
+        """Where the calls of a poll's flows go: the poll's own, else the company's."""
+        return self.poll_webhooks.get(poll_id, self.webhooks)
+
+    def questions(self, poll_id: int) -> tuple[str, ...]:
+        return self.flows.get(poll_id) or (f"{self.polls[poll_id]}: can we ask you a question?",)
 
     @property
     def business_scope_id(self) -> str:
@@ -202,7 +213,9 @@ class Company:
             "company_id": self.id,
             "name": self.name,
             "api_key": self.api_key,
-            "webhook_url": self.webhook_url,
+            "webhook": self.webhooks.to_json(),
+            "poll_webhooks": {str(p): t.to_json() for p, t in self.poll_webhooks.items()},
+            "flows": {str(p): list(q) for p, q in self.flows.items()},
             "lines": list(self.lines),
             "polls": [{"id": pid, "name": name} for pid, name in self.polls.items()],
             "received_users": sum(len(lr.deployments) for lr in self.launches.values()),
@@ -373,50 +386,78 @@ class World:
             return None
         return record
 
-    def reply(
-        self, company: Company, launch: Launch, index: int, text: str
-    ) -> tuple[SessionRecord, bool]:
-        """The user of deployment ``index`` answers; the first answer opens a session."""
-        now = self.clock.now()
-        d = launch.deployments[index]
-        outcome = OUTCOMES[d.outcome]
-        step = self.config.step_seconds
-        if outcome.status_at((now - d.taken_at) / step) not in SENT:
-            raise NotRepliable(f"{d.country_code}{d.cellphone} has not received the message")
-        seconds = int(now)
+    def open_session(self, company: Company, launch: Launch, index: int) -> SessionRecord:
+        """The session of deployment ``index``, opened (its question sent) if new."""
         existing = company.reply_sessions.get((launch.id, index))
         if existing is not None:
-            record = self._records[existing]
-            record.history.append(message("USER", text, seconds, seconds, seconds))
-            record.finished_us = int(now * US)
-            return record, False
-        history = outcome.history(d.taken_at, step, now)
-        sent_at = next(at for status, at in history if status in SENT)
+            return self._records[existing]
+        d = launch.deployments[index]
+        step = self.config.step_seconds
+        history = OUTCOMES[d.outcome].history(d.taken_at, step, float("inf"))
+        sent_at = next((at for status, at in history if status in SENT), d.taken_at)
         delivered = [at for status, at in history if status == "DELIVERED"]
         record = SessionRecord(
             id=f"sr-{self._hex(64)}",
             company_id=company.id,
             poll_id=launch.poll_id,
             created_us=int(sent_at * US),
-            finished_us=int(now * US),
+            finished_us=int(max(sent_at, self.clock.now()) * US),
             country_code=d.country_code,
             cellphone=d.cellphone,
             keys=dict(d.keys),
             history=[
                 message(
                     "AI",
-                    f"{company.polls[launch.poll_id]}: can we ask you a question?",
+                    company.questions(launch.poll_id)[0],
                     int(sent_at),
                     int(delivered[0]) if delivered else None,
-                    seconds,
-                ),
-                message("USER", text, seconds, seconds, seconds),
+                    None,
+                )
             ],
+            conversation_id=launch.conversation_id(index),
         )
         self._records[record.id] = record
         company.reply_sessions[(launch.id, index)] = record.id
         company.sessions.setdefault(launch.poll_id, PollSessions()).add(record)
-        return record, True
+        return record
+
+    def reply(
+        self, company: Company, launch: Launch, index: int, text: str
+    ) -> tuple[SessionRecord, bool, str]:
+        """The user of deployment ``index`` answers the question the flow is on.
+
+        Returns the session, whether this reply opened it, and the question
+        answered; the flow's next question, if any, is sent at once.
+        """
+        now = self.clock.now()
+        d = launch.deployments[index]
+        outcome = OUTCOMES[d.outcome]
+        if outcome.status_at((now - d.taken_at) / self.config.step_seconds) not in SENT:
+            raise NotRepliable(f"{d.country_code}{d.cellphone} has not received the message")
+        created = (launch.id, index) not in company.reply_sessions
+        record = self.open_session(company, launch, index)
+        seconds = int(now)
+        for entry in record.history:  # the user read what they answer
+            if entry["message"]["sender"] == "AI" and entry["message"]["read_at"] is None:
+                entry["message"]["read_at"] = seconds
+        questions = company.questions(launch.poll_id)
+        question = questions[min(record.answered, len(questions) - 1)]
+        record.answered += 1
+        record.history.append(message("USER", text, seconds, seconds, seconds))
+        if record.answered < len(questions):
+            record.history.append(message("AI", questions[record.answered], seconds, seconds, None))
+        record.finished_us = int(now * US)
+        return record, created, question
+
+    def merge_answer(self, record: SessionRecord, keys: dict[str, str]) -> None:
+        """Merge a webhook answer's keys, as the service does, noted in the history."""
+        record.keys.update(keys)
+        now = int(self.clock.now())
+        entry = message("AI", f"(variables set: {', '.join(keys)})", now, now, None)
+        entry["message"]["extra"] = {
+            "user_session_keys": [{"key": k, "value": v} for k, v in keys.items()]
+        }
+        record.history.append(entry)
 
     def update_session(self, record: SessionRecord, keys: SessionKeys) -> None:
         """Merge the keys and continue the conversation with the next AI message."""
@@ -427,15 +468,6 @@ class World:
             message("AI", f"Thanks, noted ({names}). Next question?", int(now), int(now), None)
         )
         record.finished_us = int(now * US)
-
-    def webhook_payload(self, record: SessionRecord) -> JSON:
-        return {
-            "session_external_id": record.id,
-            "poll_id": record.poll_id,
-            "country_code": record.country_code,
-            "cellphone": record.cellphone,
-            "user_session_keys": [{"key": k, "value": v} for k, v in record.keys.items()],
-        }
 
     def snapshot(self, company_id: str | None, users: bool, launch: str | None) -> JSON:
         now = self.clock.now()

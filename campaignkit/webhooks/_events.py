@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import enum
 import json
-import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
+from .._redaction import sdk_logger
 from ..models import SessionKey
 
 __all__ = ["EventKind", "WebhookEvent", "parse_event"]
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 _SPEC_ID = "session_external_id"
 
@@ -167,23 +167,26 @@ def session_keys_of(raw: Any) -> tuple[SessionKey, ...]:
     """The session variables of a payload: ``{key, value, type?}`` items or a
     ``{key: value}`` mapping; malformed entries are skipped. A value that is
     not text is kept as its JSON text."""
-    if isinstance(raw, Mapping):
-        items = [(key, value, None) for key, value in raw.items()]
-    elif isinstance(raw, list):
+    if type(raw) is list:
         items = [
             (entry.get("key"), entry.get("value"), entry.get("type"))
-            if isinstance(entry, Mapping)
+            if isinstance(entry, dict)
             else (None, None, None)
             for entry in raw
         ]
+    elif isinstance(raw, Mapping):
+        items = [(key, value, None) for key, value in raw.items()]
     else:
         return ()
     keys = []
     for key, value, kind in items:
-        if not (isinstance(key, str) and key) or not isinstance(value, str | int | float | bool):
+        if type(key) is not str or not key:
             continue
-        text = value if isinstance(value, str) else json.dumps(value)
-        keys.append(SessionKey(key, text, kind if isinstance(kind, str) else None))
+        if type(value) is not str:
+            if not isinstance(value, int | float):  # bool is an int
+                continue
+            value = json.dumps(value)
+        keys.append(SessionKey(key, value, kind if type(kind) is str else None))
     if len(keys) < len(items):
         # Counted, never shown: the entries are the sender's raw text.
         logger.warning(

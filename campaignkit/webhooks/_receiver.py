@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -20,14 +19,16 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
+from .._redaction import register, sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import error_answer
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
+from ._eager import run_eagerly
 from ._events import EventKind, WebhookEvent, parse_event
 
-logger = logging.getLogger("campaignkit.webhooks")
+logger = sdk_logger("campaignkit.webhooks")
 
 DEFAULT_SECRET_HEADER = "X-Webhook-Secret"
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -113,6 +114,7 @@ class WebhookHandler:
             raise ValidationError(problems)
         self._on_event = on_event
         self.kinds = None if kinds is None else frozenset(kinds)
+        register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
         self._secret_header = secret_header
         self.deadline = deadline
@@ -193,8 +195,15 @@ class WebhookHandler:
         return error_answer(status, code, message)
 
     async def _read_body(self, request: web.Request) -> bytes | None:
-        if request.content_length is not None and request.content_length > self.max_body:
-            return None
+        length = request.content_length
+        if length is not None:
+            if length > self.max_body:
+                return None
+            # The length is the body's: the stream yields no more than it says.
+            try:
+                return await request.content.readexactly(length) if length else b""
+            except asyncio.IncompleteReadError as cut:
+                return cut.partial  # a body cut short is not JSON: answered 400
         chunks, size = [], 0
         async for chunk in request.content.iter_any():
             size += len(chunk)
@@ -208,7 +217,10 @@ class WebhookHandler:
         now = time.time()
         if now - self._pruned_at >= self.retention / 100:
             self._pruned_at = now
-            await self._dedupe.prune_seen(EVENTS_NAMESPACE, now - self.retention)
+            # A store of an earlier release may not prune: it still dedupes.
+            prune = getattr(self._dedupe, "prune_seen", None)
+            if prune is not None:
+                await prune(EVENTS_NAMESPACE, now - self.retention)
 
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:
@@ -219,16 +231,13 @@ class WebhookHandler:
             logger.exception("webhook: the ledger could not record a %s event", event.kind.value)
 
     async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
-        task = asyncio.get_running_loop().create_task(self._run(event))
-        done, _ = await asyncio.wait({task}, timeout=self.deadline)
-        if not done:
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda t: self._late(event, t))
-            logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
-            return ()
         try:
-            return task.result()
+            keys, task = run_eagerly(self._run(event))
+            if task is None:
+                return keys or ()
+            done, _ = await asyncio.wait({task}, timeout=self.deadline)
+            if done:
+                return task.result()
         except Exception:
             logger.exception("webhook: on_event failed for a %s event", event.kind.value)
             # Forget the delivery so that the same call sent again is handled.
@@ -237,6 +246,11 @@ class WebhookHandler:
             except Exception as exc:
                 logger.error("webhook: could not forget a failed delivery: %r", exc)
             return ()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: self._late(event, t))
+        logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
+        return ()
 
     async def _run(self, event: WebhookEvent) -> tuple[SessionKey, ...]:
         result = self._on_event(event)

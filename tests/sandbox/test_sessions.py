@@ -11,6 +11,7 @@ from aiohttp import web
 from helpers.servers import serving
 
 from campaignkit.sandbox import Sandbox
+from campaignkit.webhooks import EventKind, parse_event
 
 pytestmark = pytest.mark.timeout(15)
 
@@ -49,21 +50,18 @@ async def _delivered(api: Any, sb: Sandbox, *users: dict[str, Any]) -> str:
 async def test_reply_webhook_update_history_round_trip(
     api: Any, sb: Sandbox, receiver: Receiver
 ) -> None:
-    await sb.set_webhook(receiver.url)
+    await sb.set_webhook(receiver.url, kinds=["response"])
     launch_id = await _delivered(api, sb, api.user("5510001111", ("name", "Ana")))
     result = await sb.reply("5510001111", launch_request_id=launch_id, text="Sí")
     assert result["created"] is True
     assert result["webhook"]["status"] == 200
     session_id = result["session_external_id"]
-    assert receiver.calls == [
-        {
-            "session_external_id": session_id,
-            "poll_id": 1001,
-            "country_code": "+52",
-            "cellphone": "5510001111",
-            "user_session_keys": [{"key": "name", "value": "Ana"}],
-        }
-    ]
+    [call] = receiver.calls
+    event = parse_event(call)
+    assert (event.kind, event.session_id, event.answer) == (EventKind.RESPONSE, session_id, "Sí")
+    assert (event.country_code, event.cellphone) == ("+52", "5510001111")
+    assert event.conversation_id == f"{launch_id}-0"
+    assert call["user_session_keys"] == [{"key": "name", "value": "Ana", "type": None}]
     update = await api.call(
         "POST",
         f"{sb.base_url}/session/{session_id}/update",
@@ -82,10 +80,10 @@ async def test_reply_webhook_update_history_round_trip(
     assert ai["delivered_at"] is not None
     assert ai["read_at"] is not None
     assert ai["created_at"] <= ai["delivered_at"] <= ai["read_at"]
-    # A second reply continues the session and calls no webhook.
+    # A second reply continues the session: one response call per answer.
     again = await sb.reply("5510001111", text="more")
     assert (again["session_external_id"], again["created"]) == (session_id, False)
-    assert len(receiver.calls) == 1
+    assert [call["actual_response"] for call in receiver.calls] == ["Sí", "more"]
     listing = (await api.call("GET", f"{sb.base_url}/devapi/poll/1001/sessions")).body
     assert session_id in [s["id"] for s in listing["results"]]
 
@@ -115,7 +113,7 @@ async def test_failing_webhook_is_recorded_not_fatal(api: Any, sb: Sandbox) -> N
 async def test_spontaneous_replies_post_the_webhook(
     api: Any, sb: Sandbox, receiver: Receiver
 ) -> None:
-    await sb.set_webhook(receiver.url)
+    await sb.set_webhook(receiver.url, kinds=["response"])
     await api.send([api.user("5510001111"), api.user("5510009914")])  # 9914 never delivered
     await asyncio.wait_for(receiver.arrived.wait(), 5)
     await asyncio.sleep(0.2)
@@ -131,7 +129,7 @@ async def test_session_pagination_25000(api: Any, sb: Sandbox) -> None:
     cursor = ""
     pages = 0
     while True:
-        params = {"limit": 10_000, **({"next_id": cursor} if cursor else {})}
+        params = {"limit": 10_000, **({"after": cursor} if cursor else {})}
         page = (await api.call("GET", url, params=params)).body
         seen += [s["id"] for s in page["results"]]
         times += [s["created_at"] for s in page["results"]]

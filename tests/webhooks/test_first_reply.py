@@ -370,7 +370,7 @@ async def test_sandbox_webhook_reaches_the_app() -> None:
     recorder = Recorder()
     app = first_reply_app(recorder, secret=None)
     async with serving(app) as url, Sandbox(speed=200) as sb, sb.client() as client:
-        await sb.set_webhook(f"{url}/webhook")
+        await sb.set_webhook(f"{url}/webhook", kinds=["response"])
         polls = await client.list_polls()
         user = User(cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"})
         ack = await client.send_campaign(polls[0].id, [user])

@@ -91,6 +91,38 @@ async def test_a_response_is_answered_with_the_callbacks_keys(serve: Any) -> Non
     )
 
 
+@pytest.mark.parametrize("wait", [None, 0.0, 0.05])
+async def test_sync_eager_and_waiting_callbacks_answer_alike(
+    serve: Any, wait: float | None
+) -> None:
+    seen: list[str | None] = []
+
+    def sync(event: WebhookEvent) -> dict[str, str]:
+        seen.append(event.session_id)
+        return {"n": str(len(seen))}
+
+    async def waiting(event: WebhookEvent) -> dict[str, str]:
+        assert wait is not None
+        await asyncio.sleep(wait)
+        return sync(event)
+
+    client = await serve(webhook_app(sync if wait is None else waiting))
+    for body in (samples.RESPONSE, samples.DELIVERED):
+        answer = await (await client.post("/webhook", json=body)).json()
+        assert answer == {"user_session_keys": [{"key": "n", "value": str(len(seen))}]}
+    assert seen == ["1234", "1234"]
+
+
+async def test_a_waiting_callback_that_fails_answers_empty(serve: Any) -> None:
+    async def failing(event: WebhookEvent) -> None:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("late boom")
+
+    client = await serve(webhook_app(failing))
+    answer = await client.post("/webhook", json=samples.RESPONSE)
+    assert (answer.status, await answer.json()) == (200, {"user_session_keys": []})
+
+
 async def test_session_key_answers_keep_their_type(serve: Any) -> None:
     where = SessionKey("where", '{"latitude": 1, "longitude": 2}', "location")
     client = await serve(webhook_app(Calls([where, SessionKey("a", "b")])))
@@ -267,6 +299,26 @@ async def test_records_expire_after_the_retention(serve: Any) -> None:
     await client.post("/webhook", json=samples.READ)
     read, delivered = EventKind.READ, EventKind.DELIVERED
     assert [e.kind for e in calls.events] == [read, delivered, read]
+
+
+async def test_a_store_without_pruning_still_dedupes(serve: Any) -> None:
+    class OldStore:  # a DedupeStore of an earlier release: no prune_seen
+        def __init__(self) -> None:
+            self.seen: set[str] = set()
+
+        async def first_sighting(self, namespace: str, key: str) -> bool:
+            fresh = key not in self.seen
+            self.seen.add(key)
+            return fresh
+
+        async def forget(self, namespace: str, key: str) -> None:
+            self.seen.discard(key)
+
+    calls = Calls()
+    client = await serve(webhook_app(calls, dedupe=OldStore()))
+    for _ in range(2):
+        assert (await client.post("/webhook", json=samples.READ)).status == 200
+    assert len(calls.events) == 1
 
 
 def test_bad_options() -> None:
