@@ -163,7 +163,7 @@ class CampaignStatus:
     """A campaign request and its deployments.
 
     ``deployments`` is a read-only sequence (a tuple when built by hand); a
-    decoded answer's makes each :class:`Deployment` as it is read.
+    decoded answer's makes its :class:`Deployment` items as they are read.
     """
 
     launch_request_id: str
@@ -200,9 +200,13 @@ class SessionMeta:
 
 @attrs.frozen
 class SessionPage:
-    """One page of a session listing; ``next_id`` is None on the last page."""
+    """One page of a session listing; ``next_id`` is None on the last page.
 
-    results: tuple[SessionMeta, ...]
+    ``results`` is a read-only sequence (a tuple when built by hand); a decoded
+    page's makes its :class:`SessionMeta` items as they are read.
+    """
+
+    results: Sequence[SessionMeta]
     next_id: str | None = None
 
 

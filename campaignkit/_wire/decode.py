@@ -4,17 +4,18 @@ that names the offending field's JSON path (``$.deployments[1].status``).
 orjson parses and the converter (:mod:`campaignkit._wire.convert`) builds every
 resource. The two payloads that come by the ten thousand, a campaign status
 and a page of sessions, are read by msgspec into GC-free records instead:
-the tracker diffs the status's (:class:`StatusAnswer`), a decoded
-:class:`CampaignStatus` holds its deployments' in an :class:`OnAccess`
-sequence that makes each :class:`Deployment` as it is read, and a session
-page's models are made from its records in C. Whatever msgspec refuses goes
-through the converter, which either builds it too or names the problem.
+the tracker diffs the status's (:class:`StatusAnswer`), and a decoded
+:class:`CampaignStatus` or :class:`SessionPage` holds its items' in an
+:class:`OnAccess` sequence that makes the models in C as they are read.
+Whatever msgspec refuses goes through the converter, which either builds it
+too or names the problem.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import chain
 from typing import Any, TypeVar, overload
 
 import msgspec
@@ -22,7 +23,7 @@ import orjson
 
 from .._input.validation import Problems, session_keys_wire, user_wire
 from ..errors import ResponseError
-from ..models import CampaignStatus, Deployment, SessionPage, User
+from ..models import CampaignStatus, Deployment, SessionMeta, SessionPage, User
 from ..status import CampaignState, DeploymentStatus
 from .convert import structure
 
@@ -101,24 +102,28 @@ def _converting(cls: type[T]) -> Decode[T]:
 
 # -- the answers that come by the ten thousand: read by msgspec in C -------------
 # Rows 1 (decode a 100,000-deployment status) and 7 (iter_sessions): building
-# every model of a large answer in Python costs more than parsing it, much of
-# it in the cyclic GC walking the new tracked objects again and again. msgspec
-# reads the answer in C into records declared gc=False (all type checks done
-# there, the GC never walks them); the models are made from them in C or when
-# they are read.
+# every model of a large answer up front costs more than parsing it, most of
+# it in the cyclic GC walking the new tracked objects again and again while
+# the answer is held. msgspec reads the answer in C into records declared
+# gc=False (all checks done there, the GC never walks them), and the models
+# are made from them in C (msgspec.convert) a chunk at a time as they are
+# read: a reader going through them frees each chunk before the next is made.
+
+_CHUNK = 256  # models made at once: few enough that the GC never sees them pile up
 
 
 class OnAccess(Sequence[T]):
-    """A read-only sequence that makes each item from its record when read (row
-    1: a status's deployments cost nothing until read, and a reader that goes
-    through them one by one frees each before the next is made). It equals,
+    """A read-only sequence of ``cls`` made from records when read. It equals,
     hashes, shows and pickles as the tuple of its items."""
 
-    __slots__ = ("_build", "_records")
+    __slots__ = ("_many", "_records")
 
-    def __init__(self, build: Callable[[Any], T], records: list[Any]) -> None:
-        self._build = build
+    def __init__(self, cls: type[T], records: list[Any]) -> None:
+        self._many: type[list[T]] = list[cls]  # type: ignore[valid-type]
         self._records = records
+
+    def _made(self, records: list[Any]) -> list[T]:
+        return msgspec.convert(records, self._many, from_attributes=True)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -131,11 +136,13 @@ class OnAccess(Sequence[T]):
 
     def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
         if isinstance(index, slice):
-            return tuple(map(self._build, self._records[index]))
-        return self._build(self._records[index])
+            return tuple(self._made(self._records[index]))
+        return self._made([self._records[index]])[0]
 
     def __iter__(self) -> Iterator[T]:
-        return map(self._build, self._records)
+        records = self._records
+        chunks = range(0, len(records), _CHUNK)
+        return chain.from_iterable(self._made(records[i : i + _CHUNK]) for i in chunks)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, OnAccess | tuple):
@@ -173,18 +180,12 @@ class CampaignStatusRecord(msgspec.Struct, gc=False):
 _read_campaign_status = msgspec.json.Decoder(CampaignStatusRecord).decode
 
 
-def _deployment(r: DeploymentRecord) -> Deployment:
-    return Deployment(
-        r.conversation_id, r.service_id, r.cellphone, r.business_scope_id, r.username, r.status
-    )
-
-
 def _decode_campaign_status(body: bytes, status: int, headers: Mapping[str, str]) -> CampaignStatus:
     try:
         read = _read_campaign_status(body)
     except msgspec.MsgspecError:  # the converter names the first problem, as for any model
         return structure(parse_json(body, status, headers), CampaignStatus)
-    deployments = OnAccess(_deployment, read.deployments)
+    deployments = OnAccess(Deployment, read.deployments)
     return CampaignStatus(read.launch_request_id, read.status, read.poll_id, deployments)
 
 
@@ -215,8 +216,7 @@ _fromisoformat = datetime.fromisoformat
 
 
 def _decode_session_page(body: bytes, status: int, headers: Mapping[str, str]) -> SessionPage:
-    # Row 7. The page is eager (a user may hold it), so msgspec.convert makes
-    # its models in C, for less than half what attrs' __init__ costs from Python.
+    # Row 7. The timestamps are read here, so that a bad one fails the decode.
     # The service's text carries no offset: stating UTC in the text parses
     # faster (~0.13 us) than replace(tzinfo=UTC) after (~0.7 us), and inline,
     # not in a helper, saves a call per timestamp. Text with an offset, or not
@@ -227,9 +227,9 @@ def _decode_session_page(body: bytes, status: int, headers: Mapping[str, str]) -
             r.created_at = _fromisoformat(r.created_at + "+00:00")
             if r.finished_at is not None:
                 r.finished_at = _fromisoformat(r.finished_at + "+00:00")
-        return msgspec.convert(read, SessionPage, from_attributes=True)
     except (msgspec.MsgspecError, TypeError, ValueError):
         return structure(parse_json(body, status, headers), SessionPage)
+    return SessionPage(OnAccess(SessionMeta, read.results), read.next_id)
 
 
 _decoders: dict[Any, Decode[Any]] = {
