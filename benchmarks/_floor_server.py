@@ -33,7 +33,7 @@ def make_app(total_sessions: int, page_size: int) -> web.Application:
         return web.Response(body=status_body, content_type=JSON)
 
     async def sessions(request: web.Request) -> web.Response:
-        offset = int(request.query.get("next_id") or 0)
+        offset = int(request.query.get("after") or 0)
         following = offset + page_size
         cursor = str(following) if following < total_sessions else ""
         body = full_page.replace(b"{cursor}", cursor.encode())

@@ -34,7 +34,7 @@ async def measure(base: str, total: int, rounds: int) -> list[Row]:
         async def floor() -> int:
             seen, cursor = 0, ""
             while True:
-                query = {"limit": str(PAGE), **({"next_id": cursor} if cursor else {})}
+                query = {"limit": str(PAGE), **({"after": cursor} if cursor else {})}
                 async with raw.get(
                     url, params=query, headers={"Authorization": "bench-key"}
                 ) as response:

@@ -13,7 +13,7 @@ import asyncio
 import hmac
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -22,7 +22,7 @@ from aiohttp import web
 from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
-from ._answers import error_answer
+from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
 from ._eager import run_eagerly
@@ -49,31 +49,6 @@ class SessionUpdater(Protocol):
     """What ``client=`` needs (a :class:`~campaignkit.CampaignClient`)."""
 
     async def update_session(self, session_external_id: str, user_session_keys: Any) -> Any: ...
-
-
-def _wire(keys: Iterable[SessionKey]) -> list[dict[str, str]]:
-    return [
-        {"key": k.key, "value": k.value, **({"type": k.type} if k.type is not None else {})}
-        for k in keys
-    ]
-
-
-def _as_keys(result: Any) -> tuple[SessionKey, ...]:
-    """The keys ``on_event`` returned; ``TypeError`` naming what is wrong."""
-    if result is None:
-        return ()
-    items = [SessionKey(k, v) for k, v in result.items()] if isinstance(result, Mapping) else result
-    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
-        raise TypeError(f"on_event returned {type(result).__name__}, not keys")
-    keys = tuple(items)
-    for item in keys:
-        if not (
-            isinstance(item, SessionKey)
-            and isinstance(item.key, str)
-            and isinstance(item.value, str)
-        ):
-            raise TypeError("on_event returned an item that is not a SessionKey of text")
-    return keys
 
 
 class WebhookHandler:
@@ -174,7 +149,7 @@ class WebhookHandler:
         if problem is not None:
             return self._refuse(422, "bad_field", problem)
         if self.kinds is not None and event.kind not in self.kinds:
-            return _answer(())
+            return keys_answer(())
         key = delivery_key(event)
         try:
             await self._prune()
@@ -184,10 +159,10 @@ class WebhookHandler:
             return error_answer(503, "unavailable", "duplicate detection is unavailable")
         if not first:
             logger.info("webhook: repeated %s delivery %s ignored", event.kind.value, key[-12:])
-            return _answer(())
+            return keys_answer(())
         self.received += 1
         await self._record(event)
-        return _answer(await self._call(event, key))
+        return keys_answer(await self._call(event, key))
 
     def _refuse(self, status: int, code: str, message: str) -> web.Response:
         logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
@@ -255,7 +230,7 @@ class WebhookHandler:
         result = self._on_event(event)
         if inspect.isawaitable(result):
             result = await result
-        return _as_keys(result)
+        return as_keys(result)
 
     def _late(self, event: WebhookEvent, task: asyncio.Task[tuple[SessionKey, ...]]) -> None:
         if task.cancelled():
@@ -279,12 +254,6 @@ class WebhookHandler:
             await self._client.update_session(session_id, keys)
         except Exception:
             logger.exception("webhook: update_session with the late keys failed")
-
-
-def _answer(keys: Iterable[SessionKey]) -> web.Response:
-    return web.Response(
-        body=orjson.dumps({"user_session_keys": _wire(keys)}), content_type="application/json"
-    )
 
 
 webhook_handler = WebhookHandler
