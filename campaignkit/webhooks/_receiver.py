@@ -25,7 +25,6 @@ from ..models import SessionKey
 from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
-from ._eager import run_eagerly
 from ._events import EventKind, WebhookEvent, parse_event
 
 logger = sdk_logger("campaignkit.webhooks")
@@ -206,11 +205,15 @@ class WebhookHandler:
 
     async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
         try:
-            keys, task = run_eagerly(self._run(event))
-            if task is None:
-                return keys or ()
-            done, _ = await asyncio.wait({task}, timeout=self.deadline)
-            if done:
+            result = self._on_event(event)
+            if not inspect.isawaitable(result):
+                return as_keys(result)  # a plain function: it has run already
+            # A task of its own (also its own current_task(), for asyncio.timeout
+            # and the like), which may outlive the deadline and this request.
+            task = asyncio.get_running_loop().create_task(_keys_of(result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            if await self._finished_in_time(task):
                 return task.result()
         except Exception:
             logger.exception("webhook: on_event failed for a %s event", event.kind.value)
@@ -220,17 +223,27 @@ class WebhookHandler:
             except Exception as exc:
                 logger.error("webhook: could not forget a failed delivery: %r", exc)
             return ()
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda t: self._late(event, t))
         logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
         return ()
 
-    async def _run(self, event: WebhookEvent) -> tuple[SessionKey, ...]:
-        result = self._on_event(event)
-        if inspect.isawaitable(result):
-            result = await result
-        return as_keys(result)
+    async def _finished_in_time(self, task: asyncio.Task[Any]) -> bool:
+        """Wait for ``task`` until the deadline (lighter than ``asyncio.wait``)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def wake(_: object) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        task.add_done_callback(wake)
+        timer = loop.call_later(self.deadline, wake, None)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            task.remove_done_callback(wake)
+        return task.done()
 
     def _late(self, event: WebhookEvent, task: asyncio.Task[tuple[SessionKey, ...]]) -> None:
         if task.cancelled():
@@ -254,6 +267,10 @@ class WebhookHandler:
             await self._client.update_session(session_id, keys)
         except Exception:
             logger.exception("webhook: update_session with the late keys failed")
+
+
+async def _keys_of(awaitable: Awaitable[Keys]) -> tuple[SessionKey, ...]:
+    return as_keys(await awaitable)
 
 
 webhook_handler = WebhookHandler
