@@ -134,7 +134,7 @@ async def main(users: int, speed: float) -> None:
                 http,
                 urls["base_url"] + "/devapi/poll/1002/sessions",
                 headers=key,
-                params={"limit": "10000", "next_id": cursor},
+                params={"limit": "10000", "after": cursor},
             )
             rss_end = _rss_mib(process.pid)
     finally:

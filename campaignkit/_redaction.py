@@ -28,7 +28,7 @@ FRAGMENT = 12
 
 # Every run of FRAGMENT characters of a form holds one of its BLOCK-long
 # slices at an offset that is a multiple of BLOCK: a lookup of each BLOCK-long
-# slice of the text finds every candidate, then grown character by character.
+# slice of the text finds every candidate, which is then grown to its full run.
 _BLOCK = FRAGMENT // 2
 _KEY_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])ak_[A-Za-z0-9_-]{24,}")
 _lock = threading.Lock()

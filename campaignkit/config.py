@@ -24,6 +24,7 @@ ENV_URLS = {
 }
 
 
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|session|signature", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -133,10 +134,11 @@ class ClientConfig:
     ``authorize_session_update`` is False. Base URLs may carry a path prefix,
     which is kept. ``timeout`` bounds each request, ``connect_timeout`` its
     connection phase. ``default_headers`` go on every request (never the auth
-    header); ``trust_env`` takes proxies from ``HTTP(S)_PROXY``/``NO_PROXY``
-    (and ``~/.netrc``), as aiohttp does; ``log_bodies`` adds the bodies,
-    phone numbers masked and the key redacted, to the ``campaignkit``
-    logger's DEBUG line of each exchange.
+    header; values of names that look secret, such as ``X-Gateway-Key`` or
+    ``Cookie``, are redacted like the key); ``trust_env`` takes proxies from
+    ``HTTP(S)_PROXY``/``NO_PROXY`` (and ``~/.netrc``), as aiohttp does;
+    ``log_bodies`` adds the bodies, phone numbers masked and the key redacted,
+    to the ``campaignkit`` logger's DEBUG line of each exchange.
     """
 
     api_key: str = attrs.field(repr=_redacted)
@@ -157,9 +159,11 @@ class ClientConfig:
     log_bodies: bool = False
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.api_key, str):
-            # First, so that even the errors below cannot show it.
-            register(self.api_key)
+        # First, so that even the errors below cannot show them.
+        register(self.api_key if isinstance(self.api_key, str) else None)
+        for name, value in self.default_headers:
+            if isinstance(value, str) and _SECRET_HEADER.search(str(name)):
+                register(value)  # a gateway's key, a cookie: masked like the API key
         if not isinstance(self.api_key, str) or not self.api_key.strip():
             raise ConfigurationError(
                 f"no API key: pass api_key= or set {ENV_API_KEY} "

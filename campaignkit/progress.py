@@ -93,13 +93,15 @@ class ProgressUpdate:
         """One line: ``12/200 settled (6%): 8 delivered, 2 sent, 2 failed,
         188 waiting``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
-        return f"{self.done}/{self.total} settled ({self.fraction:.0%}): {stages or 'nobody yet'}"
+        stages = stages or "no deployment shown by the service yet"
+        return f"{self.done}/{self.total} settled ({self.fraction:.0%}): {stages}"
 
     def text(self) -> str:
         """The update for a person: what is happening, the people per stage,
         each failure reason in words, the ETA (a chat message's text)."""
         if self.finished:
-            head = "Finished"
+            # Ended before the request was DONE: a timeout, or tracking stopped.
+            head = "Finished" if self.state is CampaignState.DONE else "Stopped following"
         elif self.state is None:
             head = "Starting"
         else:

@@ -23,20 +23,24 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar, cast
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
 
 from . import client as _async
 from ._io.transport import RawAnswer, Transport, recording_answers
 from .config import ClientConfig
 from .errors import CampaignKitError
 from .models import CampaignStatus
+from .progress import ProgressUpdate
 from .status import CampaignState, DeploymentStatus
-from .tracker import CampaignTracker, DeploymentChange, Progress
+from .tracker import CampaignTracker, DeploymentChange, Progress, TrackerGroup
 
-__all__ = ["CampaignClient", "Tracker"]
+__all__ = ["CampaignClient", "Group", "Tracker"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+A = TypeVar("A")
+W = TypeVar("W")
+F = TypeVar("F", CampaignTracker, TrackerGroup)
 _DONE = object()
 
 
@@ -45,6 +49,14 @@ def _named(wrapper: Callable[P, T], call: Callable[..., object]) -> Callable[P, 
     wrapper.__name__ = wrapper.__qualname__ = call.__name__
     wrapper.__doc__ = call.__doc__
     return wrapper
+
+
+def _settings_of(
+    _: Callable[Concatenate[Any, P], None],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, P], None]]:
+    """Type ``__init__`` with the async client's settings (mypy then refuses a
+    misspelt one, as for the async client)."""
+    return lambda init: init
 
 
 def _blocking(
@@ -65,23 +77,25 @@ def _iterating(
     return _named(iterating, call)
 
 
-def _tracking(
-    call: Callable[Concatenate[_async.CampaignClient, P], CampaignTracker],
-) -> Callable[Concatenate[CampaignClient, P], Tracker]:
-    def tracking(self: CampaignClient, /, *args: P.args, **kwargs: P.kwargs) -> Tracker:
-        return Tracker(self, call(self.aio, *args, **kwargs))
+def _following(
+    call: Callable[Concatenate[_async.CampaignClient, P], A],
+    wrapper: Callable[[CampaignClient, A], W],
+) -> Callable[Concatenate[CampaignClient, P], W]:
+    def following(self: CampaignClient, /, *args: P.args, **kwargs: P.kwargs) -> W:
+        return wrapper(self, call(self.aio, *args, **kwargs))
 
-    return _named(tracking, call)
+    return _named(following, call)
 
 
 class CampaignClient:
     """The blocking client; arguments as for :class:`campaignkit.CampaignClient`
     (but ``session=``, an aiohttp session, which belongs to another loop)."""
 
-    def __init__(self, api_key: str | None = None, **settings: Any) -> None:
+    @_settings_of(_async.CampaignClient.__init__)
+    def __init__(self, *args: Any, **settings: Any) -> None:
         if settings.get("session") is not None:
             raise TypeError("the blocking client makes its own session: session= is not taken")
-        self.aio = _async.CampaignClient(api_key, **settings)
+        self.aio = _async.CampaignClient(*args, **settings)
         """The async client underneath (its calls run on :attr:`loop`)."""
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -174,7 +188,10 @@ class CampaignClient:
     get_session_history = _blocking(_async.CampaignClient.get_session_history)
     list_polls = _blocking(_async.CampaignClient.list_polls)
     send_bulk = _blocking(_async.CampaignClient.send_bulk)
-    track = _tracking(_async.CampaignClient.track)
+    track = _following(_async.CampaignClient.track, lambda client, aio: Tracker(client, aio))
+    track_many = _following(
+        _async.CampaignClient.track_many, lambda client, aio: Group(client, aio)
+    )
 
 
 async def _next(items: AsyncIterator[T]) -> T | object:
@@ -189,24 +206,24 @@ async def _recorded(work: Coroutine[Any, Any, T], answers: list[RawAnswer]) -> T
         return await work
 
 
-class Tracker:
-    """A :class:`campaignkit.CampaignTracker`, iterated without ``await``:
-    ``for change in client.track(ack):``."""
+class _Following(Generic[F]):
+    """What a blocking tracker and group share: iteration, updates, counts."""
 
-    def __init__(self, client: CampaignClient, tracker: CampaignTracker) -> None:
+    def __init__(self, client: CampaignClient, following: F) -> None:
         self._client = client
-        self.aio = tracker
+        self.aio: F = following
+        """The async tracker (or group) underneath."""
 
     def __iter__(self) -> Iterator[DeploymentChange]:
         return self._client._iterate(self.aio)
 
+    def updates(self, every: float = 2.0) -> Iterator[ProgressUpdate]:
+        """As the async ``updates()``: throttled progress snapshots."""
+        return self._client._iterate(self.aio.updates(every))
+
     def close(self) -> None:
         """Stop tracking; idempotent."""
         self._client._run(self.aio.aclose())
-
-    @property
-    def state(self) -> CampaignState | None:
-        return self.aio.state
 
     @property
     def counts(self) -> Counter[DeploymentStatus | None]:
@@ -216,9 +233,23 @@ class Tracker:
     def progress(self) -> Progress:
         return self.aio.progress
 
+    def checkpoint(self) -> dict[str, Any]:
+        return self.aio.checkpoint()
+
+
+class Tracker(_Following[CampaignTracker]):
+    """A :class:`campaignkit.CampaignTracker`, iterated without ``await``:
+    ``for change in client.track(ack):``."""
+
+    @property
+    def state(self) -> CampaignState | None:
+        return self.aio.state
+
     @property
     def result(self) -> CampaignStatus | None:
         return self.aio.result
 
-    def checkpoint(self) -> dict[str, Any]:
-        return self.aio.checkpoint()
+
+class Group(_Following[TrackerGroup]):
+    """A :class:`campaignkit.tracker.TrackerGroup` (``track_many``), iterated
+    without ``await``."""

@@ -19,9 +19,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import attrs
-
-from campaignkit import CampaignAck, CampaignClient, CampaignTracker, User
+import campaignkit
+from campaignkit import CampaignAck, CampaignClient, CampaignState, CampaignTracker, User
 from campaignkit.sandbox import Sandbox
 
 Post = Callable[[str], Awaitable[None]]
@@ -56,7 +55,7 @@ def summary_message(tracker: CampaignTracker) -> str:
     """The last message: every person counted (``ProgressUpdate.text``:
     each stage, each failure reason in words), then the tracker's work."""
     stats = tracker.stats
-    text = attrs.evolve(tracker.snapshot(), finished=True).text()
+    text = tracker.snapshot().text()
     return (
         f"Campaign {tracker.launch_request_id}: {text}\n"
         f"  {stats.polls} status polls, {stats.retries} retried, {stats.changes} changes, "
@@ -65,19 +64,36 @@ def summary_message(tracker: CampaignTracker) -> str:
 
 
 async def follow(
-    client: CampaignClient, ack: CampaignAck, *, every: float, post: Post, until: str = "done"
+    client: CampaignClient,
+    ack: CampaignAck,
+    *,
+    every: float,
+    post: Post,
+    until: str = "done",
+    timeout: float = 600.0,
 ) -> CampaignTracker:
     """Post throttled progress while the campaign runs, then a summary."""
     throttle = Throttle(every)
 
-    async def on_state(state: object) -> None:
-        await post(f"Campaign {ack.launch_request_id} is {state}")
+    async def on_state(state: CampaignState) -> None:
+        # The request's state in words: DONE is not "everyone got it".
+        await post(f"Campaign {ack.launch_request_id}: request {state.description}")
 
-    tracker = client.track(ack, until=until, poll_interval=0.2, max_interval=2.0, on_state=on_state)
+    tracker = client.track(
+        ack,
+        until=until,
+        poll_interval=0.2,
+        max_interval=2.0,
+        timeout=timeout,
+        on_state=on_state,
+    )
     async with tracker:
-        async for _change in tracker:
-            if throttle.ready():
-                await post(progress_message(tracker))
+        try:
+            async for _change in tracker:
+                if throttle.ready():
+                    await post(progress_message(tracker))
+        except campaignkit.TimeoutError:
+            await post(f"Stopped following after {timeout:g} s: {tracker.snapshot().summary()}")
     await post(summary_message(tracker))
     return tracker
 
@@ -96,16 +112,20 @@ def campaign_users(count: int) -> list[User]:
     return users
 
 
-async def main(users: int, every: float, speed: float, until: str) -> None:
+async def main(users: int, every: float, speed: float, until: str, timeout: float) -> None:
     async def post(text: str) -> None:
         # A real bot would call its chat API here (Slack, Teams, WhatsApp...).
         print(f"bot> {text}", flush=True)
 
     async with Sandbox(speed=speed, seed=1) as sandbox, sandbox.client() as client:
         polls = await client.list_polls()
-        ack = await client.send_campaign(polls[0].id, campaign_users(users))
+        try:
+            ack = await client.send_campaign(polls[0].id, campaign_users(users))
+        except campaignkit.CampaignKitError as exc:  # one line to the chat, never silence
+            await post(f"Not sent: {' '.join(str(exc).split())}")
+            return
         await post(f"Campaign queued for {users} users ({ack.launch_request_id})")
-        await follow(client, ack, every=every, post=post, until=until)
+        await follow(client, ack, every=every, post=post, until=until, timeout=timeout)
 
 
 if __name__ == "__main__":
@@ -114,5 +134,6 @@ if __name__ == "__main__":
     parser.add_argument("--every", type=float, default=1.0, help="seconds between messages")
     parser.add_argument("--speed", type=float, default=1.0, help="sandbox clock speed")
     parser.add_argument("--until", choices=("done", "settled"), default="settled")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds followed at most")
     args = parser.parse_args()
-    asyncio.run(main(args.users, args.every, args.speed, args.until))
+    asyncio.run(main(args.users, args.every, args.speed, args.until, args.timeout))

@@ -223,9 +223,10 @@ def campaign_router(
             async for update in group.updates(every):
                 await live.show(progress_text(update))
         except TimeoutError:
+            waiting = report.counts["accepted"] - group.snapshot().done
             await message.answer(
-                f"Stopped following after {track_timeout:g} s, {group.snapshot().waiting} "
-                "still waiting: /campaign the same file again to follow it (nobody is resent)."
+                f"Stopped following after {track_timeout:g} s, {waiting} still waiting: "
+                "/campaign the same file again to follow it (nobody is resent)."
             )
 
     return router

@@ -119,7 +119,8 @@ def test_an_excel_file_in_a_spanish_locale_is_read(tmp_path: Path) -> None:
     }
     assert isinstance(second, InvalidInput)
     assert second.reason == (
-        "line 3: country_code: must be '+' and 1 to 4 digits, got '57' (did you mean '+57'?)"
+        "line 3: country_code: must be '+' and 1 to 4 digits, but a str ('57') was given "
+        "(did you mean '+57'?)"
     )
 
 

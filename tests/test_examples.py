@@ -75,3 +75,10 @@ async def test_progress_bot() -> None:
     # counted as sent (the last line drops nobody).
     assert "300/300 settled (100%): 2 sent, 274 delivered, 24 failed" in out
     assert f"FAILURE x1: {DeploymentStatus.FAILURE.description}" in out
+
+
+async def test_progress_bot_gives_up_after_its_timeout_and_says_so() -> None:
+    code, out, err = await run_example("progress_bot.py", "--users", "20", "--timeout", "0.3")
+    assert code == 0, err
+    assert "bot> Stopped following after 0.3 s: " in out
+    assert "DONE" not in out  # the request's state is told in words

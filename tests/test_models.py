@@ -498,12 +498,13 @@ plain_users = st.builds(
 @settings(max_examples=150)
 def test_the_send_bodys_inline_road_builds_what_validation_builds(given_users: Any) -> None:
     # The decode module reads the common user inline (row 5); the result, the
-    # problems and their paths are validation's, whatever the input.
+    # problems and their paths are validation's, user by user, whatever the input.
     given = tuple(given_users)
     inline_problems: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
     inline = decode_module.users_wire(given, inline_problems)
-    expected = validation.users_wire(given, problems)
+    checked = [validation.user_wire(user, f"users[{i}]", problems) for i, user in enumerate(given)]
+    expected = [entry for entry in checked if entry is not None]
     assert inline == expected
     assert inline_problems == problems
     if not problems:

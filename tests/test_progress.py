@@ -190,3 +190,11 @@ def test_an_unknown_status_is_settled_and_shown_as_unknown() -> None:
         odd = DeploymentStatus("BRAND_NEW_STATUS_FOR_PROGRESS")
     got = campaign_update({odd: 2, S.DELIVERED: 1}, CampaignState.DONE, True)
     assert got.summary() == "3/3 settled (100%): 1 delivered, 2 unknown"
+
+
+def test_tracking_that_ended_before_done_is_not_called_finished() -> None:
+    got = campaign_update({}, CampaignState.PENDING, True)
+    assert got.text().splitlines() == [
+        f"Stopped following; request {CampaignState.PENDING.description}",
+        "0/0 settled (0%): no deployment shown by the service yet",
+    ]

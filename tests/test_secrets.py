@@ -326,3 +326,10 @@ def test_the_sdk_loggers_redact_messages_arguments_tracebacks_and_stacks(
     assert "Stack (most recent call last)" in handler_text
     assert_clean([handler_text, first.getMessage(), second.getMessage(), repr(first.args)])
     assert sdk_logger("campaignkit.test_secrets").filters == logger.filters  # added once
+
+
+@pytest.mark.usefixtures("own_registry")
+def test_default_headers_that_look_secret_are_redacted_like_the_key() -> None:
+    gateway, source = "gw_live_9fK2mQ7xZ4pL1sT8", "campaign-manager-nightly-job"
+    ClientConfig(KEY, default_headers={"X-Gateway-Key": gateway, "X-Request-Source": source})
+    assert redact(f"rejected {gateway} from {source}") == f"rejected *** from {source}"

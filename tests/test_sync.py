@@ -50,17 +50,17 @@ def test_close_is_idempotent_and_a_closed_client_refuses_calls() -> None:
 
 def test_the_settings_are_those_of_the_async_client() -> None:
     with pytest.raises(TypeError):
-        CampaignClient(KEY, base_url=BASE, untill="done")
+        CampaignClient(KEY, base_url=BASE, untill="done")  # type: ignore[call-arg]
     with pytest.raises(CampaignKitError, match="API key"):
         CampaignClient("", base_url=BASE)
     assert sync_threads() == []
 
 
 async def test_against_the_sandbox_send_track_page_and_raw_answers(sb: Sandbox) -> None:
-    urls = {"base_url": sb.base_url, "campaign_url": sb.campaign_url, "agent_url": sb.agent_url}
-
     def script() -> tuple[int, list[str], int, str]:
-        with CampaignClient(sb.api_key, **urls) as client:
+        with CampaignClient(
+            sb.api_key, base_url=sb.base_url, campaign_url=sb.campaign_url, agent_url=sb.agent_url
+        ) as client:
             with client.raw_answers() as answers:
                 ack = client.send_campaign(1001, [ANA])
             tracker = client.track(ack, poll_interval=0.05, until="settled", timeout=30)
@@ -100,3 +100,19 @@ def test_fake_time_and_the_fake_exchange_serve_the_blocking_client_too() -> None
         assert [poll.id for poll in client.list_polls()] == [1]
     assert [a.status for a in answers] == [503, 200]
     assert len(time.sleeps) == 1
+
+
+def test_track_many_and_updates_without_await() -> None:
+    done = {
+        launch: Answer.json(answer("DONE", dep(i, "DELIVERED"), launch=launch))
+        for i, launch in ((1, "lr-1"), (2, "lr-2"))
+    }
+    exchange = MockExchange({f"GET /v2/send-campaign/{k}": v for k, v in done.items()})
+    with CampaignClient(KEY, campaign_url=BASE, exchange=exchange) as client:
+        group = client.track_many(["lr-1", "lr-2"], poll_interval=0.01)
+        changes = sorted((c.launch_request_id, c.current.value) for c in group)
+        assert changes == [("lr-1", "DELIVERED"), ("lr-2", "DELIVERED")]
+        assert group.progress.done == 2
+        updates = list(client.track("lr-1", poll_interval=0.01).updates(every=0.01))
+        assert updates[-1].finished
+    assert sync_threads() == []

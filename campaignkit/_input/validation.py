@@ -89,7 +89,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
             problems.append(
                 (
                     f"{path}.country_code",
-                    "must be '+' and 1 to 4 digits (e.g. '+57'), "
+                    "must be '+' and 1 to 4 digits, "
                     f"but {given(country_code)} was given" + country_code_hint(country_code),
                 )
             )
@@ -223,16 +223,6 @@ def users_tuple(users: Any, problems: Problems) -> tuple[Any, ...]:
     if not items:
         problems.append(("users", "at least one user is required"))
     return items
-
-
-def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any]]:
-    """The wire list of users; problems are added with ``users[i]`` paths."""
-    wire = []
-    for index, user in enumerate(users):
-        entry = user_wire(user, f"users[{index}]", problems)
-        if entry is not None:
-            wire.append(entry)
-    return wire
 
 
 def path_segment(name: str, value: Any, problems: Problems) -> str:

@@ -15,7 +15,7 @@ from .._report import BulkChunk, BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
 from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
 from ..models import CampaignAck, User
-from ._held import grouped, held_outcome
+from ._held import grouped, held_outcome, settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
 from ._sender import ClaimOutcome, send_claim, send_request
@@ -192,7 +192,7 @@ class BulkSend:
         self.progress.advance({PROGRESS_FIELD[result.outcome]: len(users)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         if self.ledger is not None:
             await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
             for _, _, state, ack, _ in await self.ledger.claims(self.run_name):
@@ -215,6 +215,10 @@ class BulkSend:
                 first.add_note(f"send_bulk: another sender failed too: {other!r}")
             raise first from None
         report = self.report
+        if self.ledger is not None:  # users a twin sender of the run had in flight
+            await settle_held(
+                report, self.ledger, self.run_name, since=since, advance=self.progress.advance
+            )
         report.total = self.planner.total
         report.invalid = self.planner.invalid
         report.duplicates = self.planner.duplicates

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import errors
 from ..client import CampaignClient
 from ..models import CampaignStatus
+from ..status import DONE_MEANS
 from .argtypes import non_negative_float, positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import (
@@ -23,7 +24,12 @@ for a launch just sent, short enough that a mistyped id is told soon."""
 
 
 def register(add: AddCommand) -> None:
-    p = add("track", "follow a campaign live until DONE (or settled)")
+    p = add(
+        "track",
+        "follow a campaign live until DONE (or settled)",
+        "Follow LAUNCH_REQUEST_ID live: people per stage (waiting, sent, delivered, failed), "
+        f"then the per-status table. {DONE_MEANS[0].upper()}{DONE_MEANS[1:]}.",
+    )
     p.add_argument("launch_request_id")
     p.add_argument(
         "--settled", action="store_true", help="go on until no deployment is in progress"

@@ -7,7 +7,7 @@ import asyncio
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -15,9 +15,10 @@ import attrs
 
 from .. import errors
 from .._redaction import sdk_logger
-from ..ledger import ACCEPTED, Ledger, RunInfo
+from ..ledger import Ledger, RunInfo
 from ._html import LaunchSummary
 from ._listing import PAGE_SIZE, Listing, RunSummary
+from ._runs import PollNames, Runs, poll_id
 from ._watch import Signal, Watch
 
 if TYPE_CHECKING:
@@ -63,9 +64,10 @@ def sandbox_launches(admin_url: str, api_key: str) -> Discover:
 
 
 class Dashboard:
-    """Known launches by id, each with its :class:`Watch`; ``signal`` moves
-    whenever the list or any launch changes. Watches start with :meth:`start`
-    (on the app's start-up) and stop with :meth:`close`."""
+    """Known launches by id, at most ``max_followed`` of them followed, each
+    with its :class:`Watch`, and the bulk runs of ``ledger``; ``signal``
+    moves whenever the list or any launch changes. Watches start with
+    :meth:`start` (on the app's start-up) and stop with :meth:`close`."""
 
     def __init__(
         self,
@@ -100,14 +102,12 @@ class Dashboard:
             "linger": linger,
         }
         self.max_followed = max_followed
-        self.ledger = ledger
-        """Lists bulk runs, each with its launches (the caller opens and closes it)."""
-        self._polls: dict[int, str] = {}
-        self._polls_read_at: float | None = None
+        self._runs = None if ledger is None else Runs(ledger)
+        """The ledger's bulk runs, listed with their launches (the caller
+        opens and closes the ledger)."""
+        self._polls = PollNames(client)
         self._known: dict[str, None] = {}
         """Every launch given, discovered or followed, oldest first (the list's rows)."""
-        self._run_launches: dict[str, tuple[int, tuple[str, ...]]] = {}
-        self._run_created: dict[str, datetime] = {}
         self._watches: dict[str, Watch] = {}
         self._viewed: dict[str, int] = {}
         self._views = itertools.count()
@@ -192,74 +192,47 @@ class Dashboard:
 
     async def listing(self, page: int = 1) -> Listing:
         """Page ``page`` of the list: the ledger's runs, newest first, each
-        with its launches, then the followed launches of no run listed."""
+        with its launches, then the launches of no run listed, newest first."""
         await self.refresh()
-        runs = [] if self.ledger is None else await self.ledger.runs()
-        await self._read_polls(
+        infos = [] if self._runs is None else await self._runs.ledger.runs()
+        await self._polls.learn(
             [watch.poll_id for watch in self._watches.values()]
-            + [_poll_id(info.poll) for info in runs]
+            + [poll_id(info.poll) for info in infos]
         )
         page = max(page, 1)
         shown = slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE)
-        listed = [await self._run_summary(info) for info in runs[shown]]
-        in_runs = {launch for _, launches in self._run_launches.values() for launch in launches}
+        runs = [await self._run_summary(info) for info in infos[shown]]
+        in_runs = set() if self._runs is None else self._runs.launches()
         alone = [launch for launch in reversed(self._known) if launch not in in_runs]
-        pages = max(1, -(-max(len(runs), len(alone)) // PAGE_SIZE))
-        rows = tuple(
-            self.summary(watch) if (watch := self._watches.get(launch)) else launch
-            for launch in alone[shown]
-        )
-        return Listing(tuple(listed), rows, page, pages)
+        pages = max(1, -(-max(len(infos), len(alone)) // PAGE_SIZE))
+        return Listing(tuple(runs), tuple(map(self._row, alone[shown])), page, pages)
+
+    def _row(self, launch_request_id: str) -> LaunchSummary | str:
+        watch = self._watches.get(launch_request_id)
+        return launch_request_id if watch is None else self.summary(watch)
 
     async def _run_summary(self, info: RunInfo) -> RunSummary:
-        assert self.ledger is not None
-        run = info.run
-        counts = await self.ledger.counts(run)
-        known = self._run_launches.get(run)
-        if known is None or known[0] != counts[ACCEPTED]:
-            launches: dict[str, None] = {}
-            async for record in self.ledger.records(run, [ACCEPTED]):
-                if record.launch_request_id:
-                    launches[record.launch_request_id] = None
-            known = self._run_launches[run] = (counts[ACCEPTED], tuple(launches))
-        poll_id = _poll_id(info.poll)
-        created = self._run_created[run] = datetime.fromtimestamp(info.created, UTC)
+        assert self._runs is not None
+        counts, launches, created = await self._runs.read(info)
+        poll = poll_id(info.poll)
         return RunSummary(
-            run,
-            poll_id,
-            None if poll_id is None else self._polls.get(poll_id),
+            info.run,
+            poll,
+            self._polls.get(poll),
             created,
             counts,
             info.input_done,
-            tuple(
-                self.summary(watch) if (watch := self._watches.get(launch)) else launch
-                for launch in known[1]
-            ),
+            tuple(map(self._row, launches)),
         )
 
     def run_started(self, launch_request_id: str) -> datetime | None:
         """When the bulk run that sent the launch started, if listed already."""
-        for run, (_, launches) in self._run_launches.items():
-            if launch_request_id in launches:
-                return self._run_created.get(run)
-        return None
+        return None if self._runs is None else self._runs.started(launch_request_id)
 
     async def named(self, watch: Watch) -> LaunchSummary:
         """The watch's summary, its poll's name read first if unknown."""
-        await self._read_polls([watch.poll_id])
+        await self._polls.learn([watch.poll_id])
         return self.summary(watch)
-
-    async def _read_polls(self, wanted: Iterable[int | None]) -> None:
-        """Learn the polls' names when one is missing, at most once a minute."""
-        missing = {poll for poll in wanted if poll is not None} - self._polls.keys()
-        now = asyncio.get_running_loop().time()
-        if not missing or (self._polls_read_at is not None and now - self._polls_read_at < 60):
-            return
-        self._polls_read_at = now
-        try:
-            self._polls.update((poll.id, poll.name) for poll in await self.client.list_polls())
-        except errors.CampaignKitError as exc:
-            log.warning("reading the polls' names failed: %s", exc)
 
     async def refresh(self) -> None:
         """List what ``discover`` lists and follow the newest ``discover_limit``
@@ -298,8 +271,3 @@ class Dashboard:
         for watch in self._watches.values():
             watch.signal.bump()
         self.signal.bump()
-
-
-def _poll_id(poll: str) -> int | None:
-    """A run's poll (kept as text by the ledger) as the service's id."""
-    return int(poll) if poll.isdigit() else None

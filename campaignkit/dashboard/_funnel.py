@@ -34,6 +34,9 @@ __all__ = [
 FUNNEL = (Stage.WAITING, Stage.SENT, Stage.DELIVERED, Stage.FAILED, Stage.UNKNOWN)
 """The stages a launch's status can tell, in order."""
 
+_FIELDS = {stage: stage.value for stage in Stage}
+# The chart counts every stage of every sample: a dict lookup, not the enum's .value.
+
 PHONES_SHOWN = 50
 """Phones listed under each failure reason (the rest are counted)."""
 
@@ -63,7 +66,9 @@ class Funnel:
         return self.total - self.waiting
 
     def count(self, stage: Stage) -> int:
-        return self.failed if stage is Stage.FAILED else int(getattr(self, stage.value, 0))
+        """The deployments at ``stage`` (0 for read, replied, skipped: a
+        launch's status does not tell them)."""
+        return self.failed if stage is Stage.FAILED else int(getattr(self, _FIELDS[stage], 0))
 
     def stages(self) -> list[tuple[Stage, int]]:
         """Every stage of :data:`FUNNEL` with its count, in order."""

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .._redaction import sdk_logger
+from .._redaction import register, sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
@@ -90,6 +90,7 @@ class FirstReplyHandler:
         if problems:
             raise ValidationError(problems)
         self._on_reply = on_reply
+        register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
         self._secret_header = secret_header
         self._secret_query = secret_query

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from .._redaction import sdk_logger
+from .._redaction import register, sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import as_keys, error_answer, keys_answer
@@ -88,6 +88,7 @@ class WebhookHandler:
             raise ValidationError(problems)
         self._on_event = on_event
         self.kinds = None if kinds is None else frozenset(kinds)
+        register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
         self._secret_header = secret_header
         self.deadline = deadline

@@ -115,5 +115,5 @@ def test_a_send_of_a_semicolon_file_names_the_file_line(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"{path}: line 3: cellphone: must be 4 to 15 digits without the country code (spaces, "
         "dashes and parentheses are allowed); line 4: country_code: must be '+' and 1 to 4 "
-        "digits, got '57' (did you mean '+57'?)"
+        "digits, but a str ('57') was given (did you mean '+57'?)"
     )

@@ -88,7 +88,8 @@ async def test_send_invalid_user_is_usage_error_naming_the_path(
     result = await run(sb, "send", str(poll), str(path))
     assert result.code == 2
     # The file's line (the header is line 1), and the fix for a missing '+'.
-    assert "u.csv: line 3: country_code: must be '+' and 1 to 4 digits, got '57'" in result.err
+    said = "u.csv: line 3: country_code: must be '+' and 1 to 4 digits, but a str ('57') was given"
+    assert said in result.err
     assert "(did you mean '+57'?)" in result.err
     assert result.err.count("\n") == 1
     assert (await sb.snapshot(users=False))["companies"][0]["launches"] in ([], {})

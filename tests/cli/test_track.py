@@ -9,6 +9,7 @@ from aiohttp import web
 from helpers.cli import (
     first_poll,
     run,
+    subprocess,
 )
 from helpers.servers import serving
 
@@ -84,3 +85,9 @@ async def test_a_port_in_use_says_so() -> None:
         "(the port is in use by another program: pick another port, 0 for a free one)" in result.err
     )
     assert "is the service URL right" not in result.err
+
+
+async def test_track_help_says_what_done_means() -> None:
+    result = await subprocess("track", "--help")
+    assert result.code == 0
+    assert "Done: settled, no longer waiting" in " ".join(result.out.split())

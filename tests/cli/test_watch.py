@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,3 +188,16 @@ async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox
     assert url.endswith("/?token=cli-t0ken")
     assert without == 401
     assert "Campaigns" in page
+
+
+async def test_report_stops_following_after_follow_for_and_writes_what_it_saw(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    await sb.set_clock(speed=0.05)  # a campaign of minutes: still waiting when written
+    launch = await send_one(sb)
+    out = tmp_path / "report.html"
+    result = await run(sb, "report", launch, "-o", str(out), "--follow-for", "1")
+    assert result.code == 0, result.err
+    page = out.read_text()
+    assert launch in page
+    assert re.search(r'data-state="(PENDING|CLAIMED)"', page)  # not followed to the end

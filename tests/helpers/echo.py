@@ -31,7 +31,8 @@ SHAPES = ("detail", "error", "text", "html", "status")
 class Echo:
     """What the server answers next: ``status``, ``shape`` (one of
     :data:`SHAPES`; ``"status"`` is a campaign status whose
-    ``launch_request_id`` carries the echo) and ``echo`` (one of
+    ``launch_request_id`` carries the echo, or on other paths a poll listing
+    whose name does) and ``echo`` (one of
     :data:`ECHOES`). ``seen`` counts the requests that carried the header."""
 
     def __init__(self) -> None:
@@ -73,6 +74,8 @@ class Echo:
                 ],
             },
         }[self.shape]
+        if self.shape == "status" and "send-campaign" not in request.path:
+            payload = [{"id": 1, "name": said}]  # a poll listing, its name echoing
         return web.Response(
             status=self.status,
             body=orjson.dumps(payload),

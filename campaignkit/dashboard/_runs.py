@@ -1,0 +1,83 @@
+"""What the list reads besides the launches: a ledger's bulk runs (each
+run's launches and start) and the polls' names."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from .. import errors
+from .._redaction import sdk_logger
+from ..ledger import ACCEPTED, Ledger, RunInfo
+
+if TYPE_CHECKING:
+    from ..client import CampaignClient
+
+__all__ = ["PollNames", "Runs", "poll_id"]
+
+log = sdk_logger("campaignkit.dashboard")
+
+
+def poll_id(poll: str) -> int | None:
+    """A run's poll (kept as text by the ledger) as the service's id."""
+    return int(poll) if poll.isdigit() else None
+
+
+class Runs:
+    """A ledger's runs: each one's launches, read from its accepted records
+    again only when their count moves, and its start."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._launches: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._created: dict[str, datetime] = {}
+
+    async def read(self, info: RunInfo) -> tuple[Mapping[str, int], tuple[str, ...], datetime]:
+        """The run's counts by ledger state, its launches and its start."""
+        run = info.run
+        counts = await self.ledger.counts(run)
+        known = self._launches.get(run)
+        if known is None or known[0] != counts[ACCEPTED]:
+            launches: dict[str, None] = {}
+            async for record in self.ledger.records(run, [ACCEPTED]):
+                if record.launch_request_id:
+                    launches[record.launch_request_id] = None
+            known = self._launches[run] = (counts[ACCEPTED], tuple(launches))
+        created = self._created[run] = datetime.fromtimestamp(info.created, UTC)
+        return counts, known[1], created
+
+    def launches(self) -> set[str]:
+        """Every launch of the runs read so far."""
+        return {launch for _, launches in self._launches.values() for launch in launches}
+
+    def started(self, launch_request_id: str) -> datetime | None:
+        """When the run that sent the launch started, if read already."""
+        for run, (_, launches) in self._launches.items():
+            if launch_request_id in launches:
+                return self._created.get(run)
+        return None
+
+
+class PollNames:
+    """The polls' names, read again when one is missing, at most once a minute."""
+
+    def __init__(self, client: CampaignClient) -> None:
+        self._client = client
+        self._names: dict[int, str] = {}
+        self._read_at: float | None = None
+
+    def get(self, poll: int | None) -> str | None:
+        return None if poll is None else self._names.get(poll)
+
+    async def learn(self, wanted: Iterable[int | None]) -> None:
+        missing = {poll for poll in wanted if poll is not None} - self._names.keys()
+        now = asyncio.get_running_loop().time()
+        if not missing or (self._read_at is not None and now - self._read_at < 60):
+            return
+        self._read_at = now
+        try:
+            self._names.update((poll.id, poll.name) for poll in await self._client.list_polls())
+        except errors.CampaignKitError as exc:
+            log.warning("reading the polls' names failed: %s", exc)
