@@ -141,8 +141,8 @@ class ServiceCalls:
         max_retries: int | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> SessionUpdate:
-        """Merge ``user_session_keys`` into the session the first-reply webhook
-        named, and continue its conversation."""
+        """Merge ``user_session_keys`` into the session a webhook named (its
+        ``session_id``), and continue its conversation."""
         problems: Problems = []
         keys = session_keys_wire(user_session_keys, "user_session_keys", problems)
         return await self._call(

@@ -51,6 +51,14 @@ def _named(wrapper: Callable[P, T], call: Callable[..., object]) -> Callable[P, 
     return wrapper
 
 
+def _settings_of(
+    _: Callable[Concatenate[Any, P], None],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, P], None]]:
+    """Type ``__init__`` with the async client's settings (mypy then refuses a
+    misspelt one, as for the async client)."""
+    return lambda init: init
+
+
 def _blocking(
     call: Callable[Concatenate[_async.CampaignClient, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[CampaignClient, P], T]:
@@ -83,10 +91,11 @@ class CampaignClient:
     """The blocking client; arguments as for :class:`campaignkit.CampaignClient`
     (but ``session=``, an aiohttp session, which belongs to another loop)."""
 
-    def __init__(self, api_key: str | None = None, **settings: Any) -> None:
+    @_settings_of(_async.CampaignClient.__init__)
+    def __init__(self, *args: Any, **settings: Any) -> None:
         if settings.get("session") is not None:
             raise TypeError("the blocking client makes its own session: session= is not taken")
-        self.aio = _async.CampaignClient(api_key, **settings)
+        self.aio = _async.CampaignClient(*args, **settings)
         """The async client underneath (its calls run on :attr:`loop`)."""
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(

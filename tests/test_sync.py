@@ -50,17 +50,17 @@ def test_close_is_idempotent_and_a_closed_client_refuses_calls() -> None:
 
 def test_the_settings_are_those_of_the_async_client() -> None:
     with pytest.raises(TypeError):
-        CampaignClient(KEY, base_url=BASE, untill="done")
+        CampaignClient(KEY, base_url=BASE, untill="done")  # type: ignore[call-arg]
     with pytest.raises(CampaignKitError, match="API key"):
         CampaignClient("", base_url=BASE)
     assert sync_threads() == []
 
 
 async def test_against_the_sandbox_send_track_page_and_raw_answers(sb: Sandbox) -> None:
-    urls = {"base_url": sb.base_url, "campaign_url": sb.campaign_url, "agent_url": sb.agent_url}
-
     def script() -> tuple[int, list[str], int, str]:
-        with CampaignClient(sb.api_key, **urls) as client:
+        with CampaignClient(
+            sb.api_key, base_url=sb.base_url, campaign_url=sb.campaign_url, agent_url=sb.agent_url
+        ) as client:
             with client.raw_answers() as answers:
                 ack = client.send_campaign(1001, [ANA])
             tracker = client.track(ack, poll_interval=0.05, until="settled", timeout=30)

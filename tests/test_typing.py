@@ -11,10 +11,15 @@ pytestmark = pytest.mark.timeout(180)
 
 PROGRAM = textwrap.dedent(
     """
-    from campaignkit import CampaignAck, CampaignClient
+    from campaignkit import CampaignAck, CampaignClient, sync
 
     async def main(ack: CampaignAck) -> None:
         async with CampaignClient("sk", campaign_url="http://h", {typo}) as client:
+            client.track(ack, until="settled", {typo})
+            client.track_many([ack], concurrency=2, {typo})
+
+    def blocking(ack: CampaignAck) -> None:
+        with sync.CampaignClient("sk", campaign_url="http://h", {typo}) as client:
             client.track(ack, until="settled", {typo})
             client.track_many([ack], concurrency=2, {typo})
     """
@@ -34,7 +39,7 @@ def test_correct_calls_type_check() -> None:
 def test_misspelt_options_fail_under_mypy() -> None:
     out, status = check("untill='done'")
     assert status == 1
-    assert out.count('Unexpected keyword argument "untill"') == 3, out
+    assert out.count('Unexpected keyword argument "untill"') == 6, out
 
 
 def test_deployments_are_typed_as_a_read_only_sequence_of_deployment() -> None:

@@ -21,7 +21,7 @@ def register(add: AddCommand) -> None:
     p = add(
         "update-session",
         "set session variables and continue the conversation",
-        "Update the session named by a first-reply webhook's session_external_id.",
+        "Update the session a webhook named (its session_id, or session.external_id).",
     )
     p.add_argument("session_external_id")
     p.add_argument("keys", nargs="*", type=key_value, metavar="KEY=VALUE")

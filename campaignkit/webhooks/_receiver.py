@@ -13,7 +13,7 @@ import asyncio
 import hmac
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -22,10 +22,9 @@ from aiohttp import web
 from .._redaction import register, sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
-from ._answers import error_answer
+from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
-from ._eager import run_eagerly
 from ._events import EventKind, WebhookEvent, parse_event
 
 logger = sdk_logger("campaignkit.webhooks")
@@ -49,31 +48,6 @@ class SessionUpdater(Protocol):
     """What ``client=`` needs (a :class:`~campaignkit.CampaignClient`)."""
 
     async def update_session(self, session_external_id: str, user_session_keys: Any) -> Any: ...
-
-
-def _wire(keys: Iterable[SessionKey]) -> list[dict[str, str]]:
-    return [
-        {"key": k.key, "value": k.value, **({"type": k.type} if k.type is not None else {})}
-        for k in keys
-    ]
-
-
-def _as_keys(result: Any) -> tuple[SessionKey, ...]:
-    """The keys ``on_event`` returned; ``TypeError`` naming what is wrong."""
-    if result is None:
-        return ()
-    items = [SessionKey(k, v) for k, v in result.items()] if isinstance(result, Mapping) else result
-    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
-        raise TypeError(f"on_event returned {type(result).__name__}, not keys")
-    keys = tuple(items)
-    for item in keys:
-        if not (
-            isinstance(item, SessionKey)
-            and isinstance(item.key, str)
-            and isinstance(item.value, str)
-        ):
-            raise TypeError("on_event returned an item that is not a SessionKey of text")
-    return keys
 
 
 class WebhookHandler:
@@ -175,7 +149,7 @@ class WebhookHandler:
         if problem is not None:
             return self._refuse(422, "bad_field", problem)
         if self.kinds is not None and event.kind not in self.kinds:
-            return _answer(())
+            return keys_answer(())
         key = delivery_key(event)
         try:
             await self._prune()
@@ -185,10 +159,10 @@ class WebhookHandler:
             return error_answer(503, "unavailable", "duplicate detection is unavailable")
         if not first:
             logger.info("webhook: repeated %s delivery %s ignored", event.kind.value, key[-12:])
-            return _answer(())
+            return keys_answer(())
         self.received += 1
         await self._record(event)
-        return _answer(await self._call(event, key))
+        return keys_answer(await self._call(event, key))
 
     def _refuse(self, status: int, code: str, message: str) -> web.Response:
         logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
@@ -232,11 +206,15 @@ class WebhookHandler:
 
     async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
         try:
-            keys, task = run_eagerly(self._run(event))
-            if task is None:
-                return keys or ()
-            done, _ = await asyncio.wait({task}, timeout=self.deadline)
-            if done:
+            result = self._on_event(event)
+            if not inspect.isawaitable(result):
+                return as_keys(result)  # a plain function: it has run already
+            # A task of its own (also its own current_task(), for asyncio.timeout
+            # and the like), which may outlive the deadline and this request.
+            task = asyncio.get_running_loop().create_task(_keys_of(result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            if await self._finished_in_time(task):
                 return task.result()
         except Exception:
             logger.exception("webhook: on_event failed for a %s event", event.kind.value)
@@ -246,17 +224,27 @@ class WebhookHandler:
             except Exception as exc:
                 logger.error("webhook: could not forget a failed delivery: %r", exc)
             return ()
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda t: self._late(event, t))
         logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
         return ()
 
-    async def _run(self, event: WebhookEvent) -> tuple[SessionKey, ...]:
-        result = self._on_event(event)
-        if inspect.isawaitable(result):
-            result = await result
-        return _as_keys(result)
+    async def _finished_in_time(self, task: asyncio.Task[Any]) -> bool:
+        """Wait for ``task`` until the deadline (lighter than ``asyncio.wait``)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def wake(_: object) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        task.add_done_callback(wake)
+        timer = loop.call_later(self.deadline, wake, None)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            task.remove_done_callback(wake)
+        return task.done()
 
     def _late(self, event: WebhookEvent, task: asyncio.Task[tuple[SessionKey, ...]]) -> None:
         if task.cancelled():
@@ -282,10 +270,8 @@ class WebhookHandler:
             logger.exception("webhook: update_session with the late keys failed")
 
 
-def _answer(keys: Iterable[SessionKey]) -> web.Response:
-    return web.Response(
-        body=orjson.dumps({"user_session_keys": _wire(keys)}), content_type="application/json"
-    )
+async def _keys_of(awaitable: Awaitable[Keys]) -> tuple[SessionKey, ...]:
+    return as_keys(await awaitable)
 
 
 webhook_handler = WebhookHandler

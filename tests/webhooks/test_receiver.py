@@ -123,6 +123,26 @@ async def test_a_waiting_callback_that_fails_answers_empty(serve: Any) -> None:
     assert (answer.status, await answer.json()) == (200, {"user_session_keys": []})
 
 
+async def test_asyncio_timeout_inside_on_event_times_out_on_event_only(serve: Any) -> None:
+    outcomes: list[str] = []
+
+    async def bounded(event: WebhookEvent) -> dict[str, str]:
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.sleep(1)
+        except TimeoutError:
+            outcomes.append("timed out")
+        return {"checked": "late"}
+
+    client = await serve(webhook_app(bounded))
+    answer = await client.post("/webhook", json=samples.RESPONSE)
+    assert (answer.status, await answer.json()) == (
+        200,
+        {"user_session_keys": [{"key": "checked", "value": "late"}]},
+    )
+    assert outcomes == ["timed out"]
+
+
 async def test_session_key_answers_keep_their_type(serve: Any) -> None:
     where = SessionKey("where", '{"latitude": 1, "longitude": 2}', "location")
     client = await serve(webhook_app(Calls([where, SessionKey("a", "b")])))
