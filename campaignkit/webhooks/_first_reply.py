@@ -42,6 +42,7 @@ from .._redaction import register, sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
+from ._late import cancel_late
 from ._payload import ID_FIELD, ReplyEvent, read_reply
 from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
 
@@ -125,13 +126,7 @@ class FirstReplyHandler:
 
     async def aclose(self) -> None:
         """Give running ``on_reply`` tasks ``shutdown_grace`` seconds, then cancel them."""
-        await self.drain(self._shutdown_grace)
-        tasks = set(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            logger.warning("webhook: cancelled %d on_reply task(s) at shutdown", len(tasks))
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_late(self._tasks, self._shutdown_grace, "on_reply")
 
     def _authorized(self, request: web.Request) -> bool:
         if self._secret is None:

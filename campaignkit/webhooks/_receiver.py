@@ -26,6 +26,7 @@ from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
 from ._events import EventKind, WebhookEvent, parse_event
+from ._late import cancel_late
 
 logger = sdk_logger("campaignkit.webhooks")
 
@@ -117,14 +118,7 @@ class WebhookHandler:
 
     async def aclose(self) -> None:
         """Give late callbacks ``shutdown_grace`` seconds, then cancel them."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=self._shutdown_grace)
-        tasks = set(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            logger.warning("webhook: cancelled %d late on_event call(s) at shutdown", len(tasks))
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_late(self._tasks, self._shutdown_grace, "on_event")
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         return await self.handle(request)
