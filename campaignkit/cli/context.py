@@ -24,6 +24,7 @@ Exit codes:
        (do not resend blindly; check with `status` or `sessions` first)
   5    network: connection failure, or a timeout (including `track --track-timeout`)
   6    bulk send finished, but some users were not sent (invalid or failed chunks)
+  7    no such ledger: --journal names a file that does not exist (`runs`)
   130  interrupted (Ctrl-C)
 """
 
@@ -38,6 +39,7 @@ class ExitStatus(enum.IntEnum):
     AMBIGUOUS = 4
     NETWORK = 5
     PARTIAL = 6
+    NO_LEDGER = 7
     INTERRUPTED = 130
 
 
@@ -45,7 +47,13 @@ class UsageError(Exception):
     """A mistake on the command line or in an input file (exit 2)."""
 
 
+class NoLedger(Exception):
+    """``--journal`` of a command that only reads names a file that does not exist (exit 7)."""
+
+
 def exit_status(exc: BaseException) -> ExitStatus:
+    if isinstance(exc, NoLedger):
+        return ExitStatus.NO_LEDGER
     if isinstance(exc, UsageError | errors.ValidationError):
         return ExitStatus.USAGE
     if isinstance(exc, errors.ConfigurationError | errors.AuthenticationError):

@@ -4,18 +4,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
+import logging
+import os
 import signal
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
 
-from ..ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, ledger_from
+from ..errors import ConfigurationError
+from ..ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, SqliteLedger, ledger_from
 from ..ledger._sqlite import DEFAULT_CLAIM_TTL
 from .argtypes import positive_float, positive_int
-from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError
 from .files import write_atomically
 from .output import table
 
@@ -75,18 +80,73 @@ def register(add: AddCommand) -> None:
     p.set_defaults(func=cmd_runs, needs_client=False)
 
 
-def open_ledger(journal: str, *, claim_ttl: float | None = None) -> Ledger:
-    """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN)."""
+def open_ledger(journal: str, *, claim_ttl: float | None = None, existing: bool = False) -> Ledger:
+    """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN);
+    ``existing``: a command that only reads refuses to create a new file."""
     ledger = ledger_from(journal)
+    if existing and isinstance(ledger, SqliteLedger) and not os.path.exists(ledger.path):
+        raise NoLedger(
+            f"no ledger at {ledger.path!r}: the file does not exist (a typo? a run sent "
+            "from another directory?). Give the --journal its run was sent with"
+        )
     if claim_ttl is not None:
         ledger.claim_ttl = claim_ttl
     return ledger
 
 
-async def cmd_worker(ctx: Ctx) -> ExitStatus:
-    from taskiq import TaskiqEvents, TaskiqState
+class _Lines(logging.Formatter):
+    """One line per record (the traceback too with ``--debug``), the API key redacted."""
 
-    from ..workers import BulkWorkers, broker_from
+    def __init__(self, redact: Callable[[str], str], *, tracebacks: bool) -> None:
+        super().__init__("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+        self._redact, self._tracebacks = redact, tracebacks
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._tracebacks:
+            return self._redact(super().format(record))
+        return self._redact(f"{self.formatTime(record, self.datefmt)} {record.getMessage()}")
+
+
+def _repeats_our_line(record: logging.LogRecord) -> bool:
+    # taskiq logs every failed task with its traceback; the chunk's own ERROR line says it.
+    return record.msg != "Exception found while executing function."
+
+
+@contextlib.contextmanager
+def _worker_logging(ctx: Ctx, api_key: str) -> Iterator[None]:
+    """The workers' and ledger's lines on stderr: a line per chunk and per
+    reconnection (warnings only with --quiet)."""
+    handler = logging.StreamHandler(ctx.err)
+    handler.setFormatter(
+        _Lines(lambda text: text.replace(api_key, "***"), tracebacks=ctx.args.debug)
+    )
+    handler.addFilter(_repeats_our_line)
+    level = logging.WARNING if ctx.args.quiet else logging.INFO
+    loggers = [logging.getLogger(name) for name in ("campaignkit", "taskiq")]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+    for logger, logger_level in zip(loggers, (level, logging.WARNING), strict=True):
+        logger.addHandler(handler)
+        logger.setLevel(logger_level)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, (old_level, propagate) in zip(loggers, saved, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(old_level)
+            logger.propagate = propagate
+
+
+async def cmd_worker(ctx: Ctx) -> ExitStatus:
+    try:
+        from taskiq import TaskiqEvents, TaskiqState
+
+        from ..workers import BulkWorkers, broker_from
+    except ImportError as exc:
+        raise ConfigurationError(
+            "campaignkit worker needs the 'workers' extra (taskiq, taskiq-redis, asyncpg): "
+            f"pip install 'campaignkit[workers]' ({exc})"
+        ) from exc
 
     a = ctx.args
     client = ctx.client()  # configuration errors now, not at the first chunk
@@ -109,7 +169,8 @@ async def cmd_worker(ctx: Ctx) -> ExitStatus:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        await bulk.work(concurrency=a.concurrency, stop=stop)
+        with _worker_logging(ctx, client.config.api_key):
+            await bulk.work(concurrency=a.concurrency, stop=stop)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
@@ -138,7 +199,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         raise UsageError("--export needs a RUN")
     if a.output and not a.export:
         raise UsageError("-o/--output needs --export")
-    async with open_ledger(a.journal) as ledger:
+    async with open_ledger(a.journal, existing=True) as ledger:
         if not a.run:
             await list_runs(ctx, ledger)
             return ExitStatus.OK

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
-from ._schema import Transaction, TransactionConflict
+from ._schema import LedgerUnavailable, Transaction, TransactionConflict
 from ._sqlite import DEFAULT_CLAIM_TTL
 from ._store import SqlLedger
 
@@ -105,9 +105,33 @@ class PostgresLedger(SqlLedger):
         except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
             raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise LedgerError(
-                f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._failed(LedgerUnavailable if _lost(exc) else LedgerError, exc) from exc
+
+    def _failed(self, kind: type[LedgerError], exc: BaseException) -> LedgerError:
+        return kind(f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}")
+
+
+def _lost(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says the server went away or refused us (the operation
+    may be run again on a new connection). The server's own error may hide
+    behind the InterfaceError of ending the transaction on the connection
+    it closed: the chain is searched."""
+    from asyncpg import exceptions as pg
+
+    lost = (
+        OSError,  # refused, reset, timed out
+        pg.ConnectionDoesNotExistError,
+        pg.PostgresConnectionError,
+        pg.AdminShutdownError,  # pg_terminate_backend, a fast shutdown
+        pg.CrashShutdownError,
+        pg.CannotConnectNowError,  # starting up, in recovery
+        pg.TooManyConnectionsError,
+    )
+    for _ in range(8):  # a chain may loop
+        if exc is None or isinstance(exc, lost):
+            return exc is not None
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class _PostgresTransaction:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 from ..errors import LedgerError
 from ._records import Skipped
-from ._schema import Transactional, retry_conflicts
+from ._schema import Transactional, retried
 
 
 class ProducerBookkeeping(Transactional):
     """A part of :class:`SqlLedger`."""
 
-    @retry_conflicts
+    @retried
     async def finish_input(self, run: str, total: int) -> None:
         """Record that the run's whole input (``total`` items) has been planned."""
         async with self._transaction() as tx:
@@ -21,7 +21,7 @@ class ProducerBookkeeping(Transactional):
                 "UPDATE campaignkit_runs SET total = ?, input_done = 1 WHERE run = ?", total, run
             )
 
-    @retry_conflicts
+    @retried
     async def mark_enqueued(self, run: str, chunk: str) -> None:
         async with self._transaction() as tx:
             await tx.execute(
@@ -39,7 +39,7 @@ class ProducerBookkeeping(Transactional):
             )
         return [row[0] for row in rows]
 
-    @retry_conflicts
+    @retried
     async def skip(self, run: str, items: Sequence[Skipped]) -> None:
         """Record inputs not sent (invalid or duplicate) by the run's current pass."""
         if not items:

@@ -24,7 +24,7 @@ from ._records import (
     RunInfo,
     Skipped,
 )
-from ._schema import Transaction, Transactional, retry_conflicts
+from ._schema import Transaction, Transactional, retried
 
 _OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
     PLANNED: "rejected",
@@ -59,6 +59,7 @@ _CURRENT_PASS: Final = (
 class LedgerReads(Transactional):
     """The read side of :class:`SqlLedger`."""
 
+    @retried
     async def run_info(self, run: str) -> RunInfo | None:
         async with self._transaction() as tx:
             return await self._run_info(tx, run)
@@ -81,6 +82,7 @@ class LedgerReads(Transactional):
             )
         return [RunInfo(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
 
+    @retried
     async def counts(self, run: str) -> dict[str, int]:
         """Recipients per state (every state present, zeros included)."""
         async with self._transaction() as tx:
@@ -203,7 +205,7 @@ class LedgerReads(Transactional):
 
     # -- webhook deliveries
 
-    @retry_conflicts
+    @retried
     async def first_sighting(self, namespace: str, key: str) -> bool:
         """Remember ``key``; True the first time it is seen in ``namespace``."""
         async with self._transaction() as tx:
@@ -216,7 +218,7 @@ class LedgerReads(Transactional):
             )
         return bool(rows)
 
-    @retry_conflicts
+    @retried
     async def forget(self, namespace: str, key: str) -> None:
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self._transaction() as tx:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
@@ -100,12 +101,53 @@ class TransactionConflict(LedgerError):
     concurrent writers, a serialisation failure): it is run again."""
 
 
-# A write whose transaction lost a conflict is run again (it was rolled back
-# whole, so running it again is safe), after a jittered pause.
-retry_conflicts = tenacity.retry(
-    retry=tenacity.retry_if_exception_type(TransactionConflict),
-    stop=tenacity.stop_after_attempt(6),
-    wait=tenacity.wait_random_exponential(multiplier=0.01, max=0.5),
+class LedgerUnavailable(LedgerError):
+    """The connection to the ledger's server was lost or refused (a restart,
+    a failover, a terminated session): the operation is run again once it
+    is back, for up to the ledger's ``reconnect_timeout`` seconds."""
+
+
+log = logging.getLogger("campaignkit.ledger")
+
+_CONFLICT_ATTEMPTS: Final = 6
+_WAIT_CONFLICT = tenacity.wait_random_exponential(multiplier=0.01, max=0.5)
+_WAIT_RECONNECT = tenacity.wait_random_exponential(multiplier=0.1, max=5.0)
+
+
+def _lost(state: tenacity.RetryCallState) -> LedgerError | None:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return exc if isinstance(exc, LedgerUnavailable) else None
+
+
+def _stop(state: tenacity.RetryCallState) -> bool:
+    if _lost(state) is not None:
+        patience: float = getattr(state.args[0], "reconnect_timeout", 0.0)
+        return (state.seconds_since_start or 0.0) >= patience
+    return state.attempt_number >= _CONFLICT_ATTEMPTS
+
+
+def _wait(state: tenacity.RetryCallState) -> float:
+    return (_WAIT_RECONNECT if _lost(state) is not None else _WAIT_CONFLICT)(state)
+
+
+def _log_reconnect(state: tenacity.RetryCallState) -> None:
+    if (exc := _lost(state)) is not None and state.next_action is not None:
+        log.warning(
+            "%s: reconnecting in %.1f s (attempt %d)",
+            exc,
+            state.next_action.sleep,
+            state.attempt_number,
+        )
+
+
+# A write whose transaction lost a conflict, or whose connection was lost, is
+# run again after a jittered pause: it was rolled back whole, or (a connection
+# lost during COMMIT) committed, and every retried operation is idempotent.
+retried = tenacity.retry(
+    retry=tenacity.retry_if_exception_type((TransactionConflict, LedgerUnavailable)),
+    stop=_stop,
+    wait=_wait,
+    before_sleep=_log_reconnect,
     reraise=True,
 )
 

@@ -27,7 +27,7 @@ from ._records import (
     Record,
     RunInfo,
 )
-from ._schema import Transaction, create_schema, retry_conflicts
+from ._schema import Transaction, create_schema, retried
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
@@ -40,6 +40,10 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
 
     claim_ttl: float
     """Seconds a claim holds its recipients before they are reported ambiguous."""
+    reconnect_timeout: float = 60.0
+    """Seconds an operation keeps reconnecting (jittered backoff up to 5 s, one
+    warning of the ``campaignkit.ledger`` logger per attempt) after the
+    connection to a ledger server is lost, before it raises."""
 
     def __init__(self, *, claim_ttl: float) -> None:
         if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
@@ -53,8 +57,13 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
     async def close(self) -> None:
         """Close the connection(s); idempotent."""
 
+    @retried
     async def open(self) -> None:
-        """Connect and create the schema on first use; idempotent."""
+        """Connect and create the schema on first use; idempotent.
+
+        Run again if it deadlocks: ``CREATE INDEX IF NOT EXISTS`` locks its
+        table even when the index exists, against other processes' claims.
+        """
         await self._connect()
         async with self._transaction() as tx:
             await self._lock_schema(tx)
@@ -73,7 +82,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
 
     # -- runs
 
-    @retry_conflicts
+    @retried
     async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
         """The run, created for ``poll`` if new; a run of another poll is refused.
 
@@ -109,7 +118,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
 
     # -- planning and claiming
 
-    @retry_conflicts
+    @retried
     async def plan(
         self,
         run: str,
@@ -160,30 +169,37 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
                 held.extend(Record(*row) for row in rows)
         return held
 
-    @retry_conflicts
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         """Atomically take the planned recipients of ``chunk`` (None if none are left).
 
         Committed before it returns: only then may a request carry them.
         """
-        token = uuid.uuid4().hex
+        return await self._claim(run, chunk, owner, uuid.uuid4().hex)
+
+    @retried
+    async def _claim(self, run: str, chunk: str, owner: str, token: str) -> Claim | None:
+        # Run again after a connection lost during COMMIT, the claim takes
+        # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"
-                " WHERE run = ? AND chunk = ? AND state = 'planned'"
+                " WHERE run = ? AND chunk = ?"
+                " AND (state = 'planned' OR (state = 'in_flight' AND claim = ?))"
                 " RETURNING phone, position, user_wire",
                 token,
                 now,
                 run,
                 chunk,
+                token,
             )
             if not rows:
                 return None
             await tx.execute(
                 "INSERT INTO campaignkit_claims"
                 " (run, claim, chunk, owner, size, claimed, expires, state)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')"
+                " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size",
                 run,
                 token,
                 chunk,
@@ -199,7 +215,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
         # In input order, as the request will carry them.
         return Claim(token, chunk, tuple(recipients), now + self.claim_ttl)
 
-    @retry_conflicts
+    @retried
     async def settle(
         self,
         run: str,
@@ -238,7 +254,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
                 claim,
             )
 
-    @retry_conflicts
+    @retried
     async def expire(self, run: str, *, now: float | None = None) -> int:
         """Report the recipients of expired claims ambiguous; how many there were."""
         now = time.time() if now is None else now

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
-from collections.abc import AsyncGenerator
+import logging
+import random
+import re
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from taskiq import AsyncBroker
@@ -13,6 +17,22 @@ from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from taskiq_redis import RedisStreamBroker
+
+log = logging.getLogger("campaignkit.workers")
+
+_ATTEMPTS = 5  # to send or acknowledge a message; reading retries for ever
+
+
+def reconnect_delay(attempt: int, *, first: float = 0.1, cap: float = 5.0) -> float:
+    """Seconds to wait before reconnection ``attempt`` (1, 2, ...): "full
+    jitter" exponential backoff, so that workers cut off together do not
+    come back together."""
+    return random.uniform(0, min(cap, first * 2 ** (attempt - 1)))
+
+
+def client_name(queue: str) -> str:
+    """The name a worker's Redis connections carry (``CLIENT LIST``)."""
+    return "campaignkit:" + re.sub(r"[^A-Za-z0-9_.:-]", "_", queue)
 
 
 def broker_from(
@@ -34,6 +54,7 @@ def broker_from(
             idle_timeout=max(1, round(redeliver_after * 1000)),
             xread_count=1,
             xread_block=1000,
+            client_name=client_name(queue),
         )
     module, sep, attribute = spec.partition(":")
     if not sep or "://" in spec:
@@ -53,16 +74,64 @@ def broker_from(
 
 def _redis_streams() -> type[RedisStreamBroker]:
     from redis.asyncio import Redis
-    from taskiq import AckableMessage
+    from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+    from taskiq import AckableMessage, BrokerMessage
     from taskiq_redis import RedisStreamBroker
 
+    lost = (ConnectionError, TimeoutError, OSError)
+
+    async def pause(what: str, exc: BaseException, attempt: int) -> None:
+        delay = reconnect_delay(attempt)
+        log.warning(
+            "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
+            what,
+            type(exc).__name__,
+            exc,
+            delay,
+            attempt,
+        )
+        await asyncio.sleep(delay)
+
+    async def reconnecting(what: str, call: Callable[[], Awaitable[None]]) -> None:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return await call()
+            except lost as exc:
+                if attempt == _ATTEMPTS:
+                    raise
+                await pause(what, exc, attempt)
+
     class RedisStreams(RedisStreamBroker):
-        """taskiq-redis's streams broker, reclaiming the messages of dead
-        consumers after every read, new messages or not (taskiq-redis 1.2
-        reclaims only after a read that got some: an idle queue never gave
-        a dead worker's messages to anyone)."""
+        """taskiq-redis's streams broker, with ``listen`` rewritten (which is
+        why taskiq-redis is bounded above in pyproject.toml):
+
+        - the messages of dead consumers are reclaimed after every read, new
+          messages or not (taskiq-redis 1.2 reclaims only after a read that
+          got some: an idle queue never gave a dead worker's messages to
+          anyone);
+        - a lost connection (a killed client, a restart, a failover) is
+          reconnected with jittered backoff, one warning per attempt, for
+          ever when reading and a few times to send or acknowledge a
+          message; a consumer group lost with the server's data is declared
+          again. taskiq-redis ends the worker on the first of these.
+        """
 
         async def listen(self) -> AsyncGenerator[AckableMessage, None]:
+            attempt = 0
+            while True:
+                try:
+                    async for message in self._read():
+                        attempt = 0
+                        yield message
+                except (*lost, ResponseError) as exc:
+                    if isinstance(exc, ResponseError) and "NOGROUP" not in str(exc):
+                        raise
+                    attempt += 1
+                    await pause("while reading", exc, attempt)
+                    if isinstance(exc, ResponseError):
+                        await self._declare_consumer_group()
+
+        async def _read(self) -> AsyncGenerator[AckableMessage, None]:
             group, consumer, queue = self.consumer_group_name, self.consumer_name, self.queue_name
             async with Redis(connection_pool=self.connection_pool) as conn:
                 while True:
@@ -79,8 +148,26 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     )
                     for message_id, fields in [*messages, *reclaimed[1]]:
                         if fields:  # None: deleted from the stream meanwhile
-                            yield AckableMessage(
-                                data=fields[b"data"], ack=self._ack_generator(message_id, queue)
-                            )
+                            yield AckableMessage(data=fields[b"data"], ack=self._ack(message_id))
+
+        def _ack(self, message_id: bytes) -> Callable[[], Awaitable[None]]:
+            ack = self._ack_generator(message_id, self.queue_name)  # type: ignore[arg-type]
+
+            async def acknowledge() -> None:
+                try:
+                    await reconnecting("acknowledging a message", ack)
+                except lost:
+                    log.warning(
+                        "message %s not acknowledged: it will be delivered again and find "
+                        "nothing left to send",
+                        message_id.decode(),
+                    )
+
+            return acknowledge
+
+        async def kick(self, message: BrokerMessage) -> None:
+            # Sent twice after a connection lost mid-command: harmless, the
+            # second delivery finds nothing left to claim.
+            await reconnecting("sending a message", lambda: super(RedisStreams, self).kick(message))
 
     return RedisStreams

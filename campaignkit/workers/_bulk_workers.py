@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final
 
 import attrs
-from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents, TaskiqState
+from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents
 
 from .._input.validation import raise_problems
 from ..bulk import (
@@ -22,21 +20,14 @@ from ..bulk import (
     UserInput,
     bulk_problems,
     default_run,
-    send_claim,
 )
 from ..client import CampaignClient
-from ..errors import ConfigurationError, LedgerError
-from ..ledger import IN_FLIGHT, PLANNED, Journal, Ledger, ledger_from
+from ..errors import LedgerError
+from ..ledger import IN_FLIGHT, PLANNED, Ledger
 from ..progress import ProgressUpdate, check_every, run_update, throttled
-
-if TYPE_CHECKING:
-    pass
-
+from ._chunks import ChunkSender, LedgerSide, LedgerSource
 
 TASK_NAME: Final = "campaignkit.send_chunk"
-
-LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
-"""A DSN or SQLite path, a ledger, or a function making one (called once per process)."""
 
 
 @attrs.frozen
@@ -49,28 +40,6 @@ class RunProgress:
     counts: dict[str, int]
     total: int | None
     done: bool
-
-
-class _Side:
-    """One process's ledger (producer or worker side): made from the source,
-    opened on first use, closed only if this side made it."""
-
-    def __init__(self, source: LedgerSource) -> None:
-        self._source = source
-        self._ledger: Ledger | None = None
-
-    async def get(self) -> Ledger:
-        if self._ledger is None:
-            source = self._source
-            ledger = source() if callable(source) else ledger_from(source)
-            await ledger.open()
-            self._ledger = ledger
-        return self._ledger
-
-    async def close(self) -> None:
-        ledger, self._ledger = self._ledger, None
-        if ledger is not None and ledger is not self._source:
-            await ledger.close()
 
 
 class BulkWorkers:
@@ -99,66 +68,27 @@ class BulkWorkers:
         task_name: str = TASK_NAME,
     ) -> None:
         self.broker = broker
-        self._client_factory = client
-        self._timeout, self._max_retries = timeout, max_retries
-        self._producer = _Side(ledger)
-        self._worker = _Side(ledger)
-        self._client: CampaignClient | None = None
-        self.owner = ""
-        """This worker's name in its claims (host, pid, a random part), once started."""
+        self._producer = LedgerSide(ledger)
+        self._worker = ChunkSender(ledger, client, timeout=timeout, max_retries=max_retries)
         self.task: AsyncTaskiqDecoratedTask[[str, str], Awaitable[str | None]]
 
         async def send_chunk(run: str, chunk: str) -> str | None:
-            return await self._send_chunk(run, chunk)
+            return await self._worker.send(run, chunk)
 
         # A plain function: taskiq renames what it registers, which a bound method refuses.
         self.task = broker.register_task(send_chunk, task_name=task_name)
-        broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, self._worker_startup)
-        broker.add_event_handler(TaskiqEvents.WORKER_SHUTDOWN, self._worker_shutdown)
+        broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, self._worker.startup)
+        broker.add_event_handler(TaskiqEvents.WORKER_SHUTDOWN, self._worker.shutdown)
 
     def __repr__(self) -> str:
         return f"<BulkWorkers task={self.task.task_name!r} broker={type(self.broker).__name__}>"
 
     # -- the workers
 
-    async def _worker_startup(self, state: TaskiqState) -> None:
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        await self._worker.get()
-        self._client = self._client_factory()
-
-    async def _worker_shutdown(self, state: TaskiqState) -> None:
-        client, self._client = self._client, None
-        try:
-            if client is not None:
-                await client.aclose()
-        finally:
-            await self._worker.close()
-
-    async def _send_chunk(self, run: str, chunk: str) -> str | None:
-        """Claim ``chunk`` of ``run`` and send it; its outcome, or None when
-        nothing was left to claim (a redelivered or superseded message)."""
-        if self._client is None:
-            raise ConfigurationError(
-                "the campaignkit chunk task ran before its worker started: run it in a "
-                "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
-            )
-        ledger = await self._worker.get()
-        run_info = await ledger.run_info(run)
-        if run_info is None:
-            raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
-        claim = await ledger.claim(run, chunk, owner=self.owner)
-        if claim is None:
-            return None
-        outcome = await send_claim(
-            self._client,
-            ledger,
-            run,
-            run_info.poll,
-            claim,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        )
-        return outcome.outcome
+    @property
+    def owner(self) -> str:
+        """This worker's name in its claims (host, pid, a random part), once started."""
+        return self._worker.owner
 
     async def work(self, *, concurrency: int = 4, stop: asyncio.Event | None = None) -> None:
         """Be a worker in this process (what ``campaignkit worker`` runs): take

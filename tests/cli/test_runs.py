@@ -4,11 +4,14 @@ an in-process sandbox and a real PostgreSQL ledger."""
 from __future__ import annotations
 
 import csv
+import os
+import sys
 from pathlib import Path
 
 import pytest
 from helpers.cli import run
 
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -89,8 +92,23 @@ async def test_export_ambiguous_to_stdout(sb: Sandbox, tmp_path: Path) -> None:
     assert "may have been received" in exported.err
 
 
+async def test_runs_refuses_a_ledger_file_that_does_not_exist(tmp_path: Path) -> None:
+    """A mistyped --journal is said to be missing (exit 7), not created empty
+    and reported as a ledger without runs."""
+    typo = tmp_path / "typo.db"
+    for argv in (["runs"], ["runs", "spring"], ["runs", "spring", "--export", "rejected"]):
+        result = await run(None, *argv, "--journal", str(typo))
+        assert result.code == 7, result.err
+        assert f"no ledger at '{typo}': the file does not exist" in result.err
+        assert "no runs" not in result.out + result.err
+    assert not typo.exists()
+    assert not os.listdir(tmp_path)  # nor its -wal or -shm
+
+
 async def test_runs_usage_errors(tmp_path: Path) -> None:
     journal = str(tmp_path / "run.db")
+    async with SqliteLedger(journal):
+        pass  # an existing, empty ledger
     assert (await run(None, "runs", "--journal", journal, "--export", "rejected")).code == 2
     missing = await run(None, "runs", "nope", "--journal", journal)
     assert missing.code == 2
@@ -100,3 +118,15 @@ async def test_runs_usage_errors(tmp_path: Path) -> None:
     no_journal = await run(None, *send, "--bulk", "--retry-rejected")
     assert no_journal.code == 2
     assert "need --journal" in no_journal.err
+
+
+async def test_worker_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without taskiq, ``worker`` says which extra to install (not only
+    "No module named 'taskiq'") and exits as a configuration error."""
+    monkeypatch.setitem(sys.modules, "taskiq", None)  # what `import taskiq` finds uninstalled
+    monkeypatch.delitem(sys.modules, "campaignkit.workers", raising=False)
+    argv = ("worker", "--broker", "redis://127.0.0.1:1", "--journal", "x.db", "--api-key", "k" * 8)
+    result = await run(None, *argv)
+    assert result.code == 3, result.err
+    assert "pip install 'campaignkit[workers]'" in result.err
+    assert "import of taskiq" in result.err  # what was missing, too

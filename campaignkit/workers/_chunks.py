@@ -1,0 +1,130 @@
+"""A worker's side of a bulk run: its client, its ledger, and the chunk task,
+which logs one line per chunk."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from typing import TypeAlias
+
+from taskiq import TaskiqState
+
+from ..bulk import send_claim
+from ..client import CampaignClient
+from ..errors import ConfigurationError, LedgerError
+from ..ledger import Journal, Ledger, ledger_from
+
+log = logging.getLogger("campaignkit.workers")
+
+LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
+"""A DSN or SQLite path, a ledger, or a function making one (called once per process)."""
+
+
+class LedgerSide:
+    """One process's ledger (producer or worker side): made from the source,
+    opened on first use, closed only if this side made it."""
+
+    def __init__(self, source: LedgerSource) -> None:
+        self._source = source
+        self._ledger: Ledger | None = None
+
+    async def get(self) -> Ledger:
+        if self._ledger is None:
+            source = self._source
+            ledger = source() if callable(source) else ledger_from(source)
+            await ledger.open()
+            self._ledger = ledger
+        return self._ledger
+
+    async def close(self) -> None:
+        ledger, self._ledger = self._ledger, None
+        if ledger is not None and ledger is not self._source:
+            await ledger.close()
+
+
+class ChunkSender:
+    """What one worker process holds between ``WORKER_STARTUP`` and
+    ``WORKER_SHUTDOWN``, and the chunk task it runs."""
+
+    def __init__(
+        self,
+        ledger: LedgerSource,
+        client: Callable[[], CampaignClient],
+        *,
+        timeout: float | None,
+        max_retries: int | None,
+    ) -> None:
+        self._ledger = LedgerSide(ledger)
+        self._client_factory = client
+        self._client: CampaignClient | None = None
+        self._timeout, self._max_retries = timeout, max_retries
+        self.owner = ""
+
+    async def startup(self, state: TaskiqState) -> None:
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        await self._ledger.get()
+        self._client = self._client_factory()
+
+    async def shutdown(self, state: TaskiqState) -> None:
+        client, self._client = self._client, None
+        try:
+            if client is not None:
+                await client.aclose()
+        finally:
+            await self._ledger.close()
+
+    async def send(self, run: str, chunk: str) -> str | None:
+        """Claim ``chunk`` of ``run`` and send it; its outcome, or None when
+        nothing was left to claim (a redelivered or superseded message).
+
+        One INFO line of the ``campaignkit.workers`` logger per chunk, or one
+        ERROR line (with the traceback) if it fails.
+        """
+        started = time.monotonic()
+        try:
+            outcome, users = await self._send(run, chunk)
+        except Exception as exc:
+            log.error(
+                "run %s chunk %s: failed after %.2f s: %s: %s",
+                run,
+                chunk,
+                time.monotonic() - started,
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
+            raise
+        took = time.monotonic() - started
+        if outcome is None:
+            log.info("run %s chunk %s: nothing left to claim (%.2f s)", run, chunk, took)
+        else:
+            log.info("run %s chunk %s: %d %s in %.2f s", run, chunk, users, outcome, took)
+        return outcome
+
+    async def _send(self, run: str, chunk: str) -> tuple[str | None, int]:
+        if self._client is None:
+            raise ConfigurationError(
+                "the campaignkit chunk task ran before its worker started: run it in a "
+                "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
+            )
+        ledger = await self._ledger.get()
+        run_info = await ledger.run_info(run)
+        if run_info is None:
+            raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        claim = await ledger.claim(run, chunk, owner=self.owner)
+        if claim is None:
+            return None, 0
+        outcome = await send_claim(
+            self._client,
+            ledger,
+            run,
+            run_info.poll,
+            claim,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        )
+        return outcome.outcome, len(claim.recipients)

@@ -1,0 +1,136 @@
+"""``campaignkit worker`` processes whose connections are cut, on the real
+Redis and PostgreSQL: they reconnect, go on working and log it; a chunk the
+service accepted is settled as accepted after a ledger blip. Only the test's
+own connections are cut (its Redis client name, its application_name)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+from helpers.bulk_child import expected_phones, make_users
+from helpers.workers import (
+    kill_redis_clients,
+    terminate_postgres,
+    unique_name,
+    with_application_name,
+    worker_process,
+)
+
+from campaignkit.ledger import PostgresLedger
+from campaignkit.sandbox import Sandbox
+from campaignkit.workers import BulkWorkers, broker_from
+
+pytestmark = pytest.mark.timeout(90)
+
+COUNT = 600
+VALID = len(expected_phones(COUNT))
+FAST = ("--concurrency", "2", "--claim-ttl", "4", "--redeliver-after", "1")
+
+
+async def first_poll(sb: Sandbox) -> int:
+    async with sb.client() as client:
+        return (await client.list_polls())[0].id
+
+
+async def received(sb: Sandbox) -> dict[str, int]:
+    counts: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
+    return counts
+
+
+@contextlib.asynccontextmanager
+async def producer(redis_url: str, queue: str, dsn: str) -> AsyncIterator[BulkWorkers]:
+    broker = broker_from(redis_url, queue=queue)
+    await broker.startup()
+    try:
+        async with BulkWorkers(broker, dsn) as bulk:
+            yield bulk
+    finally:
+        await broker.shutdown()
+
+
+async def test_worker_survives_killed_redis_connections(
+    sb: Sandbox, postgres_dsn: str, redis_url: str
+) -> None:
+    """Its Redis connections killed while idle, then again and again while it
+    sends: the worker reconnects (one line each time), sends the whole run,
+    nobody twice, and stops cleanly when told."""
+    queue = unique_name("ck-test-")
+    async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST) as worker:
+        killed = 0
+        for _ in range(100):  # "ready" comes before its first read
+            if killed := await kill_redis_clients(redis_url, queue):
+                break
+            await asyncio.sleep(0.05)
+        assert killed >= 1
+        await asyncio.sleep(0.5)
+        assert worker.alive, "\n".join(worker.lines)
+        async with producer(redis_url, queue, postgres_dsn) as bulk:
+            run = await bulk.submit(await first_poll(sb), make_users(COUNT), chunk_size=50)
+            async for progress in bulk.progress(run, poll_interval=0.1):
+                if not progress.done:
+                    killed += await kill_redis_clients(redis_url, queue)
+            report = await bulk.wait(run, timeout=30)
+        assert worker.alive, "\n".join(worker.lines)
+        assert await worker.stop() == 0
+    log = "\n".join(worker.lines)
+    assert worker.count("lost the broker") >= 1, log
+    assert worker.count("reconnecting in") >= 1, log
+    assert "TaskGroup" not in log
+    # One line per chunk: each says how many users it sent, and how.
+    chunks = -(-VALID // 50)
+    assert worker.count(f"run {run} chunk ") >= chunks, log
+    assert report.counts["accepted"] == VALID
+    counts = await received(sb)
+    assert len(counts) == VALID
+    assert max(counts.values()) == 1
+
+
+async def test_settling_survives_a_terminated_ledger_session(
+    sb: Sandbox, postgres_dsn: str, redis_url: str
+) -> None:
+    """The worker's ledger session is terminated while it settles chunks the
+    service accepted: the settling is run again on a new connection, and
+    they are accepted, not left in flight and reported ambiguous."""
+    queue = unique_name("ck-test-")
+    name = unique_name("ck_test_")
+    worker_dsn = with_application_name(postgres_dsn, name)
+    # Each request is processed, then answered 0.5 s later: claims are in flight meanwhile.
+    await sb.set_faults(
+        {"kind": "latency", "seconds": 0.5, "route": "send_campaign", "when": "after"}
+    )
+    async with worker_process(sb, redis_url, queue, worker_dsn, *FAST) as worker:
+        async with producer(redis_url, queue, postgres_dsn) as bulk:
+            blocker = await asyncpg.connect(postgres_dsn)
+            try:
+                run = await bulk.submit(await first_poll(sb), make_users(200), chunk_size=50)
+                async for progress in bulk.progress(run, poll_interval=0.02):
+                    if progress.counts["in_flight"]:
+                        break
+                # Settling waits behind this lock; its session is terminated there.
+                tx = blocker.transaction()
+                await tx.start()
+                await blocker.execute("LOCK TABLE campaignkit_claims IN SHARE MODE")
+                terminated = 0
+                for _ in range(200):
+                    terminated = await terminate_postgres(postgres_dsn, name, waiting=True)
+                    if terminated:
+                        break
+                    await asyncio.sleep(0.05)
+                await tx.rollback()
+                assert terminated >= 1
+                report = await bulk.wait(run, poll_interval=0.1, timeout=30)
+            finally:
+                await blocker.close()
+        assert worker.alive, "\n".join(worker.lines)
+    valid = len(expected_phones(200))
+    log = "\n".join(worker.lines)
+    assert worker.count("reconnecting in") >= 1, log
+    assert report.counts["ambiguous"] == 0, log
+    assert report.counts["accepted"] == valid
+    async with PostgresLedger(postgres_dsn) as ledger:
+        states = {record.state async for record in ledger.records(run)}
+    assert states == {"accepted"}
