@@ -14,8 +14,10 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 - ``accepted``: the chunk was answered ``202`` (its :class:`CampaignAck` is
   kept, for ``client.track``/``track_many``);
 - ``rejected``: the chunk surely did not take effect (a 4xx answer, a 429 or a
-  connect failure after every retry, or a 401/404 on an earlier chunk, after
-  which the rest are not sent): safe to send again;
+  connect failure after every retry, or a 401/404 on an earlier chunk): safe
+  to send again. A 401 or 404 is fatal (``report.fatal``): no request starts
+  after it, every user read and not sent is rejected with it (in the ledger
+  too), and the input is read no further (nor marked finished in a ledger);
 - ``ambiguous``: the chunk may or may not have reached the service (a 5xx, a
   timeout or a dropped connection after the request was written, or users
   the ledger holds as in flight from a run that stopped): check before resending;

@@ -18,7 +18,7 @@ from ..models import CampaignAck, User
 from ._held import grouped, held_outcome
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
-from ._sender import ClaimOutcome, send_claim, send_request
+from ._sender import ClaimOutcome, send_claim, send_request, settle_claim
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
@@ -72,10 +72,14 @@ class BulkSend:
         # to hand over a full chunk, and now and then so a long input cannot
         # starve it.
         planner, put = self.planner, self.queue.put
+        # After a fatal answer nothing more is read: the rest of the input is
+        # left unread (and the run's input not marked finished).
         if isinstance(users, AsyncIterable):
             async for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
+                    if self.fatal is not None:
+                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -83,6 +87,8 @@ class BulkSend:
             for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
+                    if self.fatal is not None:
+                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -96,7 +102,7 @@ class BulkSend:
             chunk = await self.queue.get()
             if chunk is None:
                 return
-            if self.fatal is not None:
+            if self.fatal is not None and self.ledger is None:
                 self._finish(
                     chunk, chunk.users, chunk.positions, ClaimOutcome("rejected", error=self.fatal)
                 )
@@ -143,17 +149,22 @@ class BulkSend:
         if claim is None:
             return
         users = tuple(chunk.users[i] for i in claimed)
-        self.progress.advance({"sent": len(users)})
-        result = await send_claim(
-            self.client,
-            ledger,
-            self.run_name,
-            self.segment,
-            claim,
-            users=users,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
+        if self.fatal is not None:
+            # Not sent: filed rejected with the answer that ended the run.
+            result = ClaimOutcome("rejected", error=self.fatal)
+            await settle_claim(ledger, self.run_name, claim.token, result)
+        else:
+            self.progress.advance({"sent": len(users)})
+            result = await send_claim(
+                self.client,
+                ledger,
+                self.run_name,
+                self.segment,
+                claim,
+                users=users,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
         self._finish(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
@@ -221,9 +232,11 @@ class BulkSend:
         for name in ("accepted", "rejected", "ambiguous"):
             getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
         report.elapsed = time.monotonic() - started
+        report.fatal = self.fatal
         if self.ledger is not None and self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
-            await self.ledger.finish_input(self.run_name, report.total)
+            if self.fatal is None:
+                await self.ledger.finish_input(self.run_name, report.total)
         await self.progress.finish()
         if self._input_error is not None:
             error = self._input_error

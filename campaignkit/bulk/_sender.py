@@ -94,18 +94,23 @@ async def send_claim(
     result = await send_request(
         client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
     )
+    await settle_claim(ledger, run, claim.token, result)
+    return result
+
+
+async def settle_claim(ledger: Ledger, run: str, token: str, result: ClaimOutcome) -> None:
+    """Record ``result`` as the outcome of the claim ``token``."""
     # Shielded: a cancellation now must not lose an outcome the service gave.
     await asyncio.shield(
         ledger.settle(
             run,
-            claim.token,
+            token,
             _LEDGER_STATE[result.outcome],
             launch_request_id=None if result.ack is None else result.ack.launch_request_id,
             ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
             detail=None if result.error is None else error_text(result.error),
         )
     )
-    return result
 
 
 def _stored_user(text: str) -> User:
