@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._report import BulkChunk, BulkProgress, BulkReport
+from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
-from ..models import CampaignAck, User
-from ._held import grouped, held_outcome
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger._build import OUTCOME, Request, build_report
+from ..ledger._errors import error_detail
+from ..models import User
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
 from ._sender import ClaimOutcome, send_claim, send_request, settle_claim
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..client import CampaignClient
 
 _FATAL = (AuthenticationError, NotFoundError)
+_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
 # Not slotted: the state built from the options is set in __attrs_post_init__.
@@ -47,11 +49,11 @@ class BulkSend:
         sleep = self.client.transport.sleep
         self.limiter = None if self.rate_limit is None else RateLimiter(self.rate_limit, sleep)
         self.sender_id = uuid.uuid4().hex
-        self.report = BulkReport(self.poll_id, keeps_accepted_users=self.keep_accepted_users)
+        self.requests: list[Request] = []
         self.planner = Planner(self.chunk_size)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
-        self.acks: dict[str, CampaignAck] = {}
+        self.acks: dict[str, str] = {}
         self.progress = ProgressReporter(self.on_progress, self.planner)
         self._input_error: BaseException | None = None
 
@@ -130,8 +132,8 @@ class BulkSend:
         held = await ledger.plan(
             self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
         )
-        for record_group in grouped(held):
-            self._report_held(chunk, record_group)
+        if held:
+            self._report_held(chunk, held)
         if len(held) == len(chunk.users):
             return
         if self.limiter is not None:
@@ -170,10 +172,20 @@ class BulkSend:
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
         """Report recipients of ``chunk`` the ledger already holds: not sent again."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        users = [chunk.users[index[r.phone]] for r in records]
-        positions = [chunk.positions[index[r.phone]] for r in records]
-        result = held_outcome(records[0], users, self.acks)
-        self._finish(chunk, users, positions, result, records[0].claim, resumed=True)
+        groups: dict[tuple[str | None, str], list[Record]] = {}
+        for record in records:
+            groups.setdefault((record.claim, record.state), []).append(record)
+        for (claim, state), group in groups.items():
+            rows = [index[record.phone] for record in group]
+            self._file(
+                claim,
+                state,
+                [chunk.positions[i] for i in rows],
+                [chunk.users[i] for i in rows],
+                detail=group[0].detail,
+                ack=self.acks.get(claim or "") if state == ACCEPTED else None,
+                resumed=True,
+            )
 
     def _finish(
         self,
@@ -182,34 +194,57 @@ class BulkSend:
         positions: Sequence[int],
         result: ClaimOutcome,
         claim: str | None = None,
-        *,
-        resumed: bool = False,
     ) -> None:
         if isinstance(result.error, _FATAL) and self.fatal is None:
             self.fatal = result.error  # the chunks after it are not sent
-        keep = result.outcome != "accepted" or self.keep_accepted_users
-        report_chunk = BulkChunk(
-            chunk.index,
+        ack = None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode()
+        detail = None if result.error is None else error_detail(result.error)
+        self._file(
             claim,
-            result.outcome,
-            len(users),
-            ack=result.ack,
+            _STATE[result.outcome],
+            positions,
+            users,
+            detail=detail,
+            ack=ack,
             error=result.error,
-            resumed=resumed,
-            positions=positions,
-            users=tuple(users) if keep else None,
         )
-        getattr(self.report, result.outcome).append(report_chunk)
-        self.progress.advance({PROGRESS_FIELD[result.outcome]: len(users)})
+
+    def _file(
+        self,
+        claim: str | None,
+        state: str,
+        positions: Sequence[int],
+        users: Sequence[User],
+        *,
+        detail: str | None,
+        ack: str | None,
+        resumed: bool = False,
+        error: CampaignKitError | None = None,
+    ) -> None:
+        """Keep what became of these users, as the ledger keeps it, for the report."""
+        outcome = OUTCOME[state]
+        keep = outcome != "accepted" or self.keep_accepted_users
+        self.requests.append(
+            Request(
+                claim,
+                state,
+                positions,
+                users if keep else None,
+                detail=detail,
+                ack=ack,
+                resumed=resumed,
+                error=error,
+            )
+        )
+        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
         if self.ledger is not None:
             await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
-            for _, _, state, ack, _ in await self.ledger.claims(self.run_name):
+            for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
                 if state == ACCEPTED and ack:
-                    parsed = CampaignAck(**orjson.loads(ack))
-                    self.acks[parsed.launch_request_id] = parsed
+                    self.acks[claim] = ack
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.read(users))
@@ -225,13 +260,15 @@ class BulkSend:
             for other in others:
                 first.add_note(f"send_bulk: another sender failed too: {other!r}")
             raise first from None
-        report = self.report
-        report.total = self.planner.total
-        report.invalid = self.planner.invalid
-        report.duplicates = self.planner.duplicates
-        for name in ("accepted", "rejected", "ambiguous"):
-            getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
-        report.elapsed = time.monotonic() - started
+        report = build_report(
+            self.poll_id,
+            self.requests,
+            invalid=self.planner.invalid,
+            duplicates=self.planner.duplicates,
+            total=self.planner.total,
+            elapsed=time.monotonic() - started,
+            keep_accepted_users=self.keep_accepted_users,
+        )
         report.fatal = self.fatal
         if self.ledger is not None and self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())

@@ -15,6 +15,7 @@ from .._io import telemetry
 from .._wire import sansio as wire
 from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
+from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
 
 if TYPE_CHECKING:
@@ -32,10 +33,6 @@ class ClaimOutcome:
     outcome: Literal["accepted", "rejected", "ambiguous"]
     ack: CampaignAck | None = None
     error: CampaignKitError | None = None
-
-
-def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 async def send_request(
@@ -108,7 +105,7 @@ async def settle_claim(ledger: Ledger, run: str, token: str, result: ClaimOutcom
             _LEDGER_STATE[result.outcome],
             launch_request_id=None if result.ack is None else result.ack.launch_request_id,
             ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
-            detail=None if result.error is None else error_text(result.error),
+            detail=None if result.error is None else error_detail(result.error),
         )
     )
 

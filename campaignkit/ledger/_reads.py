@@ -5,49 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Final, Literal
+from typing import Final
 
 import orjson
 
-from .._input.users import as_user
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
-from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
-from ..models import CampaignAck, User
-from ._records import (
-    ACCEPTED,
-    AMBIGUOUS,
-    IN_FLIGHT,
-    PLANNED,
-    REJECTED,
-    STATES,
-    Record,
-    RunInfo,
-    Skipped,
-)
+from .._report import BulkReport, DuplicateUser, InvalidUser
+from ..errors import LedgerError
+from ._build import build_report, requests_of, user_of
+from ._records import STATES, Record, RunInfo, Skipped
 from ._schema import Transaction, Transactional, retried
-
-_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
-    PLANNED: "rejected",
-    IN_FLIGHT: "ambiguous",
-    ACCEPTED: "accepted",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-_UNSETTLED: Final = {
-    PLANNED: "not sent: still planned (no worker has claimed it yet)",
-    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
-    ACCEPTED: "",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-
-
-def _user_of(text: str | None) -> User:
-    user, reason = as_user(orjson.loads(text or "{}"))
-    if user is None:
-        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
-    return user
-
 
 # The skipped inputs of the run's latest pass only: another pass's positions
 # may name other inputs (a rerun in another order).
@@ -158,50 +124,30 @@ class LedgerReads(Transactional):
         if info is None:
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
-        async for record in self.records(run):
-            groups.setdefault((record.claim, record.state), []).append(record)
-        report = BulkReport(info.poll)
-        for index, ((claim, state), records) in enumerate(groups.items()):
-            outcome = _OUTCOME[state]
-            users = tuple(_user_of(record.user) for record in records)
-            error: CampaignKitError | None = None
-            detail = records[0].detail or _UNSETTLED[state]
-            if outcome == "ambiguous":
-                error = AmbiguousSendError(detail, users=users)
-            elif outcome == "rejected":
-                error = CampaignKitError(detail)
-            ack = acks.get(claim or "") if outcome == "accepted" else None
-            chunk = BulkChunk(
-                index,
-                claim,
-                outcome,
-                len(records),
-                ack=CampaignAck(**orjson.loads(ack)) if ack else None,
-                error=error,
-                resumed=True,
-                positions=tuple(record.position for record in records),
-                users=None if outcome == "accepted" else users,
-            )
-            getattr(report, outcome).append(chunk)
+        requests = requests_of([record async for record in self.records(run)], acks)
+        invalid, duplicates = [], []
         for item in await self.skipped(run):
-            value = None if item.item is None else orjson.loads(item.item)
             if item.kind == "duplicate":
-                report.duplicates.append(
-                    DuplicateUser(item.position, item.phone or "", _user_of(item.item))
+                duplicates.append(
+                    DuplicateUser(item.position, item.phone or "", user_of(item.item or "{}"))
                 )
             else:
-                report.invalid.append(
+                value = None if item.item is None else orjson.loads(item.item)
+                invalid.append(
                     InvalidUser(item.position, item.reason or "invalid", item.line, value)
                 )
-        counted = sum(report.counts.values())
-        report.total = max(info.total or 0, counted)
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
             )
-        report.elapsed = max(0.0, (rows[0][0] or info.created) - info.created)
-        return report
+        return build_report(
+            info.poll,
+            requests,
+            invalid=invalid,
+            duplicates=duplicates,
+            total=info.total,
+            elapsed=max(0.0, (rows[0][0] or info.created) - info.created),
+        )
 
     # -- webhook deliveries
 
