@@ -63,7 +63,7 @@ DESIGN_NAMES = {
         "DeploymentChange",
     ],
     "campaignkit.errors": ["CampaignKitError", *ERROR_TREE],
-    "campaignkit.ledger": ["SqliteLedger", "PostgresLedger"],
+    "campaignkit.ledger": ["Ledger", "MemoryLedger", "SqliteLedger", "PostgresLedger"],
     "campaignkit.sandbox": ["Sandbox"],
     "campaignkit.webhooks": [
         "first_reply_app",
@@ -98,6 +98,7 @@ ALL = [
     "HistoryEntry",
     "LedgerError",
     "LegacyDeployment",
+    "MemoryLedger",
     "Message",
     "NotFoundError",
     "Poll",

@@ -25,14 +25,18 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 - ``duplicate``: the phone (country code + normalised cellphone) was already
   seen earlier in the input, not sent.
 
-With ``journal=`` every recipient is filed in a delivery ledger
-(:mod:`campaignkit.ledger`) and claimed, durably, before its request leaves:
+Every recipient is filed in a delivery ledger (:mod:`campaignkit.ledger`;
+without ``journal=``, a :class:`~campaignkit.ledger.MemoryLedger`) and
+claimed before its request leaves: one pipeline (plan, claim, send, settle)
+whatever the ledger, and one report builder. With a durable ``journal=``,
+the claim is committed to disk first, and
 a rerun of the same run skips whoever the ledger holds as in flight, accepted
 or ambiguous, whatever the input order, the chunk size, or users added or
 removed. :mod:`campaignkit.workers` spreads one run over many processes.
 
-Memory: the seen-phone set is the only structure that grows with the input
-(about 16 bytes a phone). The report keeps, per chunk, the input positions of
+Memory: the seen-phone set (about 16 bytes a phone) and the ledger's records
+(a memory ledger: about 40 bytes a recipient, see benchmarks/README.md) grow
+with the input. The report keeps, per chunk, the input positions of
 its users and the ack or error, but the :class:`User` objects only for
 rejected and ambiguous chunks (the ones a caller may retry), and for invalid
 and duplicate inputs. Accepted chunks drop their users unless

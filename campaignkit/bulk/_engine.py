@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from array import array
 from collections.abc import AsyncIterable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ..ledger._errors import error_detail
 from ..models import User
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
-from ._sender import ClaimOutcome, send_claim, send_request, settle_claim
+from ._sender import ClaimOutcome, send_claim, settle_claim
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
@@ -37,7 +38,7 @@ class BulkSend:
     chunk_size: int
     concurrency: int
     rate_limit: float | None
-    ledger: Ledger | None
+    ledger: Ledger
     run_name: str
     retry_rejected: bool
     on_progress: Callable[[BulkProgress], object] | None
@@ -46,8 +47,12 @@ class BulkSend:
     max_retries: int | None
 
     def __attrs_post_init__(self) -> None:
-        sleep = self.client.transport.sleep
-        self.limiter = None if self.rate_limit is None else RateLimiter(self.rate_limit, sleep)
+        transport = self.client.transport
+        self.limiter = (
+            None
+            if self.rate_limit is None
+            else RateLimiter(self.rate_limit, transport.sleep, transport.clock)
+        )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
         self.planner = Planner(self.chunk_size)
@@ -104,30 +109,11 @@ class BulkSend:
             chunk = await self.queue.get()
             if chunk is None:
                 return
-            if self.fatal is not None and self.ledger is None:
-                self._finish(
-                    chunk, chunk.users, chunk.positions, ClaimOutcome("rejected", error=self.fatal)
-                )
-            elif self.ledger is None:
-                await self._send_unjournaled(chunk)
-            else:
-                await self._send_journaled(chunk, self.ledger)
+            await self._send_chunk(chunk)
 
-    async def _send_unjournaled(self, chunk: PlannedChunk) -> None:
-        if self.limiter is not None:
-            await self.limiter.wait()
-        self.progress.advance({"sent": len(chunk.users)})
-        result = await send_request(
-            self.client,
-            self.segment,
-            chunk.body,
-            chunk.users,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
-        self._finish(chunk, chunk.users, chunk.positions, result)
-
-    async def _send_journaled(self, chunk: PlannedChunk, ledger: Ledger) -> None:
+    async def _send_chunk(self, chunk: PlannedChunk) -> None:
+        """Plan, claim, send and settle one chunk."""
+        ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
             self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
@@ -150,7 +136,11 @@ class BulkSend:
             )
         if claim is None:
             return
-        users = tuple(chunk.users[i] for i in claimed)
+        users = (
+            chunk.users
+            if len(claimed) == len(chunk.users)
+            else tuple(chunk.users[i] for i in claimed)
+        )
         if self.fatal is not None:
             # Not sent: filed rejected with the answer that ended the run.
             result = ClaimOutcome("rejected", error=self.fatal)
@@ -167,7 +157,12 @@ class BulkSend:
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
-        self._finish(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
+        positions = (
+            chunk.positions
+            if len(claimed) == len(chunk.positions)
+            else array("Q", [chunk.positions[i] for i in claimed])
+        )
+        self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
         """Report recipients of ``chunk`` the ledger already holds: not sent again."""
@@ -240,11 +235,10 @@ class BulkSend:
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started = time.monotonic()
-        if self.ledger is not None:
-            await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
-            for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
-                if state == ACCEPTED and ack:
-                    self.acks[claim] = ack
+        await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
+            if state == ACCEPTED and ack:
+                self.acks[claim] = ack
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.read(users))
@@ -270,7 +264,7 @@ class BulkSend:
             keep_accepted_users=self.keep_accepted_users,
         )
         report.fatal = self.fatal
-        if self.ledger is not None and self._input_error is None:
+        if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
             if self.fatal is None:
                 await self.ledger.finish_input(self.run_name, report.total)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from .._input.csv_files import InvalidInput
 from .._input.validation import raise_problems
 from .._report import BulkProgress, BulkReport
-from ..ledger import Ledger, ledger_from
+from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ._engine import BulkSend
 from ._options import bulk_problems
@@ -81,12 +81,12 @@ async def send_bulk(
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
     raise_problems(problems)
-    ledger = None if journal is None else ledger_from(journal)
-    owned = ledger is not None and ledger is not journal
+    # Without a journal, the same pipeline runs over a ledger in memory.
+    ledger = MemoryLedger() if journal is None else ledger_from(journal)
+    owned = ledger is not journal
     run_name = run or default_run(segment)
     try:
-        if ledger is not None:
-            await ledger.open()
+        await ledger.open()
         bulk = BulkSend(
             client,
             str(poll_id),
@@ -104,5 +104,5 @@ async def send_bulk(
         )
         return await bulk.run(users)
     finally:
-        if owned and ledger is not None:
-            await ledger.close()
+        if owned:
+            await ledger.aclose()

@@ -7,11 +7,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
-import orjson
-
-from .._report import BulkReport, DuplicateUser, InvalidUser
-from ..errors import LedgerError
-from ._build import build_report, requests_of, user_of
 from ._records import STATES, Record, RunInfo, Skipped
 from ._schema import Transaction, Transactional, retried
 
@@ -114,40 +109,12 @@ class LedgerReads(Transactional):
             )
         return [Skipped(*row) for row in rows]
 
-    async def report(self, run: str) -> BulkReport:
-        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
-
-        One chunk per request (claim); recipients still planned count as
-        rejected (surely not sent), those still in flight as ambiguous.
-        """
-        info = await self.run_info(run)
-        if info is None:
-            raise LedgerError(f"this ledger has no run {run!r}")
-        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        requests = requests_of([record async for record in self.records(run)], acks)
-        invalid, duplicates = [], []
-        for item in await self.skipped(run):
-            if item.kind == "duplicate":
-                duplicates.append(
-                    DuplicateUser(item.position, item.phone or "", user_of(item.item or "{}"))
-                )
-            else:
-                value = None if item.item is None else orjson.loads(item.item)
-                invalid.append(
-                    InvalidUser(item.position, item.reason or "invalid", item.line, value)
-                )
+    async def last_update(self, run: str) -> float | None:
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
             )
-        return build_report(
-            info.poll,
-            requests,
-            invalid=invalid,
-            duplicates=duplicates,
-            total=info.total,
-            elapsed=max(0.0, (rows[0][0] or info.created) - info.created),
-        )
+        return None if rows[0][0] is None else float(rows[0][0])
 
     # -- webhook deliveries
 

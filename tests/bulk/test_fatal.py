@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from helpers.exchange import Reply, ScriptedExchange
-from helpers.ledgers import NewLedger
+from helpers.ledgers import CONFORMING, NewLedger, ledger_factory
 
 from campaignkit import CampaignClient, User
 from campaignkit.errors import NotFoundError
@@ -42,6 +43,11 @@ class Service:
         ]
         ack = {"message": "queued", "id": "7", "batch_id": f"b{n}", "launch_request_id": f"lr-{n}"}
         return Reply(status=202, payload={**ack, "status_url": f"/v2/send-campaign/lr-{n}"})
+
+
+@pytest.fixture(params=CONFORMING)
+def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
+    return ledger_factory(request, tmp_path)
 
 
 @pytest.fixture

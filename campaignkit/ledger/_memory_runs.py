@@ -1,0 +1,157 @@
+"""The memory ledger's state of one run, in a compact shape: the recipients
+planned together form one *batch* (contiguous record numbers sharing chunk,
+claim and state), so a recipient costs its phone and input position (8 bytes
+each) and a slot of the phone index."""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+
+import attrs
+
+from ._records import IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_BITS64 = (1 << 64) - 1
+_LONG = 1 << 63  # keys of phones too long for an int key (never below it)
+
+
+class Index:
+    """Phone key -> record number, open addressing at most half full."""
+
+    __slots__ = ("_keys", "_mask", "_shift", "_size", "_values")
+
+    def __init__(self, bits: int = 10) -> None:
+        self._keys = array("Q", bytes(8 << bits))
+        self._values = array("I", bytes(4 << bits))
+        self._mask = (1 << bits) - 1
+        self._shift = 64 - bits
+        self._size = 0
+
+    def _slot(self, key: int) -> int:
+        keys, mask = self._keys, self._mask
+        index = ((key * _GOLDEN) & _BITS64) >> self._shift
+        while keys[index] and keys[index] != key:
+            index = (index + 1) & mask
+        return index
+
+    def setdefault(self, key: int, value: int) -> int | None:
+        """The value of ``key``, or None after adding it with ``value``."""
+        slot = self._slot(key)
+        if self._keys[slot]:
+            return self._values[slot]
+        self._keys[slot] = key
+        self._values[slot] = value
+        self._size += 1
+        if self._size * 2 > len(self._keys):
+            self._grow()
+        return None
+
+    def get(self, key: int) -> int | None:
+        slot = self._slot(key)
+        return self._values[slot] if self._keys[slot] else None
+
+    def put(self, key: int, value: int) -> None:
+        slot = self._slot(key)
+        if not self._keys[slot]:
+            self._keys[slot] = key
+            self._size += 1
+        self._values[slot] = value
+        if self._size * 2 > len(self._keys):
+            self._grow()
+
+    def _grow(self) -> None:
+        keys, values = self._keys, self._values
+        bits = 64 - self._shift + 1
+        self.__init__(bits)  # type: ignore[misc]
+        for key, value in zip(keys, values, strict=True):
+            if key:
+                self.put(key, value)
+
+
+@attrs.define(eq=False)
+class Batch:
+    """Recipients planned together into one chunk: records ``start`` to ``start + len``."""
+
+    chunk: str
+    start: int
+    size: int
+    recipients: tuple[Recipient, ...] | None
+    """As planned (in input order); dropped once accepted."""
+    state: str = PLANNED
+    claim: str | None = None
+    launch_request_id: str | None = None
+    detail: str | None = None
+    updated: float = 0.0
+    dead: set[int] = attrs.Factory(set)
+    """Offsets of records planned again since, into a later batch."""
+
+
+@attrs.define(eq=False)
+class ClaimState:
+    chunk: str
+    owner: str
+    size: int
+    claimed: float
+    expires: float
+    state: str = IN_FLIGHT
+    ack: str | None = None
+    detail: str | None = None
+    batches: list[Batch] = attrs.Factory(list)
+
+
+@attrs.define(eq=False)
+class RunState:
+    info: RunInfo | None = None
+    """None while recipients were planned but the run not started (as in SQL)."""
+    input_pass: str = ""
+    index: Index = attrs.Factory(Index)
+    long_keys: dict[str, int] = attrs.Factory(dict)
+    long_phones: dict[int, str] = attrs.Factory(dict)
+    keys: array[int] = attrs.Factory(lambda: array("Q"))
+    positions: array[int] = attrs.Factory(lambda: array("Q"))
+    batches: list[Batch] = attrs.Factory(list)
+    starts: array[int] = attrs.Factory(lambda: array("Q"))
+    by_chunk: dict[str, list[Batch]] = attrs.Factory(dict)
+    chunks: dict[str, tuple[float, bool]] = attrs.Factory(dict)
+    """Each chunk's creation time and whether it was enqueued."""
+    claims: dict[str, ClaimState] = attrs.Factory(dict)
+    skipped: dict[str, dict[int, Skipped]] = attrs.Factory(dict)
+
+    def key(self, phone: str) -> int:
+        digits = phone[1:]
+        if len(digits) <= 18 and digits.isdigit():
+            return int("1" + digits)
+        key = self.long_keys.get(phone)
+        if key is None:
+            key = self.long_keys[phone] = _LONG + len(self.long_keys)
+            self.long_phones[key] = phone
+        return key
+
+    def phone(self, key: int) -> str:
+        return self.long_phones[key] if key >= _LONG else "+" + str(key)[1:]
+
+    def batch(self, number: int) -> Batch:
+        return self.batches[bisect_right(self.starts, number) - 1]
+
+    def record(self, number: int) -> Record:
+        batch = self.batch(number)
+        offset = number - batch.start
+        return Record(
+            self.phone(self.keys[number]),
+            self.positions[number],
+            batch.state,
+            batch.launch_request_id,
+            batch.detail,
+            None if batch.recipients is None else batch.recipients[offset].user,
+            batch.claim,
+        )
+
+    def live(self) -> Iterator[tuple[Batch, int]]:
+        """Every current record: its batch and number."""
+        for batch in self.batches:
+            for offset in range(batch.size):
+                if offset not in batch.dead:
+                    yield batch, batch.start + offset
