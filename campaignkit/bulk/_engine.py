@@ -7,7 +7,7 @@ import time
 import uuid
 from array import array
 from collections.abc import AsyncIterable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
@@ -20,10 +20,8 @@ from ..ledger._errors import error_detail
 from ..models import User
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner
+from ._seam import BulkClient
 from ._sender import ClaimOutcome, send_claim, settle_claim
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
 
 _FATAL = (AuthenticationError, NotFoundError)
 _STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
@@ -32,7 +30,7 @@ _STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 # Not slotted: the state built from the options is set in __attrs_post_init__.
 @attrs.define(slots=False)
 class BulkSend:
-    client: CampaignClient
+    client: BulkClient
     poll_id: str
     segment: str
     chunk_size: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from .._input.csv_files import InvalidInput
 from .._input.validation import raise_problems
@@ -13,9 +13,7 @@ from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ._engine import BulkSend
 from ._options import bulk_problems
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
+from ._seam import BulkClient
 
 DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
@@ -37,7 +35,7 @@ def default_run(poll_id: str | int) -> str:
 
 
 async def send_bulk(
-    client: CampaignClient,
+    client: BulkClient,
     poll_id: str | int,
     users: UserInput,
     *,

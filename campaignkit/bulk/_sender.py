@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import attrs
 import orjson
@@ -17,9 +17,7 @@ from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
+from ._seam import BulkClient
 
 _DECODE_ACK = wire.decoder(CampaignAck)
 _LEDGER_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
@@ -36,7 +34,7 @@ class ClaimOutcome:
 
 
 async def send_request(
-    client: CampaignClient,
+    client: BulkClient,
     segment: str,
     body: bytes,
     users: Sequence[User],
@@ -71,7 +69,7 @@ def claim_body(claim: Claim) -> bytes:
 
 
 async def send_claim(
-    client: CampaignClient,
+    client: BulkClient,
     ledger: Ledger,
     run: str,
     segment: str,
