@@ -19,7 +19,7 @@ from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
-from ._planner import PlannedChunk, Planner
+from ._planner import PlannedChunk, Planner, SeenPhones
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, send_claim, settle_claim
 
@@ -43,6 +43,8 @@ class BulkSend:
     keep_accepted_users: bool
     timeout: float | None
     max_retries: int | None
+    seen: SeenPhones | None = None
+    """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
 
     def __attrs_post_init__(self) -> None:
         transport = self.client.transport
@@ -53,7 +55,7 @@ class BulkSend:
         )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.planner = Planner(self.chunk_size)
+        self.planner = Planner(self.chunk_size, seen=self.seen)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}

@@ -79,12 +79,18 @@ async def send_bulk(
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
     raise_problems(problems)
-    # Without a journal, the same pipeline runs over a ledger in memory.
-    ledger = MemoryLedger() if journal is None else ledger_from(journal)
+    # Without a journal, the same pipeline runs over a ledger in memory, whose
+    # index of the run's phones is also the planner's dedupe set.
+    memory: MemoryLedger | None = None
+    if journal is None:
+        ledger: Ledger = (memory := MemoryLedger())
+    else:
+        ledger = ledger_from(journal)
     owned = ledger is not journal
     run_name = run or default_run(segment)
     try:
         await ledger.open()
+        seen = None if memory is None else memory.seen_phones(run_name)
         bulk = BulkSend(
             client,
             str(poll_id),
@@ -99,6 +105,7 @@ async def send_bulk(
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
+            seen=seen,
         )
         return await bulk.run(users)
     finally:

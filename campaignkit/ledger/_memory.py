@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
-from ._memory_runs import Batch, ClaimState, RunState
+from ._memory_runs import PENDING, Batch, ClaimState, RunState
 from ._protocol import EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -69,6 +69,12 @@ class MemoryLedger(Ledger):
             state = self._runs[run] = RunState()
         return state
 
+    def seen_phones(self, run: str) -> RunState:
+        """The run's phone index, as the dedupe set of a planner reading the
+        run's only input pass (``send_bulk(journal=None)``): one structure
+        serves both. Not for a run planned by more than one pass."""
+        return self._state(run)
+
     # -- the rules of a run
 
     async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
@@ -93,14 +99,17 @@ class MemoryLedger(Ledger):
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
         held: list[Record] = []
-        start = len(state.keys)
+        start = len(state.positions)
         joining: list[Recipient] = []
         for recipient in recipients:
             key = state.key(recipient.phone)
             number = state.index.setdefault(key, start + len(joining))
             if number is None:  # new to the run
                 joining.append(recipient)
-                state.keys.append(key)
+                state.positions.append(recipient.position)
+            elif number == PENDING:  # seen by the run's planner, planned now
+                state.index.put(key, start + len(joining))
+                joining.append(recipient)
                 state.positions.append(recipient.position)
             elif number >= start:  # twice in this call: the last one (an upsert)
                 joining[number - start] = recipient
@@ -109,10 +118,9 @@ class MemoryLedger(Ledger):
                 batch.dead.add(number - batch.start)
                 state.index.put(key, start + len(joining))
                 joining.append(recipient)
-                state.keys.append(key)
                 state.positions.append(recipient.position)
             elif batch.chunk != chunk:
-                held.append(state.record(number))
+                held.append(state.record(number, recipient.phone))
         if joining:
             batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
             state.batches.append(batch)
@@ -241,12 +249,16 @@ class MemoryLedger(Ledger):
         if state is None:
             return
         wanted = set(states)
-        numbers = [n for batch, n in state.live() if batch.state in wanted]
-        keys, positions = state.keys, state.positions
-        numbers.sort(key=lambda n: (positions[n], state.phone(keys[n])))
-        for start in range(0, len(numbers), page_size):
-            for number in numbers[start : start + page_size]:
-                yield state.record(number)
+        # The index holds each phone's current record.
+        found = [
+            (state.positions[number], state.phone(key), number)
+            for key, number in state.index.items()
+            if number != PENDING and state.batch(number).state in wanted
+        ]
+        found.sort()
+        for start in range(0, len(found), page_size):
+            for _, phone, number in found[start : start + page_size]:
+                yield state.record(number, phone)
             await asyncio.sleep(0)
 
     async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:

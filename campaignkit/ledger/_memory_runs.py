@@ -15,6 +15,8 @@ from ._records import IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _BITS64 = (1 << 64) - 1
+PENDING = 0xFFFF_FFFF
+"""The index value of a phone the planner has seen but the run not yet planned."""
 _LONG = 1 << 63  # keys of phones too long for an int key (never below it)
 
 
@@ -61,6 +63,12 @@ class Index:
         self._values[slot] = value
         if self._size * 2 > len(self._keys):
             self._grow()
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """Every key and its value."""
+        for key, value in zip(self._keys, self._values, strict=True):
+            if key:
+                yield key, value
 
     def _grow(self) -> None:
         keys, values = self._keys, self._values
@@ -110,7 +118,6 @@ class RunState:
     index: Index = attrs.Factory(Index)
     long_keys: dict[str, int] = attrs.Factory(dict)
     long_phones: dict[int, str] = attrs.Factory(dict)
-    keys: array[int] = attrs.Factory(lambda: array("Q"))
     positions: array[int] = attrs.Factory(lambda: array("Q"))
     batches: list[Batch] = attrs.Factory(list)
     starts: array[int] = attrs.Factory(lambda: array("Q"))
@@ -136,11 +143,11 @@ class RunState:
     def batch(self, number: int) -> Batch:
         return self.batches[bisect_right(self.starts, number) - 1]
 
-    def record(self, number: int) -> Record:
+    def record(self, number: int, phone: str) -> Record:
         batch = self.batch(number)
         offset = number - batch.start
         return Record(
-            self.phone(self.keys[number]),
+            phone,
             self.positions[number],
             batch.state,
             batch.launch_request_id,
@@ -149,9 +156,7 @@ class RunState:
             batch.claim,
         )
 
-    def live(self) -> Iterator[tuple[Batch, int]]:
-        """Every current record: its batch and number."""
-        for batch in self.batches:
-            for offset in range(batch.size):
-                if offset not in batch.dead:
-                    yield batch, batch.start + offset
+    def add(self, phone: str) -> bool:
+        """For the planner of the run's one pass: True if ``phone`` is new to the
+        run (it is then held as seen, and planned later), False if seen before."""
+        return self.index.setdefault(self.key(phone), PENDING) is None
