@@ -30,8 +30,9 @@ import orjson
 from aiohttp import web
 
 from campaignkit import CampaignClient, User
-from campaignkit._input.validation import users_tuple, users_wire
+from campaignkit._input.validation import users_tuple
 from campaignkit._wire import sansio as wire
+from campaignkit._wire.decode import users_wire
 from campaignkit.bulk import Planner
 
 from ._floor_server import free_port, running

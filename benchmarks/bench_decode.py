@@ -44,7 +44,7 @@ def run(quick: bool) -> list[Row]:
     megabytes = {"body_mb": round(len(body) / 1e6, 1)}
     return [
         time_ratio(
-            f"1 decode CampaignStatus ({count:,} deployments)", floor, sdk, 2.0, figures=megabytes
+            f"1 decode CampaignStatus ({count:,} deployments)", floor, sdk, 0.6, figures=megabytes
         ),
         Row(
             f"8 memory of CampaignStatus ({count:,})",

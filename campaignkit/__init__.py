@@ -2,7 +2,7 @@
 
 from ._version import __version__
 from .bulk import BulkProgress, BulkReport, ausers_from_csv, users_from_csv
-from .client import CampaignClient
+from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
     AmbiguousSendError,
@@ -30,6 +30,7 @@ from .models import (
     Deployment,
     HistoryEntry,
     LegacyDeployment,
+    Location,
     Message,
     Poll,
     SessionKey,
@@ -69,11 +70,13 @@ __all__ = [
     "DeploymentStatus",
     "HistoryEntry",
     "LegacyDeployment",
+    "Location",
     "Message",
     "NotFoundError",
     "Poll",
     "ProgressUpdate",
     "RateLimitError",
+    "RawAnswer",
     "RedirectError",
     "ResponseError",
     "RetiredEndpointError",

@@ -5,23 +5,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 
-from ._input.validation import (
-    Problems,
-    is_text,
-    page_limit,
-    path_segment,
-    raise_problems,
-    session_keys_wire,
-    unix_seconds,
-    users_tuple,
-    users_wire,
-)
+from ._call_args import Timestamp, session_page, sessions_query, users_body
+from ._input.validation import Problems, path_segment, raise_problems, session_keys_wire
 from ._io.transport import Transport
 from ._wire import sansio as wire
-from .config import ClientConfig, SessionQueryNames
+from .config import ClientConfig, header_items, header_problems
 from .errors import ResponseError
 from .models import (
     Agent,
@@ -38,35 +28,16 @@ from .models import (
 )
 
 T = TypeVar("T")
-Timestamp = int | datetime
 SessionKeys = Iterable[SessionKey] | Mapping[str, str]
-
-_SESSION_PAGE = wire.decoder(SessionPage)
-
-
-def _session_page(body: bytes, status: int, headers: Mapping[str, str]) -> SessionPage:
-    page = _SESSION_PAGE(body, status, headers)
-    # The last page's cursor comes as "" (or absent): None is the one "no more".
-    return page if page.next_id else SessionPage(page.results, None)
-
 
 _ACK = wire.decoder(CampaignAck)
 _LEGACY = wire.decoder(LegacyDeployment)
 
 
-def _users_body(users: Iterable[User]) -> dict[str, Any]:
-    """A campaign body's ``_call`` arguments: its JSON, users and problems."""
-    problems: Problems = []
-    given = users_tuple(users, problems)
-    return {
-        "body_problems": problems,
-        "json": {"users": users_wire(given, problems)},
-        "users": given,
-    }
-
-
 class ServiceCalls:
-    """The calls of :class:`~campaignkit.CampaignClient`."""
+    """The calls of :class:`~campaignkit.CampaignClient`. Each takes, besides
+    its arguments, ``timeout=`` (seconds for each request), ``max_retries=``
+    and ``extra_headers=`` (added to its requests; never the auth header)."""
 
     config: ClientConfig
     transport: Transport
@@ -82,16 +53,28 @@ class ServiceCalls:
         query: Mapping[str, str | int] | None = None,
         json: Any = None,
         users: tuple[User, ...] = (),
+        extra_headers: Mapping[str, str] | None = None,
         **path: object,
     ) -> T:
-        """Validate the path parameters (reported before the body's problems),
-        build the request and send it with the endpoint's retry rules."""
+        """Validate the path parameters (reported before the body's problems)
+        and the extra headers, build the request and send it with the
+        endpoint's retry rules."""
         problems: Problems = []
         segments = {name: path_segment(name, value, problems) for name, value in path.items()}
+        if extra_headers:
+            problems += header_problems(
+                header_items(extra_headers), "extra_headers", self.config.auth_header
+            )
         if problems or body_problems:
             raise_problems([*problems, *body_problems])
         request = wire.build_request(
-            self.config, endpoint, path_params=segments, query=query, json=json, users=users
+            self.config,
+            endpoint,
+            path_params=segments,
+            query=query,
+            json=json,
+            users=users,
+            extra_headers=extra_headers,
         )
         return await self.transport.call(request, decode, timeout=timeout, max_retries=max_retries)
 
@@ -104,12 +87,19 @@ class ServiceCalls:
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> CampaignAck:
         """Queue a campaign of ``poll_id`` to ``users``; answered before anyone
         is messaged. Track it with :meth:`track`."""
-        body = _users_body(users)
+        body = users_body(users)
         return await self._call(
-            wire.SEND_CAMPAIGN, _ACK, timeout, max_retries, **body, poll_id=poll_id
+            wire.SEND_CAMPAIGN,
+            _ACK,
+            timeout,
+            max_retries,
+            **body,
+            extra_headers=extra_headers,
+            poll_id=poll_id,
         )
 
     async def deploy_legacy(
@@ -119,6 +109,7 @@ class ServiceCalls:
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> LegacyDeployment:
         """Deploy through the legacy endpoint, retired on 15 November 2026.
 
@@ -130,9 +121,15 @@ class ServiceCalls:
             DeprecationWarning,
             stacklevel=2,
         )
-        body = _users_body(users)
+        body = users_body(users)
         return await self._call(
-            wire.DEPLOY_LEGACY, _LEGACY, timeout, max_retries, **body, poll_id=poll_id
+            wire.DEPLOY_LEGACY,
+            _LEGACY,
+            timeout,
+            max_retries,
+            **body,
+            extra_headers=extra_headers,
+            poll_id=poll_id,
         )
 
     async def update_session(
@@ -142,6 +139,7 @@ class ServiceCalls:
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> SessionUpdate:
         """Merge ``user_session_keys`` into the session the first-reply webhook
         named, and continue its conversation."""
@@ -154,6 +152,7 @@ class ServiceCalls:
             max_retries,
             body_problems=problems,
             json={"user_session_keys": keys},
+            extra_headers=extra_headers,
             session_external_id=session_external_id,
         )
 
@@ -163,6 +162,7 @@ class ServiceCalls:
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> CampaignStatus:
         """The campaign request's state and every deployment's status."""
         return await self._call(
@@ -170,6 +170,7 @@ class ServiceCalls:
             wire.decoder(CampaignStatus),
             timeout,
             max_retries,
+            extra_headers=extra_headers,
             launch_request_id=launch_request_id,
         )
 
@@ -183,6 +184,7 @@ class ServiceCalls:
         cursor: str | None = None,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> SessionPage:
         """One page of session metadata of ``poll_id``. Without arguments the
         service answers the first 1000 sessions of the current year."""
@@ -190,11 +192,12 @@ class ServiceCalls:
         query = sessions_query(self.config.session_query, start, end, limit, cursor, problems)
         return await self._call(
             wire.LIST_SESSIONS,
-            _session_page,
+            session_page,
             timeout,
             max_retries,
             body_problems=problems,
             query=query,
+            extra_headers=extra_headers,
             poll_id=poll_id,
         )
 
@@ -207,6 +210,7 @@ class ServiceCalls:
         page_size: int | None = None,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> AsyncIterator[SessionMeta]:
         """Every session of ``poll_id``, following ``next_id`` page by page.
 
@@ -230,6 +234,7 @@ class ServiceCalls:
                 cursor=cursor,
                 timeout=timeout,
                 max_retries=max_retries,
+                extra_headers=extra_headers,
             )
             for session in page.results:
                 yield session
@@ -246,6 +251,7 @@ class ServiceCalls:
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> list[HistoryEntry]:
         """The complete message history of one session."""
         return await self._call(
@@ -253,48 +259,38 @@ class ServiceCalls:
             wire.decoder(list[HistoryEntry]),
             timeout,
             max_retries,
+            extra_headers=extra_headers,
             session_id=session_id,
         )
 
     async def list_polls(
-        self, *, timeout: float | None = None, max_retries: int | None = None
+        self,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> list[Poll]:
         """Every poll (conversation) of the company."""
-        return await self._call(wire.LIST_POLLS, wire.decoder(list[Poll]), timeout, max_retries)
+        return await self._call(
+            wire.LIST_POLLS,
+            wire.decoder(list[Poll]),
+            timeout,
+            max_retries,
+            extra_headers=extra_headers,
+        )
 
     async def list_agents(
-        self, *, timeout: float | None = None, max_retries: int | None = None
+        self,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> list[Agent]:
         """The company's active agents (each can receive a conversation)."""
-        return await self._call(wire.LIST_AGENTS, wire.decoder(list[Agent]), timeout, max_retries)
-
-
-def sessions_query(
-    names: SessionQueryNames,
-    start: Timestamp | None,
-    end: Timestamp | None,
-    limit: int | None,
-    cursor: str | None,
-    problems: Problems,
-    *,
-    limit_name: str = "limit",
-) -> dict[str, str | int]:
-    """The session listing's query (named as ``names`` says), its problems added."""
-    query: dict[str, str | int] = {}
-    valid: dict[str, int] = {}
-    for name, value in (("start", start), ("end", end)):
-        if value is not None:
-            before = len(problems)
-            query[getattr(names, name)] = seconds = unix_seconds(value, name, problems)
-            if len(problems) == before:
-                valid[name] = seconds
-    if len(valid) == 2 and valid["end"] < valid["start"]:
-        problems.append(("end", "must not be before start"))
-    if limit is not None:
-        page_limit(limit_name, limit, problems)
-        query[names.limit] = limit
-    if cursor is not None:
-        if not is_text(cursor) or not cursor:
-            problems.append(("cursor", "must be a non-empty string"))
-        query[names.cursor] = cursor
-    return query
+        return await self._call(
+            wire.LIST_AGENTS,
+            wire.decoder(list[Agent]),
+            timeout,
+            max_retries,
+            extra_headers=extra_headers,
+        )

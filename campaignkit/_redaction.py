@@ -46,37 +46,50 @@ class _Index:
         self.sizes = sorted({len(block) for block in blocks})
         alphabet = "".join(sorted(set("".join(blocks))))
         shortest = min(run for entries in blocks.values() for _, _, run in entries)
-        self.runs = re.compile(f"[{re.escape(alphabet)}]{{{shortest},}}")
+        self.runs = re.compile(f"[{re.escape(alphabet)}]{{{shortest},}}+")  # possessive: faster
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where runs of registered key material lie in ``text``."""
         spans: list[tuple[int, int]] = []
         for word in self.runs.finditer(text):
             found = word.group()
+            hits = []
             for size in self.sizes:
                 grams = {found[i : i + size] for i in range(len(found) - size + 1)}
                 for block in self.keys & grams:
                     at = found.find(block)
                     while at >= 0:
-                        start = word.start() + at
-                        for form, offset, run in self.blocks[block]:
-                            left, right = _grown(text, start, size, form, offset)
-                            if right - left >= run:
-                                spans.append((left, right))
+                        hits.append((word.start() + at, block))
                         at = found.find(block, at + 1)
+            for start, block in sorted(hits):
+                if spans and spans[-1][0] <= start and start + len(block) <= spans[-1][1]:
+                    continue  # inside what is already masked
+                for form, offset, run in self.blocks[block]:
+                    left, right = _grown(text, start, len(block), form, offset)
+                    if right - left >= run:
+                        spans.append((left, right))
         return spans
 
 
 def _grown(text: str, start: int, size: int, form: str, offset: int) -> tuple[int, int]:
     """The longest run around ``text[start:start + size]`` equal to ``form``
-    around ``form[offset:offset + size]``."""
-    left, at = start, offset
-    while left > 0 and at > 0 and text[left - 1] == form[at - 1]:
-        left, at = left - 1, at - 1
-    right, at = start + size, offset + size
-    while right < len(text) and at < len(form) and text[right] == form[at]:
-        right, at = right + 1, at + 1
-    return left, right
+    around ``form[offset:offset + size]`` (binary searches on slices)."""
+    low, high = size, min(len(text) - start, len(form) - offset)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[start : start + middle] == form[offset : offset + middle]:
+            low = middle
+        else:
+            high = middle - 1
+    right = start + low
+    low, high = 0, min(start, offset)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[start - middle : start] == form[offset - middle : offset]:
+            low = middle
+        else:
+            high = middle - 1
+    return start - low, right
 
 
 # Swapped whole (never changed in place), so a reader needs no lock.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,12 +14,12 @@ from ._calls import ServiceCalls
 from ._io.aiohttp_exchange import AiohttpExchange
 from ._io.closing import AsyncClosing
 from ._io.exchange import Exchange
-from ._io.transport import Transport
+from ._io.transport import RawAnswer, Transport, recording_answers
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import ConfigurationError
 from .tracker import CampaignTracker, OnState, Target, TrackerGroup, TrackOptions
 
-__all__ = ["CampaignClient"]
+__all__ = ["CampaignClient", "RawAnswer"]
 
 
 class CampaignClient(ServiceCalls, AsyncClosing):
@@ -55,6 +56,9 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         session_query: SessionQueryNames | None = None,
         max_response_bytes: int | None = None,
         max_connections: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        trust_env: bool | None = None,
+        log_bodies: bool | None = None,
         config: ClientConfig | None = None,
         session: aiohttp.ClientSession | None = None,
         exchange: Exchange | None = None,
@@ -75,6 +79,9 @@ class CampaignClient(ServiceCalls, AsyncClosing):
                 ("session_query", session_query),
                 ("max_response_bytes", max_response_bytes),
                 ("max_connections", max_connections),
+                ("default_headers", default_headers),
+                ("trust_env", trust_env),
+                ("log_bodies", log_bodies),
             )
             if value is not None
         }
@@ -106,6 +113,19 @@ class CampaignClient(ServiceCalls, AsyncClosing):
     async def aclose(self) -> None:
         """Close the connection pool (if the client owns it); idempotent."""
         await self.transport.aclose()
+
+    def raw_answers(self) -> contextlib.AbstractContextManager[list[RawAnswer]]:
+        """Record the raw answers of the calls made inside a ``with`` block::
+
+            with client.raw_answers() as answers:
+                polls = await client.list_polls()
+            answers[-1].status, answers[-1].headers["Date"], answers[-1].body
+
+        Every HTTP answer (status, headers, body bytes) of any call, retries
+        and error answers included, in order, as a :class:`RawAnswer`. It
+        follows the block's task and the tasks started in it.
+        """
+        return recording_answers()
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +25,33 @@ ENV_URLS = {
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+Headers = tuple[tuple[str, str], ...]
+
+
+def header_items(headers: Mapping[str, str] | Headers | None) -> Headers:
+    """``headers`` as ``(name, value)`` pairs (what a frozen config keeps)."""
+    if headers is None:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return tuple((name, value) for name, value in items)
+
+
+def header_problems(headers: Headers, field: str, auth_header: str) -> list[tuple[str, str]]:
+    """What is wrong with headers to add to requests: a name that is not an
+    HTTP token, a value with a line break or control character, the auth
+    header (the key is only ever the configured one)."""
+    problems = []
+    for name, value in headers:
+        where = f"{field}[{name!r}]"
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            problems.append((where, "must be a header name (letters, digits, -, no spaces)"))
+        elif name.lower() == auth_header.lower():
+            problems.append((where, "cannot be set: the API key goes in this header"))
+        elif not isinstance(value, str) or _CONTROL.search(value.replace("\t", " ")):
+            problems.append((where, "must be text without line breaks or control characters"))
+    return problems
 
 
 def _redacted(_: object) -> str:
@@ -42,13 +70,14 @@ def is_retry_count(value: object) -> bool:
 
 @attrs.frozen
 class SessionQueryNames:
-    """Query parameter names of the session listing; the spec does not publish
-    them. Override these if the service names them otherwise."""
+    """Query parameter names of the session listing: the spec does not publish
+    them, the service's public documentation does (``since``, ``until``,
+    ``limit``, ``after``). Override them here, in one place, if it changes."""
 
-    start: str = "start"
-    end: str = "end"
+    start: str = "since"
+    end: str = "until"
     limit: str = "limit"
-    cursor: str = "next_id"
+    cursor: str = "after"
 
 
 @attrs.frozen
@@ -59,6 +88,11 @@ class RetryPolicy:
     ``backoff_initial`` doubling up to ``backoff_max``, with full jitter; a
     ``Retry-After`` answer is honoured up to ``retry_after_cap``. ``deadline``
     bounds one call's attempts and waits together (None: no bound).
+
+    ``resend_after_429``: a send answered 429 is resent, as HTTP defines 429
+    as refused (so without effect). False distrusts that (a gateway that
+    answers 429 after the service acted on the request): such a send then
+    raises :class:`~campaignkit.AmbiguousSendError` and is never resent.
     """
 
     max_retries: int = 2
@@ -66,10 +100,16 @@ class RetryPolicy:
     backoff_max: float = 8.0
     retry_after_cap: float = 60.0
     deadline: float | None = 120.0
+    resend_after_429: bool = True
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.resend_after_429, bool):
+            raise ConfigurationError(
+                "resend_after_429 must be True or False, got "
+                f"{type(self.resend_after_429).__name__} {self.resend_after_429!r}"
+            )
         # Checked here, not at the first retry, where a bad value would fail
-        # inside tenacity with a TypeError.
+        # in the backoff arithmetic with a TypeError.
         if not is_retry_count(self.max_retries):
             raise ConfigurationError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
         waits = (self.backoff_initial, self.backoff_max, self.retry_after_cap)
@@ -92,7 +132,11 @@ class ClientConfig:
     no credential on the session update; the key is sent there too unless
     ``authorize_session_update`` is False. Base URLs may carry a path prefix,
     which is kept. ``timeout`` bounds each request, ``connect_timeout`` its
-    connection phase.
+    connection phase. ``default_headers`` go on every request (never the auth
+    header); ``trust_env`` takes proxies from ``HTTP(S)_PROXY``/``NO_PROXY``
+    (and ``~/.netrc``), as aiohttp does; ``log_bodies`` adds the bodies,
+    phone numbers masked and the key redacted, to the ``campaignkit``
+    logger's DEBUG line of each exchange.
     """
 
     api_key: str = attrs.field(repr=_redacted)
@@ -108,6 +152,9 @@ class ClientConfig:
     session_query: SessionQueryNames = SessionQueryNames()
     max_response_bytes: int = 256 * 1024 * 1024
     max_connections: int = 100
+    default_headers: Headers = attrs.field(default=(), converter=header_items)
+    trust_env: bool = True
+    log_bodies: bool = False
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.api_key, str):
@@ -129,6 +176,9 @@ class ClientConfig:
             raise ConfigurationError("timeout and connect_timeout must be positive seconds")
         if not is_retry_count(self.max_connections) or self.max_connections < 1:
             raise ConfigurationError("max_connections must be at least 1")
+        problems = header_problems(self.default_headers, "default_headers", self.auth_header)
+        if problems:
+            raise ConfigurationError("; ".join(f"{path}: {message}" for path, message in problems))
 
     @classmethod
     def from_env(cls, api_key: str | None = None, **settings: Any) -> ClientConfig:

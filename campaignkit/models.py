@@ -8,6 +8,7 @@ with its path, before anything is sent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ __all__ = [
     "Deployment",
     "HistoryEntry",
     "LegacyDeployment",
+    "Location",
     "Message",
     "Poll",
     "SessionKey",
@@ -47,11 +49,38 @@ UnixTime = Annotated[datetime, UnixSeconds]
 
 
 @attrs.frozen
+class Location:
+    """The coordinates a ``"location"`` session key carries (JSON in its value)."""
+
+    latitude: float
+    longitude: float
+    address: str | None = None
+
+
+@attrs.frozen
 class SessionKey:
-    """A session variable: substituted into question texts, delivered to webhooks."""
+    """A session variable: substituted into question texts, delivered to webhooks.
+
+    ``type`` is what webhooks carry beside it (None, or e.g. ``"location"``);
+    it goes on the wire only when set.
+    """
 
     key: str
     value: str
+    type: str | None = None
+
+    @property
+    def location(self) -> Location | None:
+        """The coordinates of a location key (None when it holds none)."""
+        try:
+            data = json.loads(self.value)
+            lat, lon = data["latitude"], data["longitude"]
+        except (TypeError, ValueError, KeyError, RecursionError):
+            return None
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lat, lon)):
+            return None
+        address = data.get("address")
+        return Location(float(lat), float(lon), address if isinstance(address, str) else None)
 
 
 def session_keys(keys: Iterable[SessionKey] | Mapping[str, str]) -> tuple[SessionKey, ...]:
@@ -171,13 +200,9 @@ class SessionMeta:
 
 @attrs.frozen
 class SessionPage:
-    """One page of a session listing; ``next_id`` is None on the last page.
+    """One page of a session listing; ``next_id`` is None on the last page."""
 
-    ``results`` is a read-only sequence (a tuple when built by hand); a decoded
-    page's makes each :class:`SessionMeta` as it is read.
-    """
-
-    results: Sequence[SessionMeta]
+    results: tuple[SessionMeta, ...]
     next_id: str | None = None
 
 

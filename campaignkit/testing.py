@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from . import errors
 from ._io.exchange import Answer, Exchange
+from ._io.transport import Transport
 from ._wire.sansio import Endpoint, Request
-from .client import CampaignClient
 
 __all__ = ["Answer", "Endpoint", "Exchange", "FakeTime", "Handler", "MockExchange", "Request"]
 
@@ -34,7 +34,15 @@ Handler = Callable[[Request], "Answer | Awaitable[Answer]"]
 """Answers one request (or raises, e.g. :class:`campaignkit.errors.ConnectionError`)."""
 Table = Mapping[str, Reply | Sequence[Reply]]
 
-C = TypeVar("C", bound=CampaignClient)
+
+class _HasTransport(Protocol):
+    """A client: :class:`campaignkit.CampaignClient` or ``campaignkit.sync``'s."""
+
+    @property
+    def transport(self) -> Transport: ...
+
+
+C = TypeVar("C", bound=_HasTransport)
 
 
 class MockExchange:
@@ -109,8 +117,8 @@ class FakeTime:
         await asyncio.sleep(0)
 
     def install(self, client: C) -> C:
-        """Make ``client`` (and what it tracks or sends from now on) wait on
-        this fake time; returns ``client``."""
+        """Make ``client`` (async or blocking, and what it tracks or sends
+        from now on) wait on this fake time; returns ``client``."""
         client.transport.clock = self.clock
         client.transport.sleep = self.sleep
         return client

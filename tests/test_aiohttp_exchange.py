@@ -26,8 +26,8 @@ from helpers.servers import serving
 
 from campaignkit import CampaignKitError, ClientConfig, ConnectionError, ResponseError, TimeoutError
 from campaignkit._io.aiohttp_exchange import AiohttpExchange
-from campaignkit._io.exchange import Answer
 from campaignkit._wire import sansio as wire
+from campaignkit.testing import Answer
 
 pytestmark = pytest.mark.timeout(15)
 

@@ -238,7 +238,7 @@ async def test_update_session_without_the_key_when_so_configured(mocked: Scripte
 async def test_list_sessions_with_every_query(
     client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
-    url = f"{BASE}/devapi/poll/12/sessions?start=1700000000&end=1700003600&limit=50&next_id=cur"
+    url = f"{BASE}/devapi/poll/12/sessions?since=1700000000&until=1700003600&limit=50&after=cur"
     mocked.get(url, payload={"results": [SESSION], "next_id": "n2"})
     page = await client.list_sessions(
         12, start=datetime.fromtimestamp(1700000000, UTC), end=1700003600, limit=50, cursor="cur"
@@ -249,10 +249,10 @@ async def test_list_sessions_with_every_query(
     [(method, sent_url, request)] = sent(mocked)
     assert method == "GET"
     assert URL(sent_url).query == {
-        "start": "1700000000",
-        "end": "1700003600",
+        "since": "1700000000",
+        "until": "1700003600",
         "limit": "50",
-        "next_id": "cur",
+        "after": "cur",
     }
     assert_headers(request, json_body=False)
 
@@ -358,8 +358,8 @@ async def test_iter_sessions_follows_cursors(
 ) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(f"{url}?limit=2", payload=page(["a", "b"], "c1"))
-    mocked.get(f"{url}?limit=2&next_id=c1", payload=page(["c", "d"], "c2"))
-    mocked.get(f"{url}?limit=2&next_id=c2", payload=page(["e"], last))
+    mocked.get(f"{url}?limit=2&after=c1", payload=page(["c", "d"], "c2"))
+    mocked.get(f"{url}?limit=2&after=c2", payload=page(["e"], last))
     ids = [s.id async for s in client.iter_sessions(7, page_size=2)]
     assert ids == ["a", "b", "c", "d", "e"]
     assert count(mocked) == 3
@@ -370,8 +370,8 @@ async def test_iter_sessions_repeated_cursor(
 ) -> None:
     url = f"{BASE}/devapi/poll/7/sessions"
     mocked.get(url, payload=page(["a"], "c1"))
-    mocked.get(f"{url}?next_id=c1", payload=page(["b"], "c2"))
-    mocked.get(f"{url}?next_id=c2", payload=page(["c"], "c1"))
+    mocked.get(f"{url}?after=c1", payload=page(["b"], "c2"))
+    mocked.get(f"{url}?after=c2", payload=page(["c"], "c1"))
     ids: list[str] = []
 
     async def collect() -> None:

@@ -8,11 +8,14 @@ status. The campaign status's two roads are also compared directly."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 import warnings
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 import aiohttp
+import attrs
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,8 +42,10 @@ from campaignkit import (
     User,
     ValidationError,
 )
+from campaignkit._input import validation
+from campaignkit._wire import decode as decode_module
 from campaignkit._wire import sansio as wire
-from campaignkit._wire.decode import structure
+from campaignkit._wire.convert import structure
 
 settings.register_profile(
     "campaignkit-models",
@@ -236,31 +241,79 @@ def decode(data: Any, cls: type) -> Any:
         return wire.decoder(cls)(orjson.dumps(data), 200, {})
 
 
+# The two answers msgspec reads into GC-free records, and where their items are.
+RECORDED = {CampaignStatus: "deployments", SessionPage: "results"}
+
+
+@pytest.mark.parametrize("cls", list(RECORDED), ids=lambda c: c.__name__)
 @given(data=st.data())
-def test_both_roads_of_the_campaign_status_build_the_same_model(data: st.DataObject) -> None:
-    # msgspec's records converted in C, and orjson + the converter (the road
-    # of whatever msgspec refuses) agree on every valid answer.
-    payload = data.draw(wire_dict(CampaignStatus))
+def test_both_roads_build_the_same_model(cls: type, data: st.DataObject) -> None:
+    # msgspec's records (a status's deployments made on access, a page's
+    # sessions made in C) and orjson + the converter (the road of whatever
+    # msgspec refuses) agree on every valid answer, and the sequence of
+    # deployments made on access keeps the contract of the tuple it replaces.
+    payload = data.draw(wire_dict(cls))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        assert decode(payload, CampaignStatus) == structure(payload, CampaignStatus)
+        fast, eager = decode(payload, cls), cast(Any, structure(payload, cls))
+    assert fast == eager
+    assert eager == fast
+    assert hash(fast) == hash(eager)
+    assert repr(fast) == repr(eager)
+    assert pickle.loads(pickle.dumps(fast)) == eager
+    assert attrs.evolve(fast) == eager
+    items, expected = getattr(fast, RECORDED[cls]), getattr(eager, RECORDED[cls])
+    assert isinstance(expected, tuple)
+    assert isinstance(items, Sequence)
+    assert len(items) == len(expected)
+    assert list(items) == list(expected)
+    assert items[:] == expected
+    assert items[1::2] == expected[1::2]
+    assert list(reversed(items)) == list(reversed(expected))
+    for index in range(-len(expected), len(expected)):
+        assert items[index] == expected[index]
+        assert hash(items[index]) == hash(expected[index])
+        assert items[index] in items
+        assert attrs.evolve(items[index]) == expected[index]
+    with pytest.raises(IndexError):
+        items[len(expected)]
+    assert items != list(expected)  # a tuple is not equal to a list either
 
 
+def test_deployments_made_on_access_differ_as_their_tuples_do() -> None:
+    body = {"launch_request_id": "l", "status": "DONE", "poll_id": 1}
+    one = {"conversation_id": "c", "service_id": "s", "cellphone": "1", "status": "SENT"}
+    two = {**one, "conversation_id": "d"}
+    read = decode({**body, "deployments": [one, two]}, CampaignStatus)
+    other = decode({**body, "deployments": [one, {**two, "status": "READ"}]}, CampaignStatus)
+    assert read != other
+    assert read.deployments != other.deployments
+    assert read.deployments[:1] == other.deployments[:1]
+    assert read.deployments != read.deployments[:1]
+    assert read != attrs.evolve(read, deployments=read.deployments[:1])
+    assert {read, other, decode({**body, "deployments": [one, two]}, CampaignStatus)} == {
+        read,
+        other,
+    }
+    assert type(pickle.loads(pickle.dumps(read.deployments))) is tuple
+
+
+@pytest.mark.parametrize("cls", list(RECORDED), ids=lambda c: c.__name__)
 @given(data=st.data())
-def test_a_mutated_campaign_status_fails_alike_on_both_roads(data: st.DataObject) -> None:
-    payload = data.draw(wire_dict(CampaignStatus))
-    _, container, key, _, _ = data.draw(st.sampled_from(locations(CampaignStatus, payload, "$")))
+def test_a_mutated_answer_fails_alike_on_both_roads(cls: type, data: st.DataObject) -> None:
+    payload = data.draw(wire_dict(cls))
+    _, container, key, _, _ = data.draw(st.sampled_from(locations(cls, payload, "$")))
     container[key] = data.draw(json_values)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected: Any
         try:
-            expected = structure(payload, CampaignStatus)
+            expected = structure(payload, cls)
         except ResponseError as exc:
             expected = (exc.path, str(exc))
         got: Any
         try:
-            got = decode(payload, CampaignStatus)
+            got = decode(payload, cls)
         except ResponseError as exc:
             got = (exc.path, str(exc))
     assert got == expected
@@ -431,6 +484,30 @@ users = st.builds(
     User, cellphone=phones, country_code=codes, user_session_keys=keys, deployment_eta=etas
 )
 user_lists = st.lists(users | anything, max_size=4) | anything
+
+
+plain_users = st.builds(
+    User,
+    cellphone=st.from_regex(r"[0-9]{4,15}", fullmatch=True),
+    country_code=st.sampled_from(["+1", "+57", "+52", "+1234"]),
+    user_session_keys=keys,
+)
+
+
+@given(given_users=st.lists(plain_users | users | anything, max_size=6))
+@settings(max_examples=150)
+def test_the_send_bodys_inline_road_builds_what_validation_builds(given_users: Any) -> None:
+    # The decode module reads the common user inline (row 5); the result, the
+    # problems and their paths are validation's, whatever the input.
+    given = tuple(given_users)
+    inline_problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
+    inline = decode_module.users_wire(given, inline_problems)
+    expected = validation.users_wire(given, problems)
+    assert inline == expected
+    assert inline_problems == problems
+    if not problems:
+        assert orjson.dumps(inline) == orjson.dumps(expected)
 
 
 def run(call: Any) -> Any:

@@ -7,7 +7,9 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.processes import run_process
+from mypy import api
 
 from campaignkit.sandbox import Sandbox
 
@@ -41,9 +43,10 @@ async def test_the_quickstart_runs_against_the_sandbox(tmp_path: Path) -> None:
 
 
 def section_block(heading: str) -> str:
-    """The first python block of the README section ``## heading``."""
+    """The first python block of the README section ``heading`` (with its
+    hashes: ``## Title``, ``### Title``)."""
     text = README.read_text()
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    section = re.split(r"\n#{2,} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
     block = re.search(r"```python\n(.*?)```", section, re.S)
     assert block is not None, f"the README section {heading!r} has no python block"
     return block.group(1)
@@ -62,6 +65,74 @@ async def run_block(tmp_path: Path, heading: str, env: dict[str, str] | None = N
 
 
 async def test_the_testing_example_runs_without_a_network(tmp_path: Path) -> None:
-    out = await run_block(tmp_path, "Testing your code")
+    out = await run_block(tmp_path, "## Testing your code")
     assert out.splitlines()[0] == "Welcome 2 requests, 1 wait"
     assert out.splitlines()[1].startswith('L1 b\'{"users":[{"cellphone":"3001234567"')
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+@pytest.mark.timeout(180)
+def test_the_error_handling_snippet_passes_mypy_strict() -> None:
+    # `except TimeoutError` (the builtin) then `.last_status` fails mypy: the
+    # README catches campaignkit's own, by that name.
+    [block] = [b for b in python_blocks() if "except campaignkit.TimeoutError" in b]
+    assert "except campaignkit.ConnectionError" in block
+    out, err, status = api.run(["--strict", "--no-error-summary", "-c", block])
+    assert status == 0, out + err
+    wrong = block.replace("campaignkit.TimeoutError", "TimeoutError")
+    out, _err, status = api.run(["--strict", "--no-error-summary", "-c", wrong])
+    assert status == 1
+    assert '"TimeoutError" has no attribute "last_status"' in out
+
+
+def sandbox_env(sb: Sandbox) -> dict[str, str]:
+    return {
+        "CAMPAIGNKIT_API_KEY": sb.api_key,
+        "CAMPAIGNKIT_BASE_URL": sb.base_url,
+        "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
+        "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
+    }
+
+
+async def test_the_blocking_client_example_runs(tmp_path: Path) -> None:
+    async with Sandbox(speed=50) as sb:
+        out = await run_block(
+            tmp_path, "### A blocking client for scripts, cron jobs and notebooks", sandbox_env(sb)
+        )
+    assert "3001234567 None -> " in out
+    assert out.splitlines()[-1] == "DONE"
+
+
+async def test_the_raw_answer_example_runs(tmp_path: Path) -> None:
+    async with Sandbox(speed=50) as sb:
+        out = await run_block(tmp_path, "### The raw answer of any call", sandbox_env(sb))
+    first, second = out.splitlines()
+    assert first.startswith("list_polls 200 application/json")
+    assert second == "True"
+
+
+@pytest.mark.parametrize("heading", ["### Headers: on every request, on one call", "### Proxies"])
+async def test_the_header_and_proxy_examples_run(tmp_path: Path, heading: str) -> None:
+    async with Sandbox(speed=50) as sb:
+        out = await run_block(tmp_path, heading, sandbox_env(sb))
+    assert out.split()[0].isdigit()
+    assert int(out.split()[0]) > 0
+
+
+async def test_the_body_logging_example_masks_phones_and_the_key(tmp_path: Path) -> None:
+    script = tmp_path / "block.py"
+    script.write_text(section_block("### Logging bodies while debugging"))
+    async with Sandbox(speed=50) as sb:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
+        code, _, err = await run_process(
+            sys.executable, str(script), env=env | sandbox_env(sb), timeout=60
+        )
+        key = sb.api_key
+    assert code == 0, err
+    [send] = [line for line in err.splitlines() if "POST /v2/send-campaign" in line]
+    assert 'request={"users":[{"cellphone":"********67"' in send
+    assert "3001234567" not in err
+    assert key not in err

@@ -2,13 +2,17 @@
 with mocked answers): with DEBUG logging on the root logger, every call, every
 error path and every retry, the tracker and send_bulk under every fault kind.
 The API key never shows in logs, exception texts, tracebacks (with their
-chains), reprs or the CLI's ``--debug`` output; phone numbers never reach the
-logs; ``Authorization`` never goes to a host other than the configured ones.
+chains), reprs or the CLI's ``--debug`` output, not even when a service,
+gateway or proxy echoes it back (tests/helpers/echo.py) into any error
+class, the dashboard's pages and events, ``report.html`` or the CLI's
+output; phone numbers never reach the logs; ``Authorization`` never goes to
+a host other than the configured ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import sys
@@ -17,13 +21,18 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import aiohttp
+import orjson
 import pytest
 from aiohttp import web
+from helpers.echo import ECHOES, echo_server
 from helpers.fakes import FakeTime
 from helpers.servers import serving
 
-from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User
+from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User, errors
+from campaignkit.dashboard import Dashboard, dashboard_app, write_report
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -31,6 +40,7 @@ pytestmark = pytest.mark.timeout(60)
 SCRIPT = Path(sys.executable).with_name("campaignkit")
 USERS = [User(cellphone=f"55200{n}4321", country_code="+52") for n in range(3)]
 PHONES = [user.cellphone for user in USERS]
+DASHBOARD_FAST: dict[str, Any] = {"poll_interval": 0.05, "max_interval": 0.2, "discover_every": 0.1}
 KINDS: list[dict[str, Any]] = [
     {"kind": "429", "retry_after": 1},
     {"kind": "429"},
@@ -361,3 +371,174 @@ async def test_cli_debug_output_never_shows_the_key(sb: Sandbox, tmp_path: Path)
             outputs.append(output)
     assert any("Traceback" in output for output in outputs)  # --debug showed tracebacks
     assert_no_key(outputs, sb.api_key)
+
+
+# -- keys echoed back by the service, a gateway or a proxy (issue 18) --------
+
+ECHO_KEYS = ["ak_Q3vX9kLm2Pz8Rt5Yw1Nb7Hc4Jd6Fg0Se2Ua", "sk_live_7f3a9c2e5b8d1f4a6c0e9b2d7a5f3c8e"]
+ECHO_CASES: list[tuple[int, str, str, type[CampaignKitError]]] = [
+    (400, "detail", "send", errors.BadRequestError),
+    (401, "detail", "polls", errors.AuthenticationError),
+    (403, "error", "agents", errors.APIError),
+    (404, "detail", "status", errors.NotFoundError),
+    (410, "error", "legacy", errors.RetiredEndpointError),
+    (429, "error", "history", errors.RateLimitError),
+    (503, "text", "sessions", errors.ServerError),
+    (500, "html", "send", errors.AmbiguousSendError),
+    (302, "text", "polls", errors.RedirectError),
+    (200, "html", "polls", errors.ResponseError),
+    (200, "text", "send", errors.AmbiguousSendError),
+    (400, "error", "update", errors.BadRequestError),
+]
+ECHO_CALLS: dict[str, Callable[[CampaignClient], Awaitable[Any]]] = {
+    "send": lambda c: c.send_campaign(1001, USERS),
+    "polls": lambda c: c.list_polls(),
+    "agents": lambda c: c.list_agents(),
+    "status": lambda c: c.get_campaign_status("lr"),
+    "legacy": lambda c: _legacy(c, {}, FakeTime()),
+    "history": lambda c: c.get_session_history("s"),
+    "sessions": lambda c: c.list_sessions(1001),
+    "update": lambda c: c.update_session("s", {"plan": "gold"}),
+}
+
+
+def key_material(key: str) -> list[str]:
+    """Every 12-character slice of the key, of its percent-encoded form and
+    of its base64 forms at each byte alignment: what must never show."""
+    forms = [key, quote(key, safe="")]
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + key.encode()).decode().rstrip("=")
+        forms.append(encoded[4 if pad else 0 : -4])
+    return [form[i : i + 12] for form in forms for i in range(len(form) - 11)]
+
+
+def assert_no_material(texts: list[str], key: str) -> None:
+    assert texts, "nothing was checked"
+    parts = key_material(key)
+    for text in texts:
+        for part in parts:
+            assert part not in text, f"key material {part!r} in: {text[:300]!r}"
+
+
+@pytest.mark.parametrize("echo_kind", sorted(ECHOES))
+@pytest.mark.parametrize("key", ECHO_KEYS, ids=["ak", "sk"])
+async def test_echoed_keys_never_show_in_any_error_class(
+    debug_logs: pytest.LogCaptureFixture, echo_kind: str, key: str
+) -> None:
+    with pytest.raises(AssertionError):  # the control: the echo does carry the key
+        assert_no_material([ECHOES[echo_kind](key)], key)
+    texts: list[str] = []
+    async with echo_server() as echo:
+        echo.echo = echo_kind
+        async with CampaignClient(
+            key, base_url=echo.url, campaign_url=echo.url, agent_url=echo.url, max_retries=0
+        ) as client:
+            for status, shape, call, expected in ECHO_CASES:
+                echo.status, echo.shape = status, shape
+                with pytest.raises(CampaignKitError) as caught:
+                    await ECHO_CALLS[call](client)
+                assert type(caught.value) is expected, (status, shape, call, caught.value)
+                caught.value.add_note(f"while sending with {key}")
+                texts += exception_texts(caught.value)
+                for name in ("body", "detail", "message", "url"):
+                    texts.append(str(getattr(caught.value, name, "")))
+    assert echo.seen >= len(ECHO_CASES)
+    assert_no_material(texts, key)
+    assert_no_material(log_texts(debug_logs), key)
+
+
+async def test_a_key_in_a_bad_setting_or_in_bad_input_is_not_echoed() -> None:
+    key = ECHO_KEYS[1]
+    texts: list[str] = []
+    for url in (f"https://h.example/?key={key}", f"ftp://{key}@h.example"):
+        with pytest.raises(CampaignKitError) as caught:
+            CampaignClient(key, base_url=url)
+        texts += exception_texts(caught.value)
+    async with CampaignClient(key, campaign_url="https://h.example") as client:
+        for user in (
+            User(cellphone="1234567", country_code=key),
+            User(cellphone=key, country_code="+57"),
+            User(cellphone="1234567", country_code="+57", deployment_eta=key),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(CampaignKitError) as caught:
+                await client.send_campaign(1001, [user])
+            texts += exception_texts(caught.value)
+    assert_no_material(texts, key)
+
+
+async def test_dashboard_pages_events_and_report_never_show_an_echoed_key(
+    tmp_path: Path,
+) -> None:
+    key = ECHO_KEYS[1]
+    async with echo_server() as echo:
+        echo.status, echo.shape, echo.echo = 401, "detail", "base64"
+        client = CampaignClient(
+            key, base_url=echo.url, campaign_url=echo.url, agent_url=echo.url, max_retries=0
+        )
+        app = dashboard_app(Dashboard(client, launches=["lr"], **DASHBOARD_FAST))
+        pages = []
+        async with client, serving(app) as url, aiohttp.ClientSession() as http:
+            event = await first_event(http, f"{url}/launches/lr/events", "error")
+            pages.append(orjson.dumps(event).decode())
+            for path in ("/", "/launches/lr", "/launches/lr/report.html"):
+                async with http.get(url + path) as response:
+                    pages.append(await response.text())
+            echo.status, echo.shape, echo.echo = 200, "status", "raw"
+            pages.append(orjson.dumps(await first_event(http, f"{url}/events", "")).decode())
+            async with http.get(f"{url}/launches/other/report.html") as response:
+                assert response.status == 200
+                pages.append(await response.text())
+            await write_report(client, "lr", tmp_path / "report.html")
+            pages.append((tmp_path / "report.html").read_text())
+    assert "***" in pages[0]  # the echoes did reach them, masked
+    assert "***" in pages[-1]
+    assert_no_material(pages, key)
+
+
+async def first_event(http: aiohttp.ClientSession, url: str, field: str) -> Any:
+    """The first server-sent event of ``url`` (with ``field`` set, if given)."""
+    async with asyncio.timeout(20), http.get(url) as response:
+        async for line in response.content:
+            if line.startswith(b"data: "):
+                event = orjson.loads(line[6:])
+                if not field or event.get(field):
+                    return event
+    raise AssertionError("the stream ended")
+
+
+async def test_cli_output_and_report_never_show_an_echoed_key(tmp_path: Path) -> None:
+    key = ECHO_KEYS[0]
+    outputs = []
+    async with echo_server() as echo:
+        hosts = ["--base-url", echo.url, "--campaign-url", echo.url, "--agent-url", echo.url]
+        runs: list[tuple[int, str, str, list[str], int]] = [
+            (401, "detail", "cut", ["polls"], 3),
+            (500, "html", "middle", ["status", "lr"], 1),
+            (503, "text", "base64", ["--json", "agents"], 1),
+            (200, "status", "raw", ["--json", "status", "lr"], 0),
+            (200, "status", "percent", ["report", "lr", "-o", str(tmp_path / "r.html")], 0),
+        ]
+        for status, shape, echo_kind, argv, code in runs:
+            echo.status, echo.shape, echo.echo = status, shape, echo_kind
+            for debug in (["--debug"], []):
+                env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGNKIT_")}
+                proc = await asyncio.create_subprocess_exec(
+                    str(SCRIPT),
+                    *debug,
+                    "--max-retries",
+                    "0",
+                    "--api-key",
+                    key,
+                    *hosts,
+                    *argv,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=env,
+                )
+                out, err = await asyncio.wait_for(proc.communicate(), 30)
+                assert proc.returncode == code, (argv, out, err)
+                outputs.append(out.decode() + err.decode())
+        outputs.append((tmp_path / "r.html").read_text())
+    assert any("Traceback" in output for output in outputs)
+    assert sum("***" in output for output in outputs) >= len(runs)  # the echoes were masked
+    assert_no_material(outputs, key)

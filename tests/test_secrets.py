@@ -1,15 +1,18 @@
 """The API key never shows: not in logs, exception texts, tracebacks or reprs.
-Phone numbers never reach the logs.
+Phone numbers never reach the logs. The redaction core that sees to it
+(``campaignkit._redaction``) is tested at the end, with hypothesis.
 
 The service is scripted at the exchange seam; that the aiohttp adapter's own
 errors and aiohttp's logs never show the key is in test_aiohttp_exchange."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from helpers.exchange import (
@@ -18,8 +21,23 @@ from helpers.exchange import (
     sent_before_any_byte,
     timed_out_after_sending,
 )
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from campaignkit import CampaignClient, CampaignKitError, ClientConfig, ConfigurationError, User
+from campaignkit import (
+    AmbiguousSendError,
+    APIError,
+    CampaignClient,
+    CampaignKitError,
+    ClientConfig,
+    ConfigurationError,
+    ConnectionError,
+    ResponseError,
+    User,
+    ValidationError,
+    _redaction,
+)
+from campaignkit._redaction import FRAGMENT, MASK, redact, register, sdk_logger
 from campaignkit.testing import FakeTime
 
 KEY = "sk_live_Zq7SECRETxK3y9f8e7d6c5b4a"
@@ -192,3 +210,119 @@ async def test_validation_errors_do_not_echo_the_key() -> None:
         with pytest.raises(ValueError, match="users") as caught:
             await client.send_campaign(1, [User(cellphone="x", country_code="y")])
     assert_clean(texts_of(caught.value))
+
+
+# -- the redaction core (campaignkit._redaction) -----------------------------
+
+
+@pytest.fixture
+def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys a test registers are forgotten after it: random keys such as
+    ``000000000000000000`` would otherwise mask text in later tests."""
+    monkeypatch.setattr(_redaction, "_keys", set(_redaction._keys))
+    monkeypatch.setattr(_redaction, "_index", _redaction._index)
+
+
+key_chars = st.characters(codec="ascii", categories=["L", "N"]) | st.sampled_from("_-")
+keys = st.text(key_chars, min_size=20, max_size=64)
+around = st.text(max_size=40)
+
+
+def fragments(key: str, size: int = FRAGMENT) -> list[str]:
+    return [key[i : i + size] for i in range(len(key) - size + 1)]
+
+
+@pytest.mark.usefixtures("own_registry")
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(key=keys, before=around, after=around, start=st.integers(0, 50), size=st.integers(12, 64))
+def test_no_run_of_12_characters_of_a_registered_key_survives(
+    key: str, before: str, after: str, start: int, size: int
+) -> None:
+    register(key)
+    piece = key[start : start + size]
+    assume(len(piece) >= FRAGMENT)
+    for text in (before + piece + after, piece, before + key + after + key):
+        redacted = redact(text)
+        assert not any(part in redacted for part in fragments(key)), (text, redacted)
+        assert MASK in redacted
+
+
+@pytest.mark.usefixtures("own_registry")
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(key=keys, text=st.text(max_size=200))
+def test_text_without_key_material_is_left_as_it_is(key: str, text: str) -> None:
+    register(key)
+    assume(not any(part in text for part in fragments(key)) and "ak_" not in text)
+    others = [part for other in _redaction._keys for part in fragments(other, min(12, len(other)))]
+    assume(not any(part in text for part in others))
+    assert redact(text) == text
+
+
+@pytest.mark.usefixtures("own_registry")
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda k: quote(k, safe=""),
+        lambda k: base64.b64encode(k.encode()).decode(),
+        lambda k: base64.b64encode(f"u:{k}".encode()).decode(),
+        lambda k: base64.urlsafe_b64encode(f"ab{k}".encode()).decode(),
+    ],
+    ids=["percent", "base64", "basic-auth", "urlsafe-shifted"],
+)
+def test_encoded_forms_of_the_key_are_masked(encode: Callable[[str], str]) -> None:
+    key = "sk_live_+/=Zq7SECRET/xK3y9f8e7d6c5b4a"
+    register(key)
+    encoded = encode(key)
+    redacted = redact(f"header was {encoded}!")
+    assert MASK in redacted
+    core = encoded[8:-8]  # what depends on the key alone, whatever is around it
+    assert core not in redacted
+
+
+def test_a_key_shaped_token_is_masked_even_unregistered() -> None:
+    token = "ak_" + "N0tRegisteredAnywhere1234567890ab"
+    assert redact(f'{{"detail": "bad header Authorization: {token}"}}') == (
+        '{"detail": "bad header Authorization: ***"}'
+    )
+    not_a_token = "hack_this_is_not_a_key_at_all_but_long"
+    assert redact(not_a_token) == not_a_token
+
+
+def test_errors_are_redacted_when_built_and_when_noted() -> None:
+    register(KEY)
+    echoed = f"bad header Authorization: {KEY}"
+    exc = APIError(401, "GET", f"{BASE}/x?k={KEY}", echoed, detail=echoed, message=KEY[3:30])
+    exc.add_note(f"while using {KEY}")
+    others = [
+        ResponseError(echoed, path="$.x"),
+        AmbiguousSendError(echoed, cause=exc),
+        ValidationError([("users[0].country_code", f"got {KEY!r}")]),
+        ConnectionError(echoed, request_sent=True),
+    ]
+    texts = [*texts_of(exc), str(exc.body), str(exc.detail), str(exc.message), str(exc.url)]
+    texts += [text for other in others for text in texts_of(other)]
+    texts.append("".join(traceback.format_exception(exc)))
+    assert_clean(texts)
+    assert "while using ***" in exc.__notes__
+
+
+def test_the_sdk_loggers_redact_messages_arguments_tracebacks_and_stacks(
+    debug_logs: pytest.LogCaptureFixture,
+) -> None:
+    register(KEY)
+    logger = sdk_logger("campaignkit.test_secrets")
+    try:
+        raise RuntimeError(f"a foreign error quoting {KEY}")
+    except RuntimeError:
+        logger.exception("answer %s from %r", f"Authorization: {KEY}", {"k": KEY}, stack_info=True)
+    logger.debug(f"a message built beforehand: {KEY[2:40]}")
+    [first, second] = [r for r in debug_logs.records if r.name == "campaignkit.test_secrets"]
+    handler_text = logging.Formatter().format(first)  # as any handler formats it
+    assert "Traceback" in handler_text
+    assert "Stack (most recent call last)" in handler_text
+    assert_clean([handler_text, first.getMessage(), second.getMessage(), repr(first.args)])
+    assert sdk_logger("campaignkit.test_secrets").filters == logger.filters  # added once

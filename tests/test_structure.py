@@ -178,6 +178,28 @@ def test_the_wire_layer_does_no_io(module: str) -> None:
     assert {target for target in GRAPH[module] if not target.startswith(allowed)} <= CORE
 
 
+def plain_loggers(tree: ast.AST) -> list[int]:
+    """Lines where a logger is taken with ``logging.getLogger`` and kept in a
+    name: its records would miss the redacting filter of ``sdk_logger``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func) == "logging.getLogger"
+    ]
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m != "campaignkit._redaction"])
+def test_every_logger_redacts_the_key(module: str) -> None:
+    assert plain_loggers(_parse(MODULES[module])) == []
+
+
+def test_a_plain_logger_is_found() -> None:
+    tree = ast.parse("import logging\nlog = logging.getLogger('x')\nok = sdk_logger('x')\n")
+    assert plain_loggers(tree) == [2]
+
+
 @pytest.mark.parametrize("module", list(MODULES))
 def test_module_size(module: str) -> None:
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
 import redis.asyncio
 from helpers.bulk_child import expected_phones, make_users
+from helpers.workers import worker_process
 from taskiq import TaskiqMessage, TaskiqMiddleware, TaskiqResult
 
 from campaignkit.bulk import Planner
@@ -29,6 +27,8 @@ from campaignkit.workers import BulkWorkers, broker_from
 pytestmark = pytest.mark.timeout(60)
 
 COUNT = 3000
+# Short claims and redeliveries: a killed worker's chunks are settled within seconds.
+FAST = ("--concurrency", "2", "--claim-ttl", "2", "--redeliver-after", "1")
 VALID = len(expected_phones(COUNT))
 
 
@@ -184,38 +184,6 @@ async def test_redelivered_messages_send_nobody_twice(
     await assert_once(sb, postgres_dsn, run, report)
 
 
-@contextlib.asynccontextmanager
-async def worker_process(
-    sb: Sandbox, redis_url: str, queue: str, dsn: str
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``campaignkit worker`` in a process of its own, ready; killed on exit."""
-    env = {
-        **os.environ,
-        "CAMPAIGNKIT_API_KEY": sb.api_key,
-        "CAMPAIGNKIT_BASE_URL": sb.base_url,
-        "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
-        "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
-    }
-    argv = ["--broker", redis_url, "--journal", dsn, "--queue", queue, "--concurrency", "2"]
-    argv += ["--claim-ttl", "2", "--redeliver-after", "1"]
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).with_name("campaignkit")),
-        "worker",
-        *argv,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    assert process.stderr is not None
-    try:
-        line = await asyncio.wait_for(process.stderr.readline(), 20)
-        assert b"ready" in line, line + await process.stderr.read()
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
-
-
 async def test_worker_killed_mid_run_then_restarted(
     sb: Sandbox, postgres_dsn: str, redis_url: str, queue: str
 ) -> None:
@@ -227,14 +195,14 @@ async def test_worker_killed_mid_run_then_restarted(
         {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
     )
     async with producer(redis_url, queue, postgres_dsn) as bulk:
-        async with worker_process(sb, redis_url, queue, postgres_dsn) as first:
+        async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST) as first:
             run = await bulk.submit(poll, make_users(COUNT), chunk_size=50)
             async for progress in bulk.progress(run, poll_interval=0.01):
                 if progress.counts["accepted"] >= 500 and progress.counts["in_flight"]:
-                    first.send_signal(signal.SIGKILL)
+                    first.process.send_signal(signal.SIGKILL)
                     break
         assert progress.counts["accepted"] < VALID
-        async with worker_process(sb, redis_url, queue, postgres_dsn):
+        async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST):
             report = await bulk.wait(run, poll_interval=0.2, timeout=40)
     assert report.counts["ambiguous"] >= 1
     assert_inputs(report)

@@ -38,12 +38,43 @@ class _CsvLayout:
     keys: tuple[tuple[int, str], ...]
 
 
-def _csv_layout(header: list[str], eta_column: str) -> _CsvLayout:
+DELIMITERS = ",;\t|"
+"""What :func:`sniff_delimiter` chooses from: a comma, the semicolon Excel
+writes where the comma is the decimal mark (es, pt, fr, de...), tab, pipe."""
+
+
+def sniff_delimiter(header: str) -> str:
+    """The delimiter of a CSV header line: the candidate that splits out both
+    required columns, else the most frequent one (a comma when none is
+    there: a one-column header)."""
+    names = {"country_code", "cellphone"}
+    for candidate in DELIMITERS:
+        if names <= {name.strip().strip('"').strip() for name in header.split(candidate)}:
+            return candidate
+    return max(DELIMITERS, key=lambda candidate: (header.count(candidate), candidate == ","))
+
+
+def _excel_separator(line: str) -> str | None:
+    """The delimiter named by Excel's ``sep=;`` first line, if ``line`` is one."""
+    text = line.rstrip("\r\n")
+    if len(text) == 5 and text.lower().startswith("sep="):
+        return text[4]
+    return None
+
+
+def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayout:
     names = [name.strip() for name in header]
     problems: Problems = []
-    for required in ("country_code", "cellphone"):
-        if required not in names:
-            problems.append(("header", f"needs a {required!r} column"))
+    missing = [repr(name) for name in ("country_code", "cellphone") if name not in names]
+    if missing:
+        found = ", ".join(repr(name) for name in names[:6])
+        problems.append(
+            (
+                "header",
+                f"needs a {' and a '.join(missing)} column (read the columns {found} "
+                f"split on {delimiter!r}; pass delimiter= if that is wrong)",
+            )
+        )
     if any(not name for name in names):
         problems.append(("header", "has an empty column name"))
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -85,7 +116,7 @@ def users_from_csv(
     path: str | os.PathLike[str],
     *,
     encoding: str = "utf-8-sig",
-    delimiter: str = ",",
+    delimiter: str | None = None,
     eta_column: str = "deployment_eta",
     validate: bool = True,
 ) -> Iterator[User | InvalidInput]:
@@ -95,6 +126,12 @@ def users_from_csv(
     (UNIX seconds or an ISO 8601 date-time with its offset; empty for none), and
     every other column is a session variable named by its header (its value
     kept as written, empty included). Blank lines are skipped.
+
+    Files as spreadsheets write them are read as they are: a UTF-8 BOM is
+    skipped (the default ``utf-8-sig``), Excel's ``sep=;`` first line names
+    the delimiter, and without it (``delimiter=None``, the default) the
+    delimiter is found from the header: comma, semicolon (Excel in Spanish,
+    Portuguese, French or German), tab or pipe.
 
     A row that cannot be read (wrong field count, bad date) or, with
     ``validate`` (the default), fails validation, is yielded as an
@@ -106,14 +143,24 @@ def users_from_csv(
 
 
 def _csv_rows(
-    path: str | os.PathLike[str], encoding: str, delimiter: str, eta_column: str, validate: bool
+    path: str | os.PathLike[str],
+    encoding: str,
+    delimiter: str | None,
+    eta_column: str,
+    validate: bool,
 ) -> Generator[User | InvalidInput, None, None]:
     with open(path, newline="", encoding=encoding) as file:
-        reader = csv.reader(file, delimiter=delimiter)
+        first = file.readline()
+        skipped = 0  # lines before the header, for the line numbers
+        named = _excel_separator(first)
+        if named is not None:
+            skipped, first = 1, file.readline()
+        delimiter = delimiter or named or sniff_delimiter(first)
+        reader = csv.reader(itertools.chain([first], file), delimiter=delimiter)
         header = next(reader, None)
         if header is None:
             return
-        layout = _csv_layout(header, eta_column)
+        layout = _csv_layout(header, eta_column, delimiter)
         while True:
             # next() by hand: a csv.Error is one bad row, reported, not the end.
             try:
@@ -121,17 +168,18 @@ def _csv_rows(
             except StopIteration:
                 return
             except csv.Error as exc:
-                yield InvalidInput(reason=f"line {reader.line_num}: {exc}", row=reader.line_num)
+                line = reader.line_num + skipped
+                yield InvalidInput(reason=f"line {line}: {exc}", row=line)
                 continue
             if row:
-                yield _csv_item(row, reader.line_num, layout, validate)
+                yield _csv_item(row, reader.line_num + skipped, layout, validate)
 
 
 async def ausers_from_csv(
     path: str | os.PathLike[str],
     *,
     encoding: str = "utf-8-sig",
-    delimiter: str = ",",
+    delimiter: str | None = None,
     eta_column: str = "deployment_eta",
     validate: bool = True,
     batch: int = 1000,

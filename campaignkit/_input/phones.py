@@ -1,9 +1,26 @@
-"""A compact set of phone numbers: the only structure of a bulk send that
-grows with its input."""
+"""Phone numbers: the hint for a country code written without its ``+``,
+and a compact set of phones (the only structure of a bulk send that grows
+with its input)."""
 
 from __future__ import annotations
 
+import re
 from array import array
+
+_SEPARATORS = re.compile(r"[\s\-().]")
+
+
+def country_code_hint(value: object) -> str:
+    """`` (did you mean '+57'?)`` for a country code that is one written
+    another way (``57``, the number ``57``, ``0057``, ``+ 57``), else ``""``."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return ""
+    digits = _SEPARATORS.sub("", str(value))
+    digits = digits[1:] if digits.startswith("+") else digits
+    digits = digits[2:] if digits.startswith("00") else digits
+    if 1 <= len(digits) <= 4 and digits.isascii() and digits.isdigit() and digits[0] != "0":
+        return f" (did you mean '+{digits}'?)"
+    return ""
 
 
 class PhoneSet:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import aiohttp
 import yarl
+from aiohttp.helpers import get_env_proxy_for_url
 
 from .. import errors
 from .._wire.sansio import Request
@@ -24,6 +27,7 @@ class AiohttpExchange:
         self._owns_session = session is None
         self._closed = False
         self._default_timeout = self._client_timeout(config.timeout)
+        self._proxies: dict[str, tuple[yarl.URL | None, aiohttp.BasicAuth | None]] = {}
 
     def _client_timeout(self, timeout: float) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(
@@ -45,6 +49,26 @@ class AiohttpExchange:
             self._session = session
         return self._session
 
+    def _proxy(
+        self, request: Request, url: yarl.URL
+    ) -> tuple[yarl.URL | None, aiohttp.BasicAuth | None]:
+        """The proxy for the request's host, from the environment (``HTTP(S)_PROXY``,
+        ``NO_PROXY``, proxy credentials in ``~/.netrc``) when ``trust_env``.
+
+        Read once per host, not by aiohttp's ``trust_env`` on every request
+        (which reads the environment and ``~/.netrc`` each time, doubling a
+        small call's CPU, and lets a ``~/.netrc`` entry replace the key).
+        """
+        host = request.endpoint.host
+        proxy = self._proxies.get(host)
+        if proxy is None:
+            proxy = (None, None)
+            if self._config.trust_env:
+                with contextlib.suppress(LookupError):
+                    proxy = get_env_proxy_for_url(url)
+            self._proxies[host] = proxy
+        return proxy
+
     async def aclose(self) -> None:
         if self._closed:
             return
@@ -59,14 +83,18 @@ class AiohttpExchange:
             else self._client_timeout(timeout)
         )
         name = request.endpoint.name
+        url = yarl.URL(request.url, encoded=True)
+        proxy, proxy_auth = self._proxy(request, url)
         try:
             async with self.session.request(
                 request.endpoint.method,
-                yarl.URL(request.url, encoded=True),
+                url,
                 data=request.body,
                 headers=request.headers,
                 timeout=client_timeout,
                 allow_redirects=False,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as response:
                 body = await self._read_capped(response)
                 return Answer(response.status, response.headers, body)

@@ -10,11 +10,16 @@ service becomes an :class:`AmbiguousSendError`, never a silent resend.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import attrs
+import orjson
 
 from .. import errors
 from .._input.validation import Problems, raise_problems
@@ -22,7 +27,8 @@ from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
 from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
 from . import telemetry
-from .exchange import Exchange
+from .body_log import loggable_body
+from .exchange import Answer, Exchange
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -33,10 +39,42 @@ logger = sdk_logger("campaignkit")
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-def is_retryable(request: Request, exc: BaseException) -> bool:
+@attrs.frozen
+class RawAnswer:
+    """One HTTP answer as it came: which call, its URL (no key: it travels in
+    a header), ``status``, ``headers`` (case-insensitive) and ``body`` bytes."""
+
+    call: str
+    method: str
+    url: str
+    status: int
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    body: bytes = attrs.field(repr=False)
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``ValueError`` when it is not JSON)."""
+        return orjson.loads(self.body)
+
+
+_recorders: ContextVar[list[RawAnswer] | None] = ContextVar("campaignkit_answers", default=None)
+
+
+@contextlib.contextmanager
+def recording_answers(answers: list[RawAnswer] | None = None) -> Iterator[list[RawAnswer]]:
+    """Every answer to the calls made inside the block (in this task and the
+    tasks it starts), retries included, appended to the list it yields."""
+    answers = [] if answers is None else answers
+    token = _recorders.set(answers)
+    try:
+        yield answers
+    finally:
+        _recorders.reset(token)
+
+
+def is_retryable(request: Request, exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether ``exc`` from ``request`` may be retried (never cancellation)."""
     if isinstance(exc, errors.RateLimitError):
-        return True
+        return resend_after_429 or not request.endpoint.is_send
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return not request.endpoint.is_send or not exc.request_sent
     if isinstance(exc, errors.ServerError):
@@ -44,8 +82,10 @@ def is_retryable(request: Request, exc: BaseException) -> bool:
     return False
 
 
-def may_have_reached_service(exc: BaseException) -> bool:
+def may_have_reached_service(exc: BaseException, *, resend_after_429: bool = True) -> bool:
     """Whether a send that failed with ``exc`` may still have taken effect."""
+    if isinstance(exc, errors.RateLimitError):
+        return not resend_after_429
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return exc.request_sent
     if isinstance(exc, errors.ResponseError):
@@ -113,6 +153,7 @@ class Transport:
             _check_call_options(timeout, max_retries)
         policy = self.config.retry
         retries = policy.max_retries if max_retries is None else max_retries
+        trust = policy.resend_after_429
         timeout = self.config.timeout if timeout is None else timeout
         deadline_at = None if policy.deadline is None else self.clock() + policy.deadline
         attempt = 1
@@ -126,7 +167,7 @@ class Transport:
                 return await self.attempt(request, decode, min(timeout, left), attempt)
             except errors.CampaignKitError as exc:
                 failure = exc
-            if attempt > retries or not is_retryable(request, failure):
+            if attempt > retries or not is_retryable(request, failure, resend_after_429=trust):
                 break
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
@@ -136,7 +177,7 @@ class Transport:
             telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
             failure.users = request.users
-        if request.endpoint.is_send and may_have_reached_service(failure):
+        if request.endpoint.is_send and may_have_reached_service(failure, resend_after_429=trust):
             raise errors.AmbiguousSendError(
                 f"{request.endpoint.name} may or may not have reached the service "
                 f"({failure}); it was not resent: check before sending again",
@@ -154,24 +195,58 @@ class Transport:
     ) -> T:
         """One try of ``request``: exactly one HTTP exchange, no retry."""
         timeout = self.config.timeout if timeout is None else timeout
-        started = time.monotonic()
-        status: int | str = "-"
-        try:
-            if not telemetry.tracing():
-                answer = await self.exchange(request, timeout)
-            else:
-                answer = await telemetry.traced_exchange(
-                    request, attempt_number, lambda: self.exchange(request, timeout)
+        if logger.isEnabledFor(logging.DEBUG):
+            answer = await self._logged_exchange(request, timeout, attempt_number)
+        elif telemetry.tracing():
+            answer = await self._exchange(request, timeout, attempt_number)
+        else:  # the success path of a small call, kept short (benchmarks row 3)
+            answer = await self.exchange(request, timeout)
+        recorder = _recorders.get()
+        if recorder is not None:
+            endpoint = request.endpoint
+            recorder.append(
+                RawAnswer(
+                    endpoint.name,
+                    endpoint.method,
+                    request.url,
+                    answer.status,
+                    answer.headers,
+                    answer.body,
                 )
-            status = answer.status
-        finally:
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "%s %s -> %s attempt=%d elapsed=%.3fs",
-                    request.endpoint.method,
-                    request.endpoint.path,
-                    status,
-                    attempt_number,
-                    time.monotonic() - started,
-                )
+            )
         return read_response(request, answer.status, answer.headers, answer.body, decode)
+
+    async def _exchange(self, request: Request, timeout: float, attempt_number: int) -> Answer:
+        if not telemetry.tracing():
+            return await self.exchange(request, timeout)
+        return await telemetry.traced_exchange(
+            request, attempt_number, lambda: self.exchange(request, timeout)
+        )
+
+    async def _logged_exchange(
+        self, request: Request, timeout: float, attempt_number: int
+    ) -> Answer:
+        """The exchange, and a DEBUG line for it (with the bodies, masked,
+        when the config says ``log_bodies``)."""
+        started = time.monotonic()
+        answer: Answer | None = None
+        try:
+            answer = await self._exchange(request, timeout, attempt_number)
+            return answer
+        finally:
+            endpoint = request.endpoint
+            line = "%s %s -> %s attempt=%d elapsed=%.3fs"
+            args: list[object] = [
+                endpoint.method,
+                endpoint.path,
+                "-" if answer is None else answer.status,
+                attempt_number,
+                time.monotonic() - started,
+            ]
+            if self.config.log_bodies:
+                line += " request=%s answer=%s"
+                args += [
+                    loggable_body(request.body),
+                    "-" if answer is None else loggable_body(answer.body),
+                ]
+            logger.debug(line, *args)

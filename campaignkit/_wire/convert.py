@@ -2,7 +2,9 @@
 
 Hooks are strict (a number is not a string, a string is not a list), so a
 response of the wrong shape is reported with the path of the offending field
-instead of being silently coerced. :mod:`campaignkit._wire.decode` uses it.
+instead of being silently coerced: :func:`structure` raises a
+:class:`ResponseError` naming it (``$.deployments[1].status``).
+:mod:`campaignkit._wire.decode` uses it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import attrs
 import msgspec
+from cattrs import BaseValidationError
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
-from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.errors import AttributeValidationNote, ClassValidationError, IterableValidationError
 from cattrs.preconf.orjson import make_converter
+from cattrs.v import format_exception
 
+from ..errors import ResponseError
 from ..models import UnixSeconds
 from ..status import CampaignState, DeploymentStatus
 
@@ -141,3 +146,45 @@ converter.register_structure_hook(CampaignState, _campaign_state)
 converter.register_structure_hook(datetime, _text_datetime)
 converter.register_structure_hook_func(_is_unix_time, _unix_datetime)
 converter.register_structure_hook_factory(is_sequence, _json_array_of)
+
+
+def structure(data: Any, cls: type[T]) -> T:
+    """Build ``cls`` from parsed JSON, or raise a :class:`ResponseError` naming
+    the first offending field's path."""
+    try:
+        return converter.structure(data, cls)
+    except BaseValidationError as exc:
+        path, failure, type_ = _first_failure(exc, "$", cls)
+        raise ResponseError(
+            f"unexpected response shape: {_describe(failure, type_)}", path=path
+        ) from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ResponseError(f"unexpected response shape: {_describe(exc, cls)}", path="$") from None
+
+
+# -- one voice for every failure -------------------------------------------------
+
+
+def _first_failure(exc: BaseException, path: str, type_: Any) -> tuple[str, BaseException, Any]:
+    """The path, the exception and the expected type of the first leaf failure
+    of a cattrs validation error."""
+    if isinstance(exc, IterableValidationError):
+        with_index, _ = exc.group_exceptions()
+        if with_index:
+            item, at = with_index[0]
+            return _first_failure(item, f"{path}[{at.index!r}]", at.type)
+    elif isinstance(exc, ClassValidationError):
+        with_name, _ = exc.group_exceptions()
+        if with_name:
+            field, named = with_name[0]
+            return _first_failure(field, f"{path}.{named.name}", named.type)
+    if isinstance(exc, BaseValidationError) and exc.exceptions:
+        return _first_failure(exc.exceptions[0], path, type_)
+    return path, exc, type_
+
+
+def _describe(exc: BaseException, type_: Any) -> str:
+    # The converter's hooks say what they expected; cattrs' words cover the rest.
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return format_exception(exc, type_)

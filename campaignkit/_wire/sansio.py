@@ -106,12 +106,16 @@ def build_request(
     query: Mapping[str, str | int] | None = None,
     json: Any = None,
     users: tuple[User, ...] = (),
+    extra_headers: Mapping[str, str] | None = None,
 ) -> Request:
-    """A request to ``endpoint``; path parameters must be encoded already."""
+    """A request to ``endpoint``; path parameters must be encoded already,
+    ``extra_headers`` checked."""
     url = config.host(endpoint.host) + endpoint.path.format_map(path_params or {})
     if query:
         url = f"{url}?{urlencode(query)}"
-    return build_request_to_url(config, endpoint, url, json=json, users=users)
+    return build_request_to_url(
+        config, endpoint, url, json=json, users=users, extra_headers=extra_headers
+    )
 
 
 def build_request_to_url(
@@ -121,9 +125,15 @@ def build_request_to_url(
     *,
     json: Any = None,
     users: tuple[User, ...] = (),
+    extra_headers: Mapping[str, str] | None = None,
 ) -> Request:
-    """A request to an already-built URL (the tracker's ``status_url``)."""
+    """A request to an already-built URL (the tracker's ``status_url``): the
+    config's default headers, then the call's extra ones, then the key."""
     headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if config.default_headers:
+        headers.update(config.default_headers)
+    if extra_headers:
+        headers.update(extra_headers)
     if config.authorize_session_update or not endpoint.key_optional:
         headers[config.auth_header] = config.authorization
     body = None

@@ -18,6 +18,7 @@ from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
+from ._held import settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._seam import BulkClient
@@ -234,7 +235,7 @@ class BulkSend:
         self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
@@ -254,9 +255,13 @@ class BulkSend:
             for other in others:
                 first.add_note(f"send_bulk: another sender failed too: {other!r}")
             raise first from None
+        # Users a twin sender of the run had in flight: what became of them.
+        requests = await settle_held(
+            self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance
+        )
         report = build_report(
             self.poll_id,
-            self.requests,
+            requests,
             invalid=self.planner.invalid,
             duplicates=self.planner.duplicates,
             total=self.planner.total,

@@ -21,7 +21,8 @@ Exit codes:
   2    usage: bad flags, bad input file, invalid users or arguments
   3    configuration or authentication: no API key, bad URL, 401
   4    ambiguous send: the request may or may not have reached the service
-       (do not resend blindly; check with `status` or `sessions` first)
+       (nobody was sent again; the lines above it give the command that
+       lists who was reached, and the one that resends knowingly)
   5    network: connection failure, or a timeout (including `track --track-timeout`)
   6    bulk send finished, but some users were not sent (invalid or failed chunks)
   7    no such ledger: --journal names a file that does not exist (`runs`)

@@ -4,6 +4,7 @@ a first reply on a real webhook server, the session updated, its history."""
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from ..status import DeploymentStatus
 from ..webhooks import AgentPicker, ReplyEvent, first_reply_app
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus
-from .output import format_history, status_table
+from .output import format_history, program, status_table
 from .track import track_campaign
 
 if TYPE_CHECKING:
@@ -69,6 +70,17 @@ def demo_users(count: int) -> list[User]:
     return users
 
 
+def next_steps() -> str:
+    """The commands to try next, as this shell can run them (``campaignkit``
+    may not be on PATH: ``make demo`` does not activate the virtualenv)."""
+    me = program()
+    text = f"Next: `{me} sandbox` to keep a sandbox running, `{me} --help` for the real service."
+    activate = os.path.join(os.path.dirname(me), "activate")
+    if me != "campaignkit" and os.path.isfile(activate):
+        text += f"\n(`campaignkit` alone works once `. {activate}` has put it on PATH.)"
+    return text
+
+
 async def cmd_demo(ctx: Ctx) -> ExitStatus:
     from ..sandbox import Sandbox
 
@@ -92,10 +104,7 @@ async def cmd_demo(ctx: Ctx) -> ExitStatus:
                 await asyncio.Event().wait()
         else:
             await _story(ctx, sb, client)
-    say(
-        f"\nDone in {time.monotonic() - began:.1f}s. Next: `campaignkit sandbox` to keep a "
-        "sandbox running, `campaignkit --help` for the real service."
-    )
+    say(f"\nDone in {time.monotonic() - began:.1f}s. {next_steps()}")
     return ExitStatus.OK
 
 

@@ -42,11 +42,12 @@ def is_csv(path: str, fmt: str | None) -> bool:
 
 def load_users(path: str, fmt: str | None) -> list[User]:
     """Every user of the file, for one request; a UsageError naming the first
-    items that are not users (the request's validation checks the rest)."""
+    items that are not users, CSV rows by their line (for JSON, the request's
+    validation checks the rest, by index)."""
     name = readable(path)
     with _reading(name):
         if is_csv(path, fmt):
-            items = list(users_from_csv(_source(path), validate=False))
+            items = list(users_from_csv(_source(path)))
         else:
             items = [_user(item, i) for i, item in enumerate(_json_items(path, name))]
     bad = [item.reason for item in items if isinstance(item, InvalidInput)]
@@ -97,8 +98,9 @@ def _json_items(path: str, name: str) -> list[Any]:
             data = [orjson.loads(line) for line in text.splitlines() if line.strip()]
         except orjson.JSONDecodeError:
             raise UsageError(f"{name}: not valid JSON ({exc})") from None
-    if isinstance(data, dict) and isinstance(data.get("users"), list):
-        data = data["users"]
+    if isinstance(data, dict):
+        # {"users": [...]}, else one user (a JSON Lines file of one line).
+        data = data["users"] if isinstance(data.get("users"), list) else [data]
     if not isinstance(data, list):
         raise UsageError(f'{name}: expected a JSON array of users or {{"users": [...]}}')
     return data
@@ -110,7 +112,9 @@ def _count_rows(path: str) -> int | None:
         return None
     try:
         with open(path, "rb") as f:
+            first = f.readline()
             lines = sum(1 for line in f if line.strip())
     except OSError:
         return None
-    return max(lines - 1, 0)
+    # Excel's "sep=;" line comes before the header.
+    return max(lines - 1, 0) if first.lstrip(b"\xef\xbb\xbf").lower().startswith(b"sep=") else lines

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import shlex
+import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import attrs
@@ -21,8 +28,16 @@ from ..status import DeploymentStatus, is_in_progress, stage_of
 def plain(value: Any) -> Any:
     """attrs instances (nested) as plain JSON-able data."""
     if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=True)
+        return attrs.asdict(value, recurse=True, value_serializer=_made_on_access)
     if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _made_on_access(_: object, __: object, value: Any) -> Any:
+    # A decoded status's deployments are a sequence that makes each one when
+    # read, which asdict does not walk as it walks a tuple.
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list | tuple):
         return [plain(v) for v in value]
     return value
 
@@ -41,24 +56,80 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def program() -> str:
+    """How to run this command again from the shell it was started from:
+    ``campaignkit`` when that name on PATH is this program, else its path
+    (``.venv/bin/campaignkit`` before the virtualenv is activated), or
+    ``python -m campaignkit.cli`` with this interpreter."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    name = os.path.splitext(os.path.basename(argv0))[0]
+    if name == "campaignkit" and os.path.isfile(argv0):
+        found = shutil.which(os.path.basename(argv0))
+        with contextlib.suppress(OSError):
+            if found and os.path.samefile(found, argv0):
+                return "campaignkit"
+        return shlex.quote(_short(argv0))
+    if argv0.endswith(os.path.join("campaignkit", "cli", "__main__.py")):
+        return f"{shlex.quote(_short(sys.executable))} -m campaignkit.cli"
+    return "campaignkit"  # run in process: campaignkit.cli.run([...])
+
+
+def _short(path: str) -> str:
+    """``path`` relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return os.path.abspath(path)
+    return relative if os.sep in relative else os.path.join(os.curdir, relative)
+
+
 def one_line(exc: BaseException) -> str:
     """An error as the one line a person reads on stderr."""
     if isinstance(exc, errors.ValidationError):
         problems = "; ".join(f"{path}: {message}" for path, message in exc.problems)
         return f"invalid input: {problems}"
     if isinstance(exc, errors.AmbiguousSendError):
-        cause = f" ({exc.cause})" if exc.cause else ""
-        return (
-            f"{exc}{cause}. It may or may not have reached the service: do not resend "
-            "blindly, check with `campaignkit status`/`sessions` first"
-        )
+        text = " ".join(str(exc).split())
+        cause = " ".join(str(exc.cause).split()) if exc.cause else ""
+        return f"{text} ({cause})" if cause and cause not in text else text
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, errors.ConfigurationError):
         # The client's advice names its arguments; the CLI's are flags.
         text = re.sub(r"pass (\w+)=", lambda m: f"pass --{m.group(1).replace('_', '-')}", text)
+    if isinstance(exc, errors.NotFoundError) and no_such_path(exc):
+        return (
+            f"{text} (the server has no such path: is the service URL's path prefix right? "
+            "--base-url, --campaign-url, --agent-url)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return (
+            f"{text} (the port is in use by another program: pick another port, 0 for a free one)"
+        )
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
+
+
+def no_such_path(exc: errors.NotFoundError) -> bool:
+    """A 404 for the path itself (a wrong base URL), not for a resource: no
+    error of the service in the body, or only a router's bare "Not Found"."""
+    said = exc.detail or exc.message
+    return said is None or said.strip().rstrip(".").lower() == "not found"
+
+
+def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | None) -> str:
+    """What a person can do about ``count`` users whose send is ambiguous:
+    the command that shows who was reached, and how to resend knowingly."""
+    since = sent_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    who = "this user was" if count == 1 else f"these {count} users were"
+    lines = [
+        f"{who} not sent again. Who was reached: a person who replies opens a session, "
+        "listed with their phone by",
+        f"  {program()} sessions {poll_id} --since {since} --format csv",
+        "and your webhook gets a delivered event for each person the service messaged.",
+    ]
+    if resend:
+        lines += ["To send anyway, knowing that some may get the message twice:", f"  {resend}"]
+    return "\n".join(lines)
 
 
 # -- campaign status -------------------------------------------------------------

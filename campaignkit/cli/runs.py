@@ -9,13 +9,14 @@ import csv
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
 
+from .._redaction import redact
 from ..errors import ConfigurationError
 from ..ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, SqliteLedger, ledger_from
 from ..ledger._sqlite import DEFAULT_CLAIM_TTL
@@ -97,14 +98,14 @@ def open_ledger(journal: str, *, claim_ttl: float | None = None, existing: bool 
 class _Lines(logging.Formatter):
     """One line per record (the traceback too with ``--debug``), the API key redacted."""
 
-    def __init__(self, redact: Callable[[str], str], *, tracebacks: bool) -> None:
+    def __init__(self, *, tracebacks: bool) -> None:
         super().__init__("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-        self._redact, self._tracebacks = redact, tracebacks
+        self._tracebacks = tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
         if self._tracebacks:
-            return self._redact(super().format(record))
-        return self._redact(f"{self.formatTime(record, self.datefmt)} {record.getMessage()}")
+            return redact(super().format(record))
+        return redact(f"{self.formatTime(record, self.datefmt)} {record.getMessage()}")
 
 
 def _repeats_our_line(record: logging.LogRecord) -> bool:
@@ -113,13 +114,11 @@ def _repeats_our_line(record: logging.LogRecord) -> bool:
 
 
 @contextlib.contextmanager
-def _worker_logging(ctx: Ctx, api_key: str) -> Iterator[None]:
+def _worker_logging(ctx: Ctx) -> Iterator[None]:
     """The workers' and ledger's lines on stderr: a line per chunk and per
     reconnection (warnings only with --quiet)."""
     handler = logging.StreamHandler(ctx.err)
-    handler.setFormatter(
-        _Lines(lambda text: text.replace(api_key, "***"), tracebacks=ctx.args.debug)
-    )
+    handler.setFormatter(_Lines(tracebacks=ctx.args.debug))
     handler.addFilter(_repeats_our_line)
     level = logging.WARNING if ctx.args.quiet else logging.INFO
     loggers = [logging.getLogger(name) for name in ("campaignkit", "taskiq")]
@@ -169,7 +168,7 @@ async def cmd_worker(ctx: Ctx) -> ExitStatus:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        with _worker_logging(ctx, client.config.api_key):
+        with _worker_logging(ctx):
             await bulk.work(concurrency=a.concurrency, stop=stop)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):

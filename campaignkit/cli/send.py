@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import errors
-from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport
+from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport, default_run
 from ..client import CampaignClient
+from ..ledger import ledger_from
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
-from .output import Progress, counts_json, one_line, plain, table
+from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
 from .track import report_status, track_campaign
 
 
@@ -58,7 +60,13 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     users = load_users(a.file, a.format)
     if not users:
         raise UsageError(f"{a.file}: no users")
-    ack = await client.send_campaign(a.poll_id, users)
+    sent_at = datetime.now(UTC)
+    try:
+        ack = await client.send_campaign(a.poll_id, users)
+    except errors.AmbiguousSendError:
+        resend = f"{program()} send {a.poll_id} {a.file}"
+        ctx.note(ambiguous_advice(a.poll_id, len(users), sent_at, resend))
+        raise
     if ctx.json and not a.track:
         ctx.emit(ack)
         return ExitStatus.OK
@@ -67,7 +75,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.print(f"launch_request_id: {ack.launch_request_id}")
         ctx.print(f"batch_id:          {ack.batch_id}")
     if not a.track:
-        ctx.note(f"follow it with: campaignkit track {ack.launch_request_id}")
+        ctx.note(f"follow it with: {program()} track {ack.launch_request_id}")
         return ExitStatus.OK
     status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
     if ctx.json:
@@ -82,6 +90,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if (a.run or a.retry_rejected) and not a.journal:
         raise UsageError("--run and --retry-rejected need --journal")
     users, total = bulk_input(a.file, a.format)
+    sent_at = datetime.now(UTC)
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
 
         def on_progress(p: BulkProgress) -> None:
@@ -114,8 +123,19 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
             raise UsageError(one_line(exc)) from None
     if ctx.json:
         ctx.emit(bulk_summary(report))
-    else:
-        print_bulk_report(ctx, report)
+        return bulk_status(report)
+    if report.ambiguous and a.journal:
+        # Ambiguous in an earlier send of the run: the sessions since it began.
+        async with ledger_from(a.journal) as ledger:
+            info = await ledger.run_info(a.run or default_run(a.poll_id))
+        if info is not None:
+            sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
+    print_bulk_report(ctx, report, sent_at)
+    return bulk_status(report)
+
+
+def bulk_status(report: BulkReport) -> ExitStatus:
+    """The exit status of a bulk send."""
     if report.ambiguous:
         return ExitStatus.AMBIGUOUS
     if report.rejected or report.invalid:
@@ -123,7 +143,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     return ExitStatus.OK
 
 
-def print_bulk_report(ctx: Ctx, report: BulkReport) -> None:
+def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
     journal = ctx.args.journal
     ctx.print(table(list(report.counts.items()), ["outcome", "users"]))
     ctx.print(f"{len(report.accepted)} campaign(s) accepted in {report.elapsed:.1f}s")
@@ -138,13 +158,19 @@ def print_bulk_report(ctx: Ctx, report: BulkReport) -> None:
                 f"{label}: chunk {c.index} ({c.size} users): {one_line(c.error) if c.error else ''}"
             )
     if report.ambiguous:
-        ctx.note(
-            "ambiguous chunks may or may not have reached the service: check before resending"
-            + (
-                " (rerunning with the same --journal reports them again, it never resends them)"
-                if journal
-                else ""
+        count = sum(c.size for c in report.ambiguous)
+        resend = None
+        if journal:
+            run = ctx.args.run or default_run(report.poll_id)
+            resend = (
+                f"{program()} runs {run} --journal {journal} --export ambiguous -o ambiguous.csv"
+                f" && {program()} send {report.poll_id} ambiguous.csv"
             )
+        ctx.note(ambiguous_advice(report.poll_id, count, sent_at, resend))
+        ctx.note(
+            "Rerunning with the same --journal reports them again and never resends them."
+            if journal
+            else "With --journal FILE a rerun never sends anyone twice and can list them."
         )
     elif report.rejected and journal:
         ctx.note(

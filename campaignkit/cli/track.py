@@ -5,9 +5,21 @@ from __future__ import annotations
 from .. import errors
 from ..client import CampaignClient
 from ..models import CampaignStatus
-from .argtypes import positive_float
-from .context import AddCommand, Ctx, ExitStatus
-from .output import Progress, settled, stages_line, status_json, status_table, table
+from .argtypes import non_negative_float, positive_float
+from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .output import (
+    Progress,
+    no_such_path,
+    settled,
+    stages_line,
+    status_json,
+    status_table,
+    table,
+)
+
+NOT_FOUND_GRACE = 10.0
+"""Seconds ``track`` waits for an id the service does not know: long enough
+for a launch just sent, short enough that a mistyped id is told soon."""
 
 
 def register(add: AddCommand) -> None:
@@ -29,6 +41,13 @@ def register(add: AddCommand) -> None:
         type=positive_float,
         help="give up after this many seconds (exit 5)",
     )
+    p.add_argument(
+        "--not-found-grace",
+        type=non_negative_float,
+        default=NOT_FOUND_GRACE,
+        help="seconds an id the service does not know (yet) is waited for: a new launch "
+        f"can take a moment to appear ({NOT_FOUND_GRACE:g})",
+    )
     p.set_defaults(func=cmd_track, needs_client=True)
 
     p = add("status", "a campaign's state and per-status counts")
@@ -46,6 +65,7 @@ async def track_campaign(
     poll_interval: float = 1.0,
     max_interval: float = 5.0,
     timeout: float | None = None,
+    not_found_grace: float = 30.0,
     label: str = "tracking",
 ) -> CampaignStatus:
     """Follow a campaign with a live progress display; the last status read."""
@@ -55,6 +75,7 @@ async def track_campaign(
         poll_interval=poll_interval,
         max_interval=max(max_interval, poll_interval),
         timeout=timeout,
+        not_found_grace=not_found_grace,
     )
     with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
@@ -87,20 +108,34 @@ def report_status(ctx: Ctx, status: CampaignStatus) -> None:
 
 async def cmd_track(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
+    launch = a.launch_request_id
+    ctx.note(
+        f"following launch request {launch} until "
+        f"{'every deployment has settled' if a.settled else 'the service has taken it all'}; "
+        f"an id the service does not know is given up after {a.not_found_grace:g} s"
+    )
     try:
         status = await track_campaign(
             ctx,
             client,
-            a.launch_request_id,
+            launch,
             until="settled" if a.settled else "done",
             poll_interval=a.poll_interval,
             max_interval=a.max_interval,
             timeout=a.track_timeout,
+            not_found_grace=a.not_found_grace,
         )
     except errors.TimeoutError as exc:
         if exc.last_status is not None and not ctx.json:
             ctx.print(status_table(exc.last_status))
         raise
+    except errors.NotFoundError as exc:
+        if no_such_path(exc):
+            raise
+        raise UsageError(
+            f"the service knows no launch request {launch!r} (still 404 after "
+            f"{a.not_found_grace:g} s): check the id, `send` prints it as launch_request_id"
+        ) from None
     report_status(ctx, status)
     return ExitStatus.OK
 

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ..client import CampaignClient
-from ..dashboard import Dashboard, sandbox_launches, serve_dashboard, write_report
-from .context import AddCommand, Ctx, ExitStatus
+from ..dashboard import (
+    Dashboard,
+    Sample,
+    follow_report,
+    run_start,
+    sandbox_launches,
+    serve_dashboard,
+    write_report,
+)
+from ..ledger import Ledger
+from .argtypes import positive_float
+from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .runs import open_ledger
 from .track import report_status
 
 DEFAULT_PORT = 8766
@@ -16,12 +30,12 @@ DEFAULT_PORT = 8766
 def register(add: AddCommand) -> None:
     p = add(
         "dashboard",
-        "a live web page of launches: delivery funnel, failures, status over time",
+        "a live web page of campaigns: runs, launches, delivery funnel, failures, status over time",
         "Serve the dashboard until Ctrl-C. The service has no call that lists launches: "
-        "the page lists the ones given with --launch, opened at /launches/ID, or found on "
-        "a sandbox given with --sandbox-admin. Bound beyond 127.0.0.1 (--host) it requires "
-        "a token: --token, $CAMPAIGNKIT_DASHBOARD_TOKEN, or a new one printed once in its "
-        "address.",
+        "the page lists the bulk runs of --journal (each with its launches), the launches "
+        "given with --launch or opened at /launches/ID, and those found on a sandbox given "
+        "with --sandbox-admin. Bound beyond 127.0.0.1 (--host) it requires a token: "
+        "--token, $CAMPAIGNKIT_DASHBOARD_TOKEN, or a new one printed once in its address.",
     )
     p.add_argument("--host", default="127.0.0.1", help="the address to bind (127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: a free one ({DEFAULT_PORT})")
@@ -45,15 +59,45 @@ def register(add: AddCommand) -> None:
         help="launches followed at once; the least recently viewed is dropped (50)",
     )
     p.add_argument("--launch", action="append", default=[], help="a launch_request_id to show")
+    p.add_argument("--journal", help="a ledger (SQLite file or postgresql:// DSN): list its runs")
     p.add_argument(
         "--sandbox-admin", metavar="URL", help="a sandbox's admin URL: list its launches too"
     )
     p.set_defaults(func=cmd_dashboard, needs_client=True)
 
-    p = add("report", "write a launch's funnel and charts as one self-contained HTML file")
+    p = add(
+        "report",
+        "write a launch's funnel and charts as one self-contained HTML file",
+        "Follows the launch until it settles (--no-wait: reads it once; --follow-for: at "
+        "most that long), then writes the "
+        "report; its chart covers what was watched, from the start of the bulk run that "
+        "sent it when --journal knows it.",
+    )
     p.add_argument("launch_request_id")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+    p.add_argument("--journal", help="the ledger of the run that sent it: the chart starts there")
+    p.add_argument(
+        "--no-wait", action="store_true", help="read the launch once instead of following it"
+    )
+    p.add_argument(
+        "--follow-for",
+        metavar="SECONDS",
+        type=positive_float,
+        help="stop following after this many seconds and write what was seen",
+    )
     p.set_defaults(func=cmd_report, needs_client=True)
+
+
+@contextlib.asynccontextmanager
+async def maybe_ledger(journal: str | None) -> AsyncIterator[Ledger | None]:
+    """The ledger ``--journal`` names, open while in the block (None without one)."""
+    if journal is None:
+        yield None
+        return
+    if "://" not in journal and not await asyncio.to_thread(Path(journal).exists):
+        raise UsageError(f"--journal {journal}: no such ledger file")
+    async with open_ledger(journal) as ledger:
+        yield ledger
 
 
 async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
@@ -61,20 +105,45 @@ async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     discover = None
     if a.sandbox_admin:
         discover = sandbox_launches(a.sandbox_admin.rstrip("/"), client.config.api_key)
-    await serve_dashboard(
-        Dashboard(client, launches=a.launch, discover=discover, max_followed=a.max_followed),
-        a.host,
-        a.port,
-        token=a.token,
-        allow_hosts=a.allow_host,
-        on_ready=lambda dashboard: ctx.print(f"dashboard: {dashboard.url}  (Ctrl-C to stop)"),
-    )
+    async with maybe_ledger(a.journal) as ledger:
+        await serve_dashboard(
+            Dashboard(
+                client,
+                launches=a.launch,
+                discover=discover,
+                max_followed=a.max_followed,
+                ledger=ledger,
+            ),
+            a.host,
+            a.port,
+            token=a.token,
+            allow_hosts=a.allow_host,
+            on_ready=lambda dashboard: ctx.print(f"dashboard: {dashboard.url}  (Ctrl-C to stop)"),
+        )
     return ExitStatus.OK
 
 
 async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
-    status = await write_report(client, a.launch_request_id, a.output)
+    launch = a.launch_request_id
+    async with maybe_ledger(a.journal) as ledger:
+        started = None if ledger is None else await run_start(ledger, launch)
+    history: list[Sample] = []
+    if a.no_wait:
+        status = await client.get_campaign_status(launch)
+    else:
+        ctx.note(f"following {launch} until it settles (at most --follow-for seconds)")
+        status, history = await follow_report(client, launch, timeout=a.follow_for)
+    names = {poll.id: poll.name for poll in await client.list_polls()}
+    await write_report(
+        client,
+        launch,
+        a.output,
+        history=history,
+        status=status,
+        poll_name=names.get(status.poll_id),
+        started=started,
+    )
     if ctx.json:
         ctx.emit({"launch_request_id": status.launch_request_id, "output": str(a.output)})
         return ExitStatus.OK

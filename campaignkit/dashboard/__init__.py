@@ -2,8 +2,9 @@
 events, inline SVG, everything served from the package) and the same funnel
 and chart as a self-contained HTML report.
 
-- ``_funnel``: the one mapping of deployment statuses to funnel stages.
-- ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments.
+- ``_funnel``: deployments per stage, in the words of :mod:`campaignkit.status`.
+- ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments;
+  ``_listing``: the front page (bulk runs with their launches, paged).
 - ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part;
   ``_guard``: who may use it (host, token, origin checks, security headers).
 """
@@ -13,7 +14,8 @@ from ._dashboard import Dashboard, Discover, UnknownLaunch, sandbox_launches
 from ._funnel import Funnel, Stage, funnel, stage_of
 from ._guard import Access
 from ._html import LaunchSummary
-from ._report import render_report, write_report
+from ._listing import Listing, RunSummary
+from ._report import follow_report, render_report, run_start, write_report
 from ._timeline import Sample, Timeline
 from ._watch import Watch
 
@@ -24,14 +26,18 @@ __all__ = [
     "Discover",
     "Funnel",
     "LaunchSummary",
+    "Listing",
+    "RunSummary",
     "Sample",
     "Stage",
     "Timeline",
     "UnknownLaunch",
     "Watch",
     "dashboard_app",
+    "follow_report",
     "funnel",
     "render_report",
+    "run_start",
     "running_dashboard",
     "sandbox_launches",
     "serve_dashboard",

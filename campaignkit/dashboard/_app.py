@@ -17,7 +17,8 @@ from .. import errors
 from .._redaction import redact
 from ._dashboard import Dashboard, UnknownLaunch
 from ._guard import Access, secure_headers
-from ._html import asset, document, launch_body, launch_parts, launches_html
+from ._html import asset, document, launch_body, launch_parts
+from ._listing import listing_html
 from ._report import render_report
 from ._watch import Signal, Watch
 
@@ -63,34 +64,46 @@ def dashboard_app(dashboard: Dashboard, access: Access | None = None) -> web.App
     return app
 
 
+def _page(request: web.Request) -> int:
+    value = request.query.get("page", "1")
+    return int(value) if value.isdigit() and len(value) < 7 else 1
+
+
 async def index(request: web.Request) -> web.Response:
-    dashboard = request.app[DASHBOARD]
-    await dashboard.refresh()
+    page = _page(request)
+    listing = await request.app[DASHBOARD].listing(page)
     body = (
-        f'{TOP}<main data-events="/events"><h1>Launches</h1>'
-        f'<section id="launches">{launches_html(dashboard.summaries())}</section></main>'
+        f'{TOP}<main data-events="/events?page={listing.page}"><h1>Campaigns</h1>'
+        f'<div id="launches">{listing_html(listing)}</div></main>'
     )
     return _html(document("campaignkit dashboard", body, head=HEAD))
 
 
 async def index_events(request: web.Request) -> web.StreamResponse:
     dashboard = request.app[DASHBOARD]
+    page = _page(request)
 
-    def render() -> dict[str, Any]:
-        summaries = dashboard.summaries()
+    async def render() -> dict[str, Any]:
+        listing = await dashboard.listing(page)
         return {
+            "runs": [
+                {"run": r.run, "counts": dict(r.counts), "launches": len(r.launches)}
+                for r in listing.runs
+            ],
             "launches": [
-                {
+                {"launch_request_id": s, "state": None, "funnel": None}
+                if isinstance(s, str)
+                else {
                     "launch_request_id": s.launch_request_id,
                     "state": s.state,
                     "funnel": s.funnel.to_json(),
                 }
-                for s in summaries
+                for s in listing.launches
             ],
-            "html": {"launches": launches_html(summaries)},
+            "html": {"launches": listing_html(listing)},
         }
 
-    return await _stream(request, dashboard.signal, render, before=dashboard.refresh)
+    return await _stream(request, dashboard.signal, render)
 
 
 async def followed(request: web.Request) -> Watch:
@@ -109,15 +122,18 @@ async def launch_page(request: web.Request) -> web.Response:
     launch = watch.launch_request_id
     path = f"/launches/{quote(launch, safe='')}"
     note = f'<p class="note"><a href="{escape(path)}/report.html">Download the report</a></p>'
-    body = launch_body(watch.summary, watch.timeline.samples, events=f"{path}/events", note=note)
-    return _html(document(f"Campaign {launch}", TOP + body, head=HEAD))
+    summary = await request.app[DASHBOARD].named(watch)
+    body = launch_body(summary, watch.timeline.samples, events=f"{path}/events", note=note)
+    title = f"{summary.poll_name or 'Campaign'} {launch}"
+    return _html(document(title, TOP + body, head=HEAD))
 
 
 async def launch_events(request: web.Request) -> web.StreamResponse:
+    dashboard = request.app[DASHBOARD]
     watch = await followed(request)
 
-    def render() -> dict[str, Any]:
-        summary = watch.summary
+    async def render() -> dict[str, Any]:
+        summary = await dashboard.named(watch)
         return {
             "launch_request_id": summary.launch_request_id,
             "state": summary.state,
@@ -140,7 +156,12 @@ async def launch_report(request: web.Request) -> web.Response:
         raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
     return _html(
-        render_report(status, watch.timeline.samples),
+        render_report(
+            status,
+            watch.timeline.samples,
+            poll_name=(await dashboard.named(watch)).poll_name,
+            started=dashboard.run_started(launch),
+        ),
         headers={
             "Content-Disposition": f'attachment; filename="campaign-{safe_name}.html"',
             "Content-Security-Policy": REPORT_POLICY,
@@ -159,33 +180,35 @@ def _html(text: str, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(text=text, content_type="text/html", charset="utf-8", headers=headers)
 
 
+def event(payload: dict[str, Any]) -> bytes:
+    """One server-sent event, the key redacted: the single point every
+    streamed byte goes through."""
+    return f"data: {redact(orjson.dumps(payload).decode())}\n\n".encode()
+
+
 async def _stream(
     request: web.Request,
     signal: Signal,
-    render: Callable[[], dict[str, Any]],
+    render: Callable[[], Awaitable[dict[str, Any]]],
     *,
-    before: Callable[[], Awaitable[None]] | None = None,
     until: Callable[[], bool] = lambda: False,
 ) -> web.StreamResponse:
-    """Server-sent events: the rendered state after every change, a comment
-    line otherwise every ``discover_every`` seconds, until the client leaves,
-    the dashboard closes or ``until()`` holds."""
+    """Server-sent events: the rendered state whenever it differs from the
+    last one sent (looked at on every change and every ``discover_every``
+    seconds), a comment line otherwise, until the client leaves, the
+    dashboard closes or ``until()`` holds."""
     dashboard = request.app[DASHBOARD]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
     )
     await response.prepare(request)
-    seen: int | None = None
+    sent = b""
     with contextlib.suppress(ConnectionResetError):
         while not (dashboard.closed or until()):
-            if before is not None:
-                await before()
-            if signal.version != seen:
-                seen = signal.version
-                data = redact(orjson.dumps(render()).decode())
-                await response.write(f"data: {data}\n\n".encode())
-            else:
-                await response.write(b": idle\n\n")
+            seen = signal.version
+            data = event(await render())
+            await response.write(b": idle\n\n" if data == sent else data)
+            sent = data
             await signal.wait(seen, dashboard.discover_every)
     return response
 

@@ -7,13 +7,17 @@ import asyncio
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
+import attrs
 
 from .. import errors
 from .._redaction import sdk_logger
+from ..ledger import ACCEPTED, Ledger, RunInfo
 from ._html import LaunchSummary
+from ._listing import PAGE_SIZE, Listing, RunSummary
 from ._watch import Signal, Watch
 
 if TYPE_CHECKING:
@@ -25,6 +29,9 @@ log = sdk_logger("campaignkit.dashboard")
 
 Discover = Callable[[], Awaitable[Iterable[str]]]
 """Lists launch request ids, oldest first (the real service has no such call)."""
+
+MAX_KNOWN = 10_000
+"""Launches listed (followed or not); beyond it the oldest are forgotten."""
 
 LAUNCH_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 """What a launch request id may look like; anything else is not asked about."""
@@ -73,6 +80,7 @@ class Dashboard:
         linger: float = 600.0,
         max_followed: int = 50,
         max_lookups: int = 4,
+        ledger: Ledger | None = None,
     ) -> None:
         if max_followed < 1:
             raise ValueError("max_followed must be at least 1")
@@ -92,6 +100,14 @@ class Dashboard:
             "linger": linger,
         }
         self.max_followed = max_followed
+        self.ledger = ledger
+        """Lists bulk runs, each with its launches (the caller opens and closes it)."""
+        self._polls: dict[int, str] = {}
+        self._polls_read_at: float | None = None
+        self._known: dict[str, None] = {}
+        """Every launch given, discovered or followed, oldest first (the list's rows)."""
+        self._run_launches: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._run_created: dict[str, datetime] = {}
         self._watches: dict[str, Watch] = {}
         self._viewed: dict[str, int] = {}
         self._views = itertools.count()
@@ -106,6 +122,7 @@ class Dashboard:
         as is. Beyond ``max_followed`` launches the least recently viewed one
         is dropped (its tracker closed)."""
         self._viewed[launch_request_id] = next(self._views)
+        self._know(launch_request_id)
         watch = self._watches.get(launch_request_id)
         if watch is None:
             watch = Watch(
@@ -118,6 +135,12 @@ class Dashboard:
                 self._drop(min(self._viewed, key=self._viewed.__getitem__))
             self.signal.bump()
         return watch
+
+    def _know(self, launch_request_id: str) -> None:
+        if launch_request_id not in self._known:
+            self._known[launch_request_id] = None
+            if len(self._known) > MAX_KNOWN:
+                del self._known[next(iter(self._known))]
 
     async def follow(self, launch_request_id: str) -> Watch:
         """The watch of a launch a visitor asked for: a followed one is
@@ -146,6 +169,9 @@ class Dashboard:
     def _drop(self, launch_request_id: str) -> None:
         watch = self._watches.pop(launch_request_id)
         del self._viewed[launch_request_id]
+        if not self._started:  # given beyond the bound before serving: never tracked
+            watch.dropped = True
+            return
         task = asyncio.get_running_loop().create_task(watch.close(dropped=True))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
@@ -154,12 +180,91 @@ class Dashboard:
         return self._watches.get(launch_request_id)
 
     def summaries(self) -> list[LaunchSummary]:
-        """Every known launch, the most recently added first."""
-        return [watch.summary for watch in reversed(self._watches.values())]
+        """Every followed launch, the most recently added first."""
+        return [self.summary(watch) for watch in reversed(self._watches.values())]
+
+    def summary(self, watch: Watch) -> LaunchSummary:
+        """The watch's summary, with its poll's name once known."""
+        summary = watch.summary
+        if summary.poll_id is None:
+            return summary
+        return attrs.evolve(summary, poll_name=self._polls.get(summary.poll_id))
+
+    async def listing(self, page: int = 1) -> Listing:
+        """Page ``page`` of the list: the ledger's runs, newest first, each
+        with its launches, then the followed launches of no run listed."""
+        await self.refresh()
+        runs = [] if self.ledger is None else await self.ledger.runs()
+        await self._read_polls(
+            [watch.poll_id for watch in self._watches.values()]
+            + [_poll_id(info.poll) for info in runs]
+        )
+        page = max(page, 1)
+        shown = slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE)
+        listed = [await self._run_summary(info) for info in runs[shown]]
+        in_runs = {launch for _, launches in self._run_launches.values() for launch in launches}
+        alone = [launch for launch in reversed(self._known) if launch not in in_runs]
+        pages = max(1, -(-max(len(runs), len(alone)) // PAGE_SIZE))
+        rows = tuple(
+            self.summary(watch) if (watch := self._watches.get(launch)) else launch
+            for launch in alone[shown]
+        )
+        return Listing(tuple(listed), rows, page, pages)
+
+    async def _run_summary(self, info: RunInfo) -> RunSummary:
+        assert self.ledger is not None
+        run = info.run
+        counts = await self.ledger.counts(run)
+        known = self._run_launches.get(run)
+        if known is None or known[0] != counts[ACCEPTED]:
+            launches: dict[str, None] = {}
+            async for record in self.ledger.records(run, [ACCEPTED]):
+                if record.launch_request_id:
+                    launches[record.launch_request_id] = None
+            known = self._run_launches[run] = (counts[ACCEPTED], tuple(launches))
+        poll_id = _poll_id(info.poll)
+        created = self._run_created[run] = datetime.fromtimestamp(info.created, UTC)
+        return RunSummary(
+            run,
+            poll_id,
+            None if poll_id is None else self._polls.get(poll_id),
+            created,
+            counts,
+            info.input_done,
+            tuple(
+                self.summary(watch) if (watch := self._watches.get(launch)) else launch
+                for launch in known[1]
+            ),
+        )
+
+    def run_started(self, launch_request_id: str) -> datetime | None:
+        """When the bulk run that sent the launch started, if listed already."""
+        for run, (_, launches) in self._run_launches.items():
+            if launch_request_id in launches:
+                return self._run_created.get(run)
+        return None
+
+    async def named(self, watch: Watch) -> LaunchSummary:
+        """The watch's summary, its poll's name read first if unknown."""
+        await self._read_polls([watch.poll_id])
+        return self.summary(watch)
+
+    async def _read_polls(self, wanted: Iterable[int | None]) -> None:
+        """Learn the polls' names when one is missing, at most once a minute."""
+        missing = {poll for poll in wanted if poll is not None} - self._polls.keys()
+        now = asyncio.get_running_loop().time()
+        if not missing or (self._polls_read_at is not None and now - self._polls_read_at < 60):
+            return
+        self._polls_read_at = now
+        try:
+            self._polls.update((poll.id, poll.name) for poll in await self.client.list_polls())
+        except errors.CampaignKitError as exc:
+            log.warning("reading the polls' names failed: %s", exc)
 
     async def refresh(self) -> None:
-        """Add what ``discover`` lists (its last ``discover_limit``), at most
-        once every ``discover_every`` seconds; a failure is logged, not raised."""
+        """List what ``discover`` lists and follow the newest ``discover_limit``
+        of those it had not listed before, at most once every
+        ``discover_every`` seconds; a failure is logged, not raised."""
         if self._discover is None:
             return
         async with self._discovering:
@@ -172,8 +277,13 @@ class Dashboard:
             except Exception as exc:
                 log.warning("listing launches failed: %s", exc)
                 return
-        for launch_request_id in found[-self._discover_limit :]:
+        new = [launch for launch in found if launch not in self._known]
+        for launch_request_id in new:
+            self._know(launch_request_id)
+        for launch_request_id in new[-self._discover_limit :]:
             self.add(launch_request_id)
+        if new:
+            self.signal.bump()
 
     async def start(self) -> None:
         self._started = True
@@ -188,3 +298,8 @@ class Dashboard:
         for watch in self._watches.values():
             watch.signal.bump()
         self.signal.bump()
+
+
+def _poll_id(poll: str) -> int | None:
+    """A run's poll (kept as text by the ledger) as the service's id."""
+    return int(poll) if poll.isdigit() else None

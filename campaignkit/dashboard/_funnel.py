@@ -1,54 +1,41 @@
-"""The delivery funnel: which stage each deployment status belongs to.
+"""The delivery funnel: people per stage, in the one vocabulary of
+:mod:`campaignkit.status` (:class:`~campaignkit.status.Stage`,
+:func:`~campaignkit.status.stage_of`), the words the CLI and the bots use.
 
 One pure mapping shared by the live page and the HTML report, so both always
-show the same numbers for the same counts:
-
-- queued: not yet taken by the runtime (status ``None``);
-- taken: in progress (``RECEIVED``, ``RECEIVED_BY_WORKER``, ``RETRY``);
-- sent: ``SUCCESS`` (may still become ``DELIVERED``) and ``PUSH_NOTIFICATION``;
-- delivered: ``DELIVERED``;
-- failed: every failure status (``is_failure``), kept by reason;
-- unknown: a status the SDK does not know (neither of the above).
+show the same numbers for the same counts: **waiting** (not taken, or being
+sent), **sent** (``SUCCESS``: delivery not confirmed yet), **delivered**
+(``DELIVERED``, ``PUSH_NOTIFICATION``), **failed** (kept by reason) and
+**unknown** (a status the SDK does not know). Read and replied are known
+from the webhooks only; skipped belongs to a bulk run's inputs.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from ..status import DeploymentStatus
+from ..models import Deployment
+from ..status import DeploymentStatus, Stage, stage_of
 
-__all__ = ["Funnel", "Stage", "funnel", "stage_of"]
+__all__ = [
+    "FUNNEL",
+    "PHONES_SHOWN",
+    "Funnel",
+    "Stage",
+    "failed_phones",
+    "funnel",
+    "stage_of",
+]
 
+FUNNEL = (Stage.WAITING, Stage.SENT, Stage.DELIVERED, Stage.FAILED, Stage.UNKNOWN)
+"""The stages a launch's status can tell, in order."""
 
-class Stage(enum.StrEnum):
-    """Funnel stages, in the order a deployment goes through them."""
-
-    QUEUED = "queued"
-    TAKEN = "taken"
-    SENT = "sent"
-    DELIVERED = "delivered"
-    FAILED = "failed"
-    UNKNOWN = "unknown"
-
-
-def stage_of(status: DeploymentStatus | None) -> Stage:
-    """The funnel stage of one deployment status."""
-    if status is None:
-        return Stage.QUEUED
-    if status.is_in_progress:
-        return Stage.TAKEN
-    if status is DeploymentStatus.DELIVERED:
-        return Stage.DELIVERED
-    if status.is_success:
-        return Stage.SENT
-    if status.is_failure:
-        return Stage.FAILED
-    return Stage.UNKNOWN
+PHONES_SHOWN = 50
+"""Phones listed under each failure reason (the rest are counted)."""
 
 
 @attrs.frozen
@@ -56,8 +43,7 @@ class Funnel:
     """Deployments per stage (each in exactly one); ``failures`` holds the
     failed ones by reason (status value), largest first."""
 
-    queued: int = 0
-    taken: int = 0
+    waiting: int = 0
     sent: int = 0
     delivered: int = 0
     unknown: int = 0
@@ -69,19 +55,25 @@ class Funnel:
 
     @property
     def total(self) -> int:
-        return self.queued + self.taken + self.sent + self.delivered + self.unknown + self.failed
+        return self.waiting + self.sent + self.delivered + self.unknown + self.failed
+
+    @property
+    def done(self) -> int:
+        """Settled: out of waiting (not the same as delivered)."""
+        return self.total - self.waiting
 
     def count(self, stage: Stage) -> int:
-        return self.failed if stage is Stage.FAILED else int(getattr(self, stage.value))
+        return self.failed if stage is Stage.FAILED else int(getattr(self, stage.value, 0))
 
     def stages(self) -> list[tuple[Stage, int]]:
-        """Every stage with its count, in funnel order."""
-        return [(stage, self.count(stage)) for stage in Stage]
+        """Every stage of :data:`FUNNEL` with its count, in order."""
+        return [(stage, self.count(stage)) for stage in FUNNEL]
 
     def to_json(self) -> dict[str, Any]:
         return {
             **{stage.value: count for stage, count in self.stages()},
             "total": self.total,
+            "done": self.done,
             "failures": dict(self.failures),
         }
 
@@ -96,8 +88,7 @@ def funnel(counts: Mapping[DeploymentStatus | None, int]) -> Funnel:
         if stage is Stage.FAILED and status is not None:
             failures[status.value] += count
     return Funnel(
-        stages[Stage.QUEUED],
-        stages[Stage.TAKEN],
+        stages[Stage.WAITING],
         stages[Stage.SENT],
         stages[Stage.DELIVERED],
         stages[Stage.UNKNOWN],
@@ -107,3 +98,18 @@ def funnel(counts: Mapping[DeploymentStatus | None, int]) -> Funnel:
 
 def _largest_first(item: tuple[str, int]) -> tuple[int, str]:
     return -item[1], item[0]
+
+
+def failed_phones(
+    deployments: Iterable[Deployment], limit: int = PHONES_SHOWN
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The phones behind each failure reason (status value), the first
+    ``limit`` of each, reasons in value order."""
+    phones: dict[str, list[str]] = {}
+    for deployment in deployments:
+        status = deployment.status
+        if status is not None and stage_of(status) is Stage.FAILED:
+            listed = phones.setdefault(status.value, [])
+            if len(listed) < limit:
+                listed.append(deployment.cellphone)
+    return tuple((reason, tuple(listed)) for reason, listed in sorted(phones.items()))

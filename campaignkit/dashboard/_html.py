@@ -1,29 +1,41 @@
 """HTML fragments shared by the live page and the report. Every text that
-comes from outside (launch ids, status values, errors) is escaped here."""
+comes from outside (launch ids, poll names, status values, errors, phones)
+is escaped here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from html import escape
 from importlib import resources
-from urllib.parse import quote
 
 import attrs
 
 from .._redaction import redact
-from ..status import CampaignState
-from ._funnel import Funnel
+from ..progress import failure_words
+from ..status import DONE_MEANS, CampaignState
+from ._funnel import FUNNEL, Funnel
 from ._svg import chart_svg
 from ._timeline import Sample
+
+PHONES_INLINE = 5
+"""Phones shown beside a failure reason; the others fold away."""
 
 __all__ = [
     "LaunchSummary",
     "asset",
     "document",
+    "failures_html",
     "funnel_html",
     "launch_body",
     "launch_parts",
-    "launches_html",
+    "legend_html",
+    "moment",
+    "percent",
+    "poll_label",
+    "stack_bar",
+    "state_html",
+    "state_of",
     "summary_html",
 ]
 
@@ -35,48 +47,102 @@ def asset(name: str) -> str:
 
 @attrs.frozen
 class LaunchSummary:
-    """What a page says about one launch."""
+    """What a page says about one launch: ``since`` is when it started being
+    watched; ``phones`` the phones behind each failure reason (the first few)."""
 
     launch_request_id: str
     state: CampaignState | None
     funnel: Funnel
     error: str | None = None
+    poll_id: int | None = None
+    poll_name: str | None = None
+    since: datetime | None = None
+    started: datetime | None = None
+    """When its bulk run started, where a ledger says."""
+    phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def _percent(count: int, total: int) -> str:
-    return f"{100 * count / total:.2f}%" if total else "0%"
+def percent(count: int, total: int) -> str:
+    """``count`` as a share of ``total``, to the precision that tells them apart."""
+    if not total:
+        return "0%"
+    share = 100 * count / total
+    return f"{share:.0f}%" if share in (0, 100) or share >= 10 else f"{share:.1f}%"
+
+
+def moment(at: datetime | None) -> str:
+    return "-" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def poll_label(poll_id: int | None, name: str | None) -> str:
+    """``Welcome survey (poll 12)``, escaped."""
+    if poll_id is None:
+        return "poll not read yet"
+    return f"{escape(name)} (poll {poll_id})" if name else f"poll {poll_id}"
+
+
+def legend_html() -> str:
+    """What each colour and stage means."""
+    items = "".join(
+        f'<li><i class="swatch st-{stage}"></i><b>{stage}</b>: {escape(stage.description)}</li>'
+        for stage in FUNNEL
+    )
+    return f'<ul class="legend">{items}<li>{escape(DONE_MEANS)}</li></ul>'
 
 
 def funnel_html(funnel: Funnel) -> str:
-    """One row per stage (count and bar), then the failures by reason."""
+    """One row per stage: count, share and bar."""
     total = funnel.total
     rows = "".join(
         f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{stage}</span>'
-        f'<span class="bar"><i class="st-{stage}" style="width:{_percent(count, total)}">'
+        f'<span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
         "</i></span>"
-        f'<span class="count" data-stage="{stage}">{count}</span></li>'
+        f'<span class="count" data-stage="{stage}">{count}</span>'
+        f'<span class="share">{percent(count, total)}</span></li>'
         for stage, count in funnel.stages()
     )
-    failures = "".join(
-        f'<li><span>{escape(reason)}</span><span class="count" data-reason="{escape(reason)}">'
-        f"{count}</span></li>"
+    return f'<ol class="funnel" data-total="{total}">{rows}</ol>'
+
+
+def failures_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+    """The failures by reason, in words, each with the phones behind it."""
+    if not funnel.failures:
+        return '<p class="none">No failures.</p>'
+    listed = dict(phones)
+    rows = "".join(
+        _failure_html(reason, count, funnel.failed, listed.get(reason, ()))
         for reason, count in funnel.failures
     )
-    table = (
-        f'<h3>Failures by reason</h3><ul class="failures">{failures}</ul>'
-        if failures
-        else '<p class="failures none">No failures.</p>'
+    return (
+        '<table class="failures"><tr><th>reason</th><th>deployments</th><th>phones</th></tr>'
+        f"{rows}</table>"
     )
-    return f'<ol class="funnel" data-total="{total}">{rows}</ol>{table}'
 
 
-def _stack_bar(funnel: Funnel) -> str:
+def _failure_html(reason: str, count: int, failed: int, phones: Sequence[str]) -> str:
+    first, rest = phones[:PHONES_INLINE], phones[PHONES_INLINE:]
+    unlisted = count - len(phones)
+    shown = ", ".join(escape(phone) for phone in first)
+    if rest:
+        more = ", ".join(escape(phone) for phone in rest)
+        shown += f"<details><summary>{count - len(first)} more</summary>{more}"
+        shown += f" and {unlisted} more</details>" if unlisted else "</details>"
+    return (
+        f'<tr data-failure="{escape(reason)}"><td>{escape(failure_words(reason))} '
+        f'<code>{escape(reason)}</code></td><td><span class="count" data-reason="{escape(reason)}">'
+        f'{count}</span> <span class="share">{percent(count, failed)}</span></td>'
+        f'<td class="phones">{shown}</td></tr>'
+    )
+
+
+def stack_bar(funnel: Funnel) -> str:
+    """The stages as one bar, each part titled with its count and share."""
     total = funnel.total
     return (
         '<span class="stack">'
         + "".join(
-            f'<i class="st-{stage}" style="width:{_percent(count, total)}" '
-            f'title="{stage} {count}"></i>'
+            f'<i class="st-{stage}" style="width:{percent(count, total)}" '
+            f'title="{stage} {count} ({percent(count, total)})"></i>'
             for stage, count in funnel.stages()
             if count
         )
@@ -84,40 +150,40 @@ def _stack_bar(funnel: Funnel) -> str:
     )
 
 
-def _state(summary: LaunchSummary) -> str:
+def state_of(summary: LaunchSummary) -> str:
+    """The request's state (``DONE``...), or why it is not known."""
     if summary.error is not None:
         return "error"
-    return "waiting" if summary.state is None else summary.state.value
+    return "not read yet" if summary.state is None else summary.state.value
+
+
+def state_html(summary: LaunchSummary) -> str:
+    """The request's state in words (``DONE`` alone would read as "everyone
+    done"), its code kept in a ``data-state`` attribute."""
+    state = summary.state
+    words = state_of(summary) if state is None else f"request {state.description}"
+    return f'<span class="state" data-state="{state_of(summary)}">{escape(words)}</span>'
 
 
 def summary_html(summary: LaunchSummary) -> str:
-    """The state, the progress, and the last error if the watch stopped on one."""
+    """Poll, times, state, progress, and the last error if the watch stopped on one."""
     funnel = summary.funnel
-    done = funnel.total - funnel.queued - funnel.taken
+    done = funnel.done
     error = f'<p class="error">{escape(summary.error)}</p>' if summary.error is not None else ""
     return (
-        f'<dl class="summary"><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}'
-        f'</code></dd><dt>state</dt><dd class="state" data-state="{_state(summary)}">'
-        f"{_state(summary)}</dd><dt>done</dt><dd>{done} of {funnel.total}</dd>"
-        f"<dt>delivered</dt><dd>{funnel.delivered}</dd><dt>failed</dt><dd>{funnel.failed}</dd>"
+        f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
+        f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
+        + (
+            f"<dt>run started</dt><dd>{moment(summary.started)}</dd>"
+            if summary.started is not None
+            else f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
+        )
+        + f"<dt>state</dt><dd>{state_html(summary)}</dd>"
+        f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
+        f"<dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
+        f"<dt>delivered</dt><dd>{funnel.delivered} ({percent(funnel.delivered, funnel.total)})"
+        f"</dd><dt>failed</dt><dd>{funnel.failed} ({percent(funnel.failed, funnel.total)})</dd>"
         f"</dl>{error}"
-    )
-
-
-def launches_html(summaries: Iterable[LaunchSummary]) -> str:
-    """The list of launches, most recent first as given, each linking to its page."""
-    rows = "".join(
-        f'<tr data-launch="{escape(s.launch_request_id)}"><td><a href="/launches/'
-        f'{escape(quote(s.launch_request_id, safe=""))}"><code>{escape(s.launch_request_id)}'
-        f"</code></a></td><td>{_state(s)}</td><td>{s.funnel.total}</td>"
-        f"<td>{_stack_bar(s.funnel)}</td></tr>"
-        for s in summaries
-    )
-    if not rows:
-        return '<p class="none">No launch yet: send a campaign, or open /launches/ID.</p>'
-    return (
-        '<table class="launches"><tr><th>launch</th><th>state</th><th>deployments</th>'
-        f"<th>stages</th></tr>{rows}</table>"
     )
 
 
@@ -137,6 +203,7 @@ def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str,
         "summary": summary_html(summary),
         "funnel": funnel_html(summary.funnel),
         "chart": chart_svg(samples),
+        "failures": failures_html(summary.funnel, summary.phones),
     }
 
 
@@ -146,11 +213,14 @@ def launch_body(
     """A launch's page body; ``events`` is the URL of its live updates."""
     parts = launch_parts(summary, samples)
     live = f' data-events="{escape(events)}"' if events is not None else ""
+    title = escape(summary.poll_name) if summary.poll_name else "Campaign"
     return (
-        f'<main class="launch"{live}><h1>Campaign <code>{escape(summary.launch_request_id)}'
+        f'<main class="launch"{live}><h1>{title} <code>{escape(summary.launch_request_id)}'
         f"</code></h1>{note}"
         f'<section id="summary">{parts["summary"]}</section>'
-        f'<section><h2>Delivery funnel</h2><div id="funnel">{parts["funnel"]}</div></section>'
+        f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
+        "</div></section>"
         f'<section><h2>Status over time</h2><div id="chart">{parts["chart"]}</div></section>'
-        "</main>"
+        f'<section><h2>Failures by reason</h2><div id="failures">{parts["failures"]}</div>'
+        "</section></main>"
     )

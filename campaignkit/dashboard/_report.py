@@ -1,51 +1,117 @@
 """The campaign report: the dashboard's funnel and chart as one self-contained
 HTML file (inline style and SVG, no script, no external URL), to attach to an
-email."""
+email. Its chart covers the launch's life: the samples of whoever watched it
+(the dashboard, or :func:`follow_report` until it settles), from the start of
+its bulk run when a ledger knows it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from .. import errors
+from ..ledger import ACCEPTED
 from ..models import CampaignStatus
-from ._funnel import funnel
-from ._html import LaunchSummary, asset, document, launch_body
-from ._timeline import Sample
+from ..status import CampaignState
+from ._funnel import Funnel, failed_phones, funnel
+from ._html import LaunchSummary, asset, document, launch_body, moment
+from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
+    from ..ledger import Ledger
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["follow_report", "render_report", "run_start", "write_report"]
 
 
 def render_report(
-    status: CampaignStatus, history: Sequence[Sample] = (), *, now: datetime | None = None
+    status: CampaignStatus,
+    history: Sequence[Sample] = (),
+    *,
+    now: datetime | None = None,
+    poll_name: str | None = None,
+    started: datetime | None = None,
 ) -> str:
-    """The report of ``status``; ``history`` (a dashboard's samples of this
-    launch, time order) draws the chart, which ends with ``status`` as read
-    at ``now`` (default: now)."""
+    """The report of ``status``; ``history`` (samples of this launch, time
+    order) draws the chart, which ends with ``status`` as read at ``now``
+    (default: now) and begins at ``started`` (when the launch was sent, if
+    known: every deployment still waiting then)."""
     now = now or datetime.now(UTC)
+    counts = Counter(deployment.status for deployment in status.deployments)
+    samples = list(history)
+    since = samples[0].at if samples else now
+    if started is not None and started < since:
+        start = Sample(started, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
+        samples.insert(0, start)
     summary = LaunchSummary(
         status.launch_request_id,
         status.status,
-        funnel(Counter(deployment.status for deployment in status.deployments)),
+        funnel(counts),
+        poll_id=status.poll_id,
+        poll_name=poll_name,
+        since=since,
+        started=started,
+        phones=failed_phones(status.deployments),
     )
-    samples = list(history)
-    if not samples or (samples[-1].state, samples[-1].funnel) != (summary.state, summary.funnel):
+    if not samples or samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, summary.state, summary.funnel))
-    note = (
-        f'<p class="note">Poll {status.poll_id} · report of '
-        f"{now.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC · campaignkit</p>"
-    )
+    note = f'<p class="note">Report of {moment(now)} · campaignkit</p>'
     return document(
-        f"Campaign report {status.launch_request_id}",
+        f"Campaign report {poll_name or status.poll_id} {status.launch_request_id}",
         launch_body(summary, samples, note=note),
         head=f"<style>{asset('dashboard.css')}</style>",
     )
+
+
+async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
+    """When the bulk run that sent the launch started, if the ledger has it."""
+    for info in await ledger.runs():
+        async for record in ledger.records(info.run, [ACCEPTED]):
+            if record.launch_request_id == launch_request_id:
+                return datetime.fromtimestamp(info.created, UTC)
+    return None
+
+
+async def follow_report(
+    client: CampaignClient,
+    launch_request_id: str,
+    *,
+    poll_interval: float = 1.0,
+    max_interval: float = 10.0,
+    timeout: float | None = None,
+) -> tuple[CampaignStatus, list[Sample]]:
+    """Track the launch until it settles (or ``timeout`` seconds pass),
+    sampling it at every poll that moves it; its last status and the samples
+    (for :func:`render_report`)."""
+    timeline = Timeline()
+    tracker = client.track(
+        launch_request_id,
+        until="settled",
+        poll_interval=poll_interval,
+        max_interval=max_interval,
+        timeout=timeout,
+    )
+
+    def sample(at: datetime) -> None:
+        timeline.record(Sample(at, tracker.state, funnel(tracker.counts)))
+
+    observed: datetime | None = None
+    with contextlib.suppress(errors.TimeoutError):  # what was seen is reported
+        async with tracker:
+            async for change in tracker:
+                if change.observed_at != observed:
+                    observed = change.observed_at
+                    sample(observed)
+    sample(datetime.now(UTC))
+    status = tracker.result
+    if status is None:  # it timed out before its first reading
+        status = await client.get_campaign_status(launch_request_id)
+    return status, list(timeline.samples)
 
 
 async def write_report(
@@ -54,11 +120,15 @@ async def write_report(
     path: str | os.PathLike[str],
     *,
     history: Sequence[Sample] = (),
+    status: CampaignStatus | None = None,
+    poll_name: str | None = None,
+    started: datetime | None = None,
 ) -> CampaignStatus:
-    """Read the launch's status and write its report to ``path``; returns the
-    status read (for a summary line)."""
-    status = await client.get_campaign_status(launch_request_id)
-    text = render_report(status, history)
+    """Write the launch's report to ``path`` (its status read unless given);
+    returns the status (for a summary line)."""
+    if status is None:
+        status = await client.get_campaign_status(launch_request_id)
+    text = render_report(status, history, poll_name=poll_name, started=started)
     await asyncio.to_thread(_write, path, text)
     return status
 

@@ -13,7 +13,7 @@ from ._timeline import Sample
 __all__ = ["chart_svg"]
 
 # Bottom to top: what is settled under what is still moving.
-LAYERS = (Stage.DELIVERED, Stage.SENT, Stage.FAILED, Stage.UNKNOWN, Stage.TAKEN, Stage.QUEUED)
+LAYERS = (Stage.DELIVERED, Stage.SENT, Stage.FAILED, Stage.UNKNOWN, Stage.WAITING)
 WIDTH, HEIGHT = 720, 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 10, 26
 

@@ -16,7 +16,7 @@ from .._redaction import sdk_logger
 from ..models import CampaignStatus
 from ..status import CampaignState, DeploymentStatus
 from ..tracker import CampaignTracker
-from ._funnel import Funnel, funnel
+from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary
 from ._timeline import Sample, Timeline
 
@@ -72,6 +72,11 @@ class Watch:
         self.funnel = Funnel()
         self.error: str | None = None
         self.finished = False
+        self.since = datetime.now(UTC)
+        """When the dashboard started watching it."""
+        self.poll_id: int | None = None
+        self.phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        self._phones_of: tuple[tuple[str, int], ...] | None = None
         self.dropped = False
         """No longer followed (the dashboard follows a bounded number)."""
         self._client = client
@@ -84,7 +89,15 @@ class Watch:
 
     @property
     def summary(self) -> LaunchSummary:
-        return LaunchSummary(self.launch_request_id, self.state, self.funnel, self.error)
+        return LaunchSummary(
+            self.launch_request_id,
+            self.state,
+            self.funnel,
+            self.error,
+            poll_id=self.poll_id,
+            since=self.since,
+            phones=self.phones,
+        )
 
     @property
     def status(self) -> CampaignStatus | None:
@@ -152,7 +165,20 @@ class Watch:
         assert tracker is not None
         self.state, self.funnel = tracker.state, funnel(tracker.counts)
         if self.timeline.record(Sample(at, self.state, self.funnel)):
+            self._read_result(tracker)
             self._changed()
+
+    def _read_result(self, tracker: CampaignTracker) -> None:
+        """The poll and, when the failures moved, the phones behind them."""
+        if self.poll_id is not None and self.funnel.failures == self._phones_of:
+            return
+        result = tracker.result
+        if result is None:
+            return
+        self.poll_id = result.poll_id
+        if self.funnel.failures != self._phones_of:
+            self._phones_of = self.funnel.failures
+            self.phones = failed_phones(result.deployments)
 
     def _changed(self) -> None:
         self.signal.bump()

@@ -47,7 +47,7 @@ class MemoryLedger(Ledger):
         super().__init__(claim_ttl=claim_ttl)
         self._open = False
         self._runs: dict[str, RunState] = {}
-        self._seen: dict[str, set[str]] = {}
+        self._seen: dict[str, dict[str, float]] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryLedger {len(self._runs)} runs>"
@@ -248,18 +248,15 @@ class MemoryLedger(Ledger):
         state = self._run(run)
         if state is None:
             return
-        wanted = set(states)
-        # The index holds each phone's current record.
-        found = [
-            (state.positions[number], state.phone(key), number)
-            for key, number in state.index.items()
-            if number != PENDING and state.batch(number).state in wanted
-        ]
-        found.sort()
+        found = state.current(set(states))
         for start in range(0, len(found), page_size):
             for _, phone, number in found[start : start + page_size]:
                 yield state.record(number, phone)
             await asyncio.sleep(0)
+
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        state = self._run(run)
+        return {} if state is None else state.held(phones)
 
     async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
         state = self._run(run)
@@ -281,13 +278,22 @@ class MemoryLedger(Ledger):
     # -- webhook deliveries
 
     async def first_sighting(self, namespace: str, key: str) -> bool:
-        self._run("")
-        seen = self._seen.setdefault(namespace, set())
+        seen = self._seen_in(namespace)
         if key in seen:
             return False
-        seen.add(key)
+        seen[key] = time.time()
         return True
 
     async def forget(self, namespace: str, key: str) -> None:
-        self._run("")
-        self._seen.get(namespace, set()).discard(key)
+        self._seen_in(namespace).pop(key, None)
+
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        seen = self._seen_in(namespace)
+        old = [key for key, when in seen.items() if when < before]
+        for key in old:
+            del seen[key]
+        return len(old)
+
+    def _seen_in(self, namespace: str) -> dict[str, float]:
+        self._run("")  # open?
+        return self._seen.setdefault(namespace, {})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -160,3 +160,26 @@ class RunState:
         """For the planner of the run's one pass: True if ``phone`` is new to the
         run (it is then held as seen, and planned later), False if seen before."""
         return self.index.setdefault(self.key(phone), PENDING) is None
+
+    def current(self, states: set[str]) -> list[tuple[int, str, int]]:
+        """``(position, phone, number)`` of the records in ``states``, in input order."""
+        # The index holds each phone's current record.
+        found = [
+            (self.positions[number], self.phone(key), number)
+            for key, number in self.index.items()
+            if number != PENDING and self.batch(number).state in states
+        ]
+        found.sort()
+        return found
+
+    def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        """The records of ``phones``, each with when its claim was taken."""
+        found: dict[str, tuple[Record, float | None]] = {}
+        for phone in phones:
+            number = self.index.get(self.key(phone))
+            if number is None or number == PENDING:
+                continue
+            record = self.record(number, phone)
+            claim = self.claims.get(record.claim or "")
+            found[phone] = (record, None if claim is None else claim.claimed)
+        return found

@@ -3,6 +3,7 @@ processes and machines."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -99,16 +100,38 @@ class PostgresLedger(SqlLedger):
 
         if self._pool is None:
             raise LedgerError(f"the ledger {redact_dsn(self.dsn)} is not open")
+        pool = self._pool
+        errors = (
+            OSError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            asyncpg.InternalClientError,
+        )
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
+            conn = await pool.acquire()
+        except errors as exc:
+            raise self._failed(LedgerUnavailable if _lost(exc) else LedgerError, exc) from exc
+        try:
+            async with conn.transaction():
                 yield _PostgresTransaction(conn)
         except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
             raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except errors as exc:
             raise self._failed(LedgerUnavailable if _lost(exc) else LedgerError, exc) from exc
+        finally:
+            # The transaction's outcome is known by now: a connection that
+            # cannot be reset for the next one is the pool's to drop, not an error.
+            with contextlib.suppress(Exception):
+                await pool.release(conn)
 
     def _failed(self, kind: type[LedgerError], exc: BaseException) -> LedgerError:
         return kind(f"the ledger {redact_dsn(self.dsn)} failed: {type(exc).__name__}: {exc}")
+
+
+# asyncpg's words for a connection the server closed under a transaction (its
+# proxy is detached from the pool, its protocol left mid-operation): it has no
+# exception class for these.
+_CLOSED = re.compile(r"connection (is|was) closed|released back to the pool|cannot switch to state")
 
 
 def _lost(exc: BaseException | None) -> bool:
@@ -128,8 +151,12 @@ def _lost(exc: BaseException | None) -> bool:
         pg.TooManyConnectionsError,
     )
     for _ in range(8):  # a chain may loop
-        if exc is None or isinstance(exc, lost):
-            return exc is not None
+        if exc is None:
+            return False
+        if isinstance(exc, lost) or (
+            isinstance(exc, pg.InterfaceError | pg.InternalClientError) and _CLOSED.search(str(exc))
+        ):
+            return True
         exc = exc.__cause__ or exc.__context__
     return False
 

@@ -122,6 +122,10 @@ class Ledger(abc.ABC):
         """The run's recipients in those states, in input order."""
 
     @abc.abstractmethod
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        """The records of ``phones`` in the run, each with when its claim was taken."""
+
+    @abc.abstractmethod
     async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
         """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
 
@@ -168,6 +172,10 @@ class Ledger(abc.ABC):
     @abc.abstractmethod
     async def first_sighting(self, namespace: str, key: str) -> bool:
         """Remember ``key``; True the first time it is seen in ``namespace``."""
+
+    @abc.abstractmethod
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        """Forget the keys of ``namespace`` first seen before ``before`` (UNIX seconds)."""
 
     @abc.abstractmethod
     async def forget(self, namespace: str, key: str) -> None:

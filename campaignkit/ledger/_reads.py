@@ -88,6 +88,23 @@ class LedgerReads(Transactional):
                 return
             phone, position = rows[-1][0], rows[-1][1]
 
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        """The records of ``phones`` in the run, each with when its claim was taken."""
+        held: dict[str, tuple[Record, float | None]] = {}
+        for start in range(0, len(phones), 5000):
+            async with self._transaction() as tx:
+                condition, args = tx.any_of("r.phone", list(phones[start : start + 5000]))
+                rows = await tx.fetch(
+                    "SELECT r.phone, r.position, r.state, r.launch_request_id, r.detail,"
+                    " r.user_wire, r.claim, c.claimed FROM campaignkit_recipients r"
+                    " LEFT JOIN campaignkit_claims c ON c.run = r.run AND c.claim = r.claim"
+                    f" WHERE r.run = ? AND {condition}",
+                    run,
+                    *args,
+                )
+            held.update((row[0], (Record(*row[:7]), row[7])) for row in rows)
+        return held
+
     async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
         """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
         async with self._transaction() as tx:
@@ -130,6 +147,17 @@ class LedgerReads(Transactional):
                 time.time(),
             )
         return bool(rows)
+
+    @retried
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        """Forget the keys of ``namespace`` first seen before ``before`` (UNIX seconds)."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "DELETE FROM campaignkit_seen WHERE namespace = ? AND seen < ? RETURNING key",
+                namespace,
+                before,
+            )
+        return len(rows)
 
     @retried
     async def forget(self, namespace: str, key: str) -> None:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import abc
-import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
 import tenacity
 
+from .._redaction import sdk_logger
 from ..errors import LedgerError
 
 
@@ -107,7 +107,7 @@ class LedgerUnavailable(LedgerError):
     is back, for up to the ledger's ``reconnect_timeout`` seconds."""
 
 
-log = logging.getLogger("campaignkit.ledger")
+log = sdk_logger("campaignkit.ledger")
 
 _CONFLICT_ATTEMPTS: Final = 6
 _WAIT_CONFLICT = tenacity.wait_random_exponential(multiplier=0.01, max=0.5)

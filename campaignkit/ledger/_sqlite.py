@@ -7,6 +7,7 @@ import concurrent.futures
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -18,6 +19,13 @@ from ._store import SqlLedger
 T = TypeVar("T")
 
 DEFAULT_CLAIM_TTL = 600.0
+
+COPY_ADVICE = (
+    "Copy a ledger together with its -wal file (cp {path} {path}-wal DEST/), or, even "
+    "while it is in use: sqlite3 {path} \".backup 'copy.db'\" && sqlite3 copy.db "
+    "'DELETE FROM campaignkit_sessions'. If the -wal file is truly lost, the same DELETE "
+    "on this file accepts it as it is (claims it forgot may be sent again)"
+)
 
 
 class SqliteLedger(SqlLedger):
@@ -32,6 +40,13 @@ class SqliteLedger(SqlLedger):
 
     The connection lives on one worker thread of its own, so the event loop
     never waits on the disk.
+
+    Copies: while the file is in use (or after its last user was killed) the
+    latest commits are in its ``-wal`` file only, so the file alone forgets
+    claims. Each open is recorded in the file itself with the file's identity,
+    and the last user to close it clears the records: a file that records a
+    session of another file (it is a copy) and has no ``-wal`` beside it is
+    refused, with the ways to copy a ledger (:data:`COPY_ADVICE`).
     """
 
     def __init__(
@@ -47,6 +62,7 @@ class SqliteLedger(SqlLedger):
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
         self._lock: asyncio.Lock | None = None
+        self._session = uuid.uuid4().hex
 
     def __repr__(self) -> str:
         return f"SqliteLedger({self.path!r})"
@@ -93,6 +109,7 @@ class SqliteLedger(SqlLedger):
                 time.sleep(0.01)
 
     def _open_file(self) -> sqlite3.Connection:
+        wal_present = os.path.exists(f"{self.path}-wal")
         try:
             conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=self.busy_timeout, check_same_thread=False
@@ -104,6 +121,7 @@ class SqliteLedger(SqlLedger):
             if str(mode).lower() != "wal":
                 raise LedgerError(f"the ledger {self.path!r} cannot use WAL mode ({mode})")
             conn.execute("PRAGMA synchronous=FULL")
+            self._open_session(conn, wal_present)
             legacy = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'"
             ).fetchone()
@@ -119,6 +137,55 @@ class SqliteLedger(SqlLedger):
             raise
         return conn
 
+    def _open_session(self, conn: sqlite3.Connection, wal_present: bool) -> None:
+        """Refuse a copy made without the ``-wal`` file; record this open.
+
+        A session names the file it was opened on (device and inode): one
+        recorded for another file came with a copy, which is complete only
+        with the ``-wal`` file of its time.
+        """
+        stat = os.stat(self.path)
+        this_file = f"{stat.st_dev}:{stat.st_ino}"
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS campaignkit_sessions (session TEXT PRIMARY KEY,"
+            " file TEXT NOT NULL, opened DOUBLE PRECISION NOT NULL)"
+        )
+        copied = conn.execute(
+            "SELECT 1 FROM campaignkit_sessions WHERE file <> ? LIMIT 1", (this_file,)
+        ).fetchone()
+        if copied and not wal_present:
+            raise LedgerError(
+                f"the ledger {self.path!r} is a copy of a ledger that was in use (or whose "
+                f"last user was killed), made without its write-ahead log ({self.path}-wal): "
+                "the latest claims are there, so resuming from this file could message "
+                "people twice. " + COPY_ADVICE.format(path=self.path)
+            )
+        conn.execute(
+            "INSERT INTO campaignkit_sessions (session, file, opened) VALUES (?, ?, ?)",
+            (self._session, this_file, time.time()),
+        )
+        # Into the main file too, so that a copy of it alone says it was in use.
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _close_file(self, conn: sqlite3.Connection) -> None:
+        """End this session; the last one out leaves a file complete on its own.
+
+        Leaving WAL mode needs the file to itself: when that works, every
+        commit is in the main file and the sessions recorded are over (of
+        processes that were killed, if not this one): they are cleared, and
+        the file goes back to WAL mode for its next user.
+        """
+        try:
+            conn.execute("DELETE FROM campaignkit_sessions WHERE session = ?", (self._session,))
+            conn.execute("PRAGMA busy_timeout = 0")
+            if str(conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() == "delete":
+                conn.execute("DELETE FROM campaignkit_sessions")
+                conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error:
+            pass  # another process has the file open: its -wal holds the truth
+        finally:
+            conn.close()
+
     async def _lock_schema(self, tx: Transaction) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the file's write lock."""
 
@@ -130,7 +197,7 @@ class SqliteLedger(SqlLedger):
         try:
             if conn is not None:
                 await asyncio.shield(
-                    asyncio.get_running_loop().run_in_executor(executor, conn.close)
+                    asyncio.get_running_loop().run_in_executor(executor, self._close_file, conn)
                 )
         finally:
             executor.shutdown(wait=False)

@@ -163,21 +163,22 @@ async def list_sessions(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     poll_id = _poll_id(company, request.match_info["poll_id"])
     year_start, year_end = world.year_range_us()
-    start, end, limit = (_query_int(request, name) for name in ("start", "end", "limit"))
+    # The published names (spec/published-docs.md): since, until, limit, after.
+    start, end, limit = (_query_int(request, name) for name in ("since", "until", "limit"))
     start_us = year_start if start is None else start * US
     end_us = year_end if end is None else end * US
     limit = DEFAULT_PAGE if limit is None else limit
     if not 1 <= limit <= MAX_PAGE:
         raise _bad_request(f"limit must be between 1 and {MAX_PAGE}")
     if end_us < start_us:
-        raise _bad_request("end must not be before start")
+        raise _bad_request("until must not be before since")
     sessions = company.sessions.get(poll_id)
     if sessions is None:
         return json_response({"results": [], "next_id": ""})
     try:
-        results, next_id = sessions.page(start_us, end_us, limit, request.query.get("next_id"))
+        results, next_id = sessions.page(start_us, end_us, limit, request.query.get("after"))
     except BadCursor:
-        raise _bad_request("next_id is not a cursor of this listing") from None
+        raise _bad_request("after is not a cursor of this listing") from None
     return json_response({"results": results, "next_id": next_id})
 
 

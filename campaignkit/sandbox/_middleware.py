@@ -4,16 +4,16 @@ the faults a test asked for."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from .._redaction import sdk_logger
 from ._faults import render_fault
 from ._http import ServiceError, Shape, error_response
 from ._keys import FAULTS, PREFIXES, SPECS
 
-log = logging.getLogger("campaignkit.sandbox")
+log = sdk_logger("campaignkit.sandbox")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 

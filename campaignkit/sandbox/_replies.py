@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import logging
 import random
 from typing import Any
 
 import aiohttp
 
+from .._redaction import sdk_logger
 from ._outcomes import OUTCOMES
 from ._state import Company, Launch, NotRepliable, World
 
 __all__ = ["Replies"]
 
-log = logging.getLogger("campaignkit.sandbox")
+log = sdk_logger("campaignkit.sandbox")
 WEBHOOK_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 

@@ -1,42 +1,46 @@
-"""Server-side helpers for the two calls the service makes to *your* server.
+"""Your server's side of the calls the service makes.
 
-**First-reply webhook.** When a user first answers a deployed conversation the
-service POSTs to your webhook; the call carries ``session_external_id`` (use it
-with :meth:`CampaignClient.update_session`) and may carry the session
-variables. :func:`first_reply_app` builds a ready aiohttp application for it,
-:func:`first_reply_handler` a handler to mount in your own app::
+**Webhooks.** The service POSTs one JSON body per event of a flow (a
+response to each question, delivered, read, opt-out, timeout, condition,
+conversation closed) and per account event (template status), with the static
+headers you configured on it, and waits at most 10 s for the answer: the
+``user_session_keys`` of a ``200`` answer are merged into the session at once.
+:func:`parse_event` reads any body into a :class:`WebhookEvent`;
+:func:`webhook_app` (or :func:`webhook_handler` in your own app) serves them::
 
-    async def on_reply(event: ReplyEvent) -> None:
-        await client.update_session(event.session_external_id, {"tier": "gold"})
+    async def on_event(event: WebhookEvent) -> dict[str, str] | None:
+        if event.kind is EventKind.RESPONSE:
+            return {"server_user_valid": "yes" if valid(event.answer) else "no"}
+        return None
 
-    app = first_reply_app(on_reply, secret=os.environ["WEBHOOK_SECRET"])
-    web.run_app(app, port=8080)
-
-The handler answers at once and runs ``on_reply`` in a background task.
-Answers:
+    app = webhook_app(on_event, secret=os.environ["WEBHOOK_SECRET"], client=client)
 
 ======  ==================================================================
-202     accepted: ``on_reply`` was scheduled
-200     duplicate delivery of an id seen before (``"status": "duplicate"``);
-        ``on_reply`` is not called again
-400     the body is not JSON (or is empty)
-401     a ``secret`` is configured and the request does not carry it
+200     ``{"user_session_keys": [...]}``: what ``on_event`` returned within
+        ``deadline`` (default 8 s), else empty (late keys go out by
+        ``update_session`` when ``client=`` is given); also for a repeated
+        delivery, a kind outside ``kinds=``, or a failing ``on_event``
+        (the error logged)
+400     the body is not JSON (or nests too deep) or not a JSON object
+401     ``secret=`` is set and the ``secret_header`` (default
+        ``X-Webhook-Secret``) does not carry exactly that value
 413     the body is larger than ``max_body`` bytes (default 1 MiB)
-422     JSON without a usable ``session_external_id``
-503     the ``dedupe=`` ledger failed: the service should deliver again later
+422     an id or value that may not be stored or logged (over
+        :data:`MAX_ID_LENGTH` characters, control characters), or a session
+        event without its id
+503     the ``dedupe=`` store failed: ``on_event`` was not called
 ======  ==================================================================
 
-Error answers are ``{"error": <code>, "message": <text>}``. Where the id is
-looked for in the payload: :func:`extract_reply`; the whole decoded payload is
-kept on :attr:`ReplyEvent.payload`.
+*Duplicates.* A delivery is remembered by a digest of its whole body (or its
+``event_id``), so the same call sent twice is handled once while different
+answers of one session each are. Records expire after ``retention`` (default
+:data:`DEFAULT_RETENTION`, 7 days) and are pruned as deliveries arrive.
+``dedupe=`` takes a ledger (:class:`~campaignkit.ledger.PostgresLedger` for
+replicas); ``ledger=`` any :class:`EventRecorder`, called with each event.
 
-*Duplicates.* The ids of the last ``dedupe_size`` (default 10,000) accepted
-deliveries are remembered in memory (LRU). ``dedupe=`` takes a ledger instead
-(:class:`~campaignkit.ledger.SqliteLedger` for one machine,
-:class:`~campaignkit.ledger.PostgresLedger` for replicas; any
-:class:`DedupeStore` will do), which keeps the ids under the namespace
-:data:`DEDUPE_NAMESPACE` (``"first_reply"``) for good, and ``dedupe_size`` is
-not used.
+The first-reply helpers of earlier releases (:func:`first_reply_app`,
+:func:`first_reply_handler`, :func:`extract_reply`) read real payloads too,
+and are deprecated.
 
 **Assignment endpoint.** :class:`AgentPicker` caches :meth:`list_agents` for
 ``ttl`` seconds, filters by tag, picks round robin or least recently assigned,
@@ -60,27 +64,49 @@ from ._agents import (
     agent_json,
     plain_text,
 )
-from ._dedupe import DEDUPE_NAMESPACE, DedupeStore
+from ._checks import MAX_ID_LENGTH, MAX_VALUE_LENGTH
+from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore
+from ._events import EventKind, WebhookEvent, parse_event
 from ._first_reply import (
-    DEFAULT_MAX_BODY,
-    DEFAULT_SECRET_HEADER,
     WEBHOOK_HANDLER,
     FirstReplyHandler,
     first_reply_app,
     first_reply_handler,
 )
 from ._payload import MAX_DEPTH, NESTING_KEYS, ReplyEvent, extract_reply
+from ._receiver import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_BODY,
+    DEFAULT_SECRET_HEADER,
+    WEBHOOK_RECEIVER,
+    EventRecorder,
+    SessionUpdater,
+    WebhookHandler,
+    webhook_app,
+    webhook_handler,
+)
 
 __all__ = [
     "DEDUPE_NAMESPACE",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BODY",
+    "DEFAULT_RETENTION",
     "DEFAULT_SECRET_HEADER",
+    "EVENTS_NAMESPACE",
     "MAX_DEPTH",
+    "MAX_ID_LENGTH",
+    "MAX_VALUE_LENGTH",
     "NESTING_KEYS",
     "AgentPicker",
     "AgentSource",
     "DedupeStore",
+    "EventKind",
+    "EventRecorder",
     "FirstReplyHandler",
+    "SessionUpdater",
+    "WebhookEvent",
+    "WebhookHandler",
+    "WEBHOOK_RECEIVER",
     "NoAgentAvailable",
     "NoAgentAvailableError",
     "ReplyEvent",
@@ -89,7 +115,10 @@ __all__ = [
     "extract_reply",
     "first_reply_app",
     "first_reply_handler",
+    "parse_event",
     "plain_text",
+    "webhook_app",
+    "webhook_handler",
 ]
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The first-reply webhook: answer the service at once, run ``on_reply`` behind.
+"""The first-reply webhook (deprecated: :func:`webhook_app` answers every kind
+of call): answer the service at once, run ``on_reply`` behind.
 
 The handler answers ``202`` and runs ``on_reply`` in a background task, so a
 slow callback never makes the service time out; on shutdown those tasks get
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,12 +42,10 @@ from .._redaction import sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
-from ._payload import ID_FIELD, ReplyEvent, extract_reply
+from ._payload import ID_FIELD, ReplyEvent, read_reply
+from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
 
 logger = sdk_logger("campaignkit.webhooks")
-
-DEFAULT_SECRET_HEADER = "X-Webhook-Secret"
-DEFAULT_MAX_BODY = 1024 * 1024
 
 OnReply = Callable[[ReplyEvent], Awaitable[Any] | Any]
 
@@ -74,6 +74,12 @@ class FirstReplyHandler:
         dedupe: DedupeStore | None = None,
         shutdown_grace: float = 10.0,
     ) -> None:
+        warnings.warn(
+            "the first-reply helpers are deprecated: use campaignkit.webhooks.webhook_app, "
+            "which answers the service's 200 with keys within its 10 s",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         problems = []
         if max_body < 1:
             problems.append(("max_body", "must be at least 1 byte"))
@@ -161,7 +167,7 @@ class FirstReplyHandler:
         except orjson.JSONDecodeError:
             return error_answer(400, "bad_json", "the body is not valid JSON")
         try:
-            event = extract_reply(payload)
+            event = read_reply(payload)
         except ValidationError as exc:
             (path, message), *_ = exc.problems
             return error_answer(422, "no_session_external_id", f"{path}: {message}")

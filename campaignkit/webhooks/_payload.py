@@ -1,7 +1,8 @@
-"""What a first-reply webhook delivered, read from its decoded JSON body.
+"""What a first-reply webhook delivered, read from its decoded JSON body
+(deprecated: :func:`~campaignkit.webhooks.parse_event` reads every kind).
 
-The spec does not publish the payload's shape; it only says the call carries
-``session_external_id`` and may deliver ``user_session_keys``. The id (a
+A real payload's id is its ``session_id`` (``session.external_id`` when the
+conversation closed). Else the spec's ``session_external_id`` (a
 non-empty string, or an integer) is looked for at the top level of the JSON
 object first, then inside the objects found under the keys in
 :data:`NESTING_KEYS`, breadth first, at most :data:`MAX_DEPTH` levels deep
@@ -13,15 +14,17 @@ are skipped and logged).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import attrs
-import orjson
 
 from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
+from ._checks import MAX_ID_LENGTH, problem_of
+from ._events import EventKind, parse_event, session_keys_of
 
 logger = sdk_logger("campaignkit.webhooks")
 
@@ -58,13 +61,31 @@ class ReplyEvent:
 
 
 def extract_reply(payload: Any) -> ReplyEvent:
-    """The :class:`ReplyEvent` of a decoded webhook payload.
+    """The :class:`ReplyEvent` of a decoded webhook payload (deprecated: use
+    :func:`~campaignkit.webhooks.parse_event`).
 
     Raises :class:`~campaignkit.errors.ValidationError` (a ``ValueError``)
     naming the path of the id when no usable one is found.
     """
+    warnings.warn(
+        "extract_reply is deprecated: use campaignkit.webhooks.parse_event",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return read_reply(payload)
+
+
+def read_reply(payload: Any) -> ReplyEvent:
+    """:func:`extract_reply` without its warning (the first-reply handler's)."""
     if not isinstance(payload, Mapping):
         _unusable("$", f"the body must be a JSON object, got {type(payload).__name__}")
+    event = parse_event(payload)
+    problem = problem_of(event)
+    if problem is not None:
+        _unusable(*problem.split(": ", 1))
+    if event.session_id is not None and event.kind is not EventKind.UNKNOWN:
+        # A real payload: session_id, or session.external_id when closed.
+        return ReplyEvent(event.session_id.strip() or _empty(), event.user_session_keys, payload)
     found = _find_id_holder(payload)
     if found is None:
         _unusable(ID_FIELD, "missing from the payload")
@@ -75,8 +96,15 @@ def extract_reply(payload: Any) -> ReplyEvent:
     session_id = str(raw_id).strip()
     if not session_id:
         _unusable(path, "is empty")
-    raw_keys = holder.get(KEYS_FIELD, payload.get(KEYS_FIELD))
-    return ReplyEvent(session_id, _session_keys(raw_keys), payload)
+    if len(session_id) > MAX_ID_LENGTH or not session_id.isprintable():
+        _unusable(path, f"over {MAX_ID_LENGTH} characters or has control characters")
+    nested = holder.get(KEYS_FIELD) if holder is not payload else None
+    keys = event.user_session_keys if nested is None else session_keys_of(nested)
+    return ReplyEvent(session_id, keys, payload)
+
+
+def _empty() -> NoReturn:
+    _unusable("session_id", "is empty")
 
 
 def _unusable(path: str, message: str) -> NoReturn:
@@ -99,30 +127,3 @@ def _find_id_holder(payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]
         if not level:
             break
     return None
-
-
-def _session_keys(raw: Any) -> tuple[SessionKey, ...]:
-    items: Iterable[tuple[Any, Any]]
-    if raw is None:
-        return ()
-    if isinstance(raw, Mapping):
-        items = raw.items()
-    elif isinstance(raw, list):
-        pairs = []
-        for entry in raw:
-            if isinstance(entry, Mapping) and "key" in entry and "value" in entry:
-                pairs.append((entry["key"], entry["value"]))
-            else:
-                logger.warning("webhook: skipped a malformed user_session_keys entry: %r", entry)
-        items = pairs
-    else:
-        logger.warning("webhook: ignored user_session_keys of type %s", type(raw).__name__)
-        return ()
-    keys = []
-    for key, value in items:
-        if isinstance(key, str) and key and isinstance(value, str | int | float | bool):
-            text = value if isinstance(value, str) else orjson.dumps(value).decode()
-            keys.append(SessionKey(key, text))
-        else:
-            logger.warning("webhook: skipped session variable %r=%r", key, value)
-    return tuple(keys)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import logging
 import random
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -13,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from taskiq import AsyncBroker
 
+from .._redaction import sdk_logger
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from taskiq_redis import RedisStreamBroker
 
-log = logging.getLogger("campaignkit.workers")
+log = sdk_logger("campaignkit.workers")
 
 _ATTEMPTS = 5  # to send or acknowledge a message; reading retries for ever
 

@@ -3,7 +3,6 @@ which logs one line per chunk."""
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import time
@@ -13,12 +12,13 @@ from typing import TypeAlias
 
 from taskiq import TaskiqState
 
+from .._redaction import sdk_logger
 from ..bulk import send_claim
 from ..client import CampaignClient
 from ..errors import ConfigurationError, LedgerError
 from ..ledger import Journal, Ledger, ledger_from
 
-log = logging.getLogger("campaignkit.workers")
+log = sdk_logger("campaignkit.workers")
 
 LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
 """A DSN or SQLite path, a ledger, or a function making one (called once per process)."""

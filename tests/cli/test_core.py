@@ -101,6 +101,7 @@ def test_exit_statuses_keep_their_numbers() -> None:
         "ambiguous": 4,
         "network": 5,
         "partial": 6,
+        "no_ledger": 7,
         "interrupted": 130,
     }
     assert {status.name.lower(): status.value for status in ExitStatus} == expected

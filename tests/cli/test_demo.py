@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+
 from helpers.cli import (
     subprocess,
 )
+from helpers.processes import run_process
+
+# A shell where `make demo` left the virtualenv inactive: its bin is not on PATH.
+BARE_PATH = {"PATH": os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])}
 
 
 async def test_demo_end_to_end() -> None:
-    result = await subprocess("demo", "--speed", "40", timeout=90)
+    result = await subprocess("demo", "--speed", "40", timeout=90, env=BARE_PATH)
     assert result.code == 0, result.err[-2000:]
     out = result.out
     for marker in (
@@ -28,3 +36,12 @@ async def test_demo_end_to_end() -> None:
         assert marker in out, marker
     assert "200/200" in result.err  # the progress reached the end
     assert "Traceback" not in result.err
+
+    # The "Next:" commands work in the shell the demo ran from.
+    next_line = next(line for line in out.splitlines() if "Next: `" in line)
+    command = re.findall(r"`([^`]+)`", next_line)[1]
+    assert command.endswith(" --help")
+    assert command.split()[0] != "campaignkit"  # not on this PATH
+    helped = await run_process(*shlex.split(command), env={**os.environ, **BARE_PATH}, timeout=30)
+    assert helped.code == 0, helped.err
+    assert "usage: campaignkit" in helped.out

@@ -63,10 +63,11 @@ async def test_a_naive_eta_is_refused_everywhere_naming_the_field(
     [row] = users_from_csv(csv_path)
     assert isinstance(row, InvalidInput)
     assert row.reason == "line 2: deployment_eta: datetime must be timezone-aware"
-    for path in (csv_path, json_path):
+    # A CSV names its file line, a JSON array the index.
+    for path, where in ((csv_path, "u.csv: line 2: "), (json_path, "users[0].")):
         sent = await run(sb, "send", str(poll), str(path))
         assert sent.code == 2, sent.err
-        assert "users[0].deployment_eta: datetime must be timezone-aware" in sent.err
+        assert f"{where}deployment_eta: datetime must be timezone-aware" in sent.err
     async with sb.client() as client:
         report = await client.send_bulk(poll, [{**ROW, "deployment_eta": eta}])
     assert [i.reason for i in report.invalid] == [
@@ -97,3 +98,22 @@ async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_pat
     bulk = await run(sb, "send", str(poll), str(path), "--bulk")
     assert bulk.code == 6, bulk.err
     assert "invalid: input #2: unknown field(s): phone" in bulk.err
+
+
+def test_a_json_lines_file_of_one_line_is_one_user(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_bytes(orjson.dumps(ROW) + b"\n")
+    [user] = load_users(str(path), None)
+    assert (user.country_code, user.cellphone) == (ROW["country_code"], ROW["cellphone"])
+
+
+def test_a_send_of_a_semicolon_file_names_the_file_line(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfsep=;\r\ncountry_code;cellphone\r\n+57;30\r\n57;3000000002\r\n")
+    with pytest.raises(UsageError) as info:
+        load_users(str(path), None)
+    assert str(info.value) == (
+        f"{path}: line 3: cellphone: must be 4 to 15 digits without the country code (spaces, "
+        "dashes and parentheses are allowed); line 4: country_code: must be '+' and 1 to 4 "
+        "digits, got '57' (did you mean '+57'?)"
+    )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 
+import orjson
 import pytest
 
+from campaignkit._wire import sansio as wire
 from campaignkit.cli import output
+from campaignkit.models import CampaignStatus
 
 
 class FakeTTY(io.StringIO):
@@ -44,3 +47,25 @@ def test_progress_plain_and_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     with output.Progress(quiet, "work", enabled=False) as progress:
         progress.update(1, 2)
     assert quiet.getvalue() == ""
+
+
+def test_a_decoded_status_prints_as_json_like_one_built_by_hand() -> None:
+    # A decoded status's deployments are made on access, not a tuple: they
+    # print as the same JSON array (they printed as their repr in a string).
+    deployment = {
+        "conversation_id": "c",
+        "service_id": "s",
+        "cellphone": "1",
+        "business_scope_id": None,
+        "username": None,
+        "status": "DELIVERED",
+    }
+    answer = {"launch_request_id": "l", "status": "DONE", "poll_id": 1}
+    status = wire.decoder(CampaignStatus)(
+        orjson.dumps({**answer, "deployments": [deployment]}), 200, {}
+    )
+    assert not isinstance(status.deployments, tuple)
+    expected = {**answer, "deployments": [deployment], "counts": {"DELIVERED": 1}}
+    assert orjson.loads(output.dumps(output.status_json(status))) == expected
+    by_hand = CampaignStatus("l", status.status, 1, tuple(status.deployments))
+    assert output.dumps(by_hand) == output.dumps(status)

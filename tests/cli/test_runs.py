@@ -3,7 +3,10 @@ an in-process sandbox and a real PostgreSQL ledger."""
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
+import logging
 import os
 import sys
 from pathlib import Path
@@ -11,6 +14,9 @@ from pathlib import Path
 import pytest
 from helpers.cli import run
 
+from campaignkit.cli.context import Ctx
+from campaignkit.cli.runs import _worker_logging
+from campaignkit.errors import LedgerError
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -130,3 +136,29 @@ async def test_worker_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch
     assert result.code == 3, result.err
     assert "pip install 'campaignkit[workers]'" in result.err
     assert "import of taskiq" in result.err  # what was missing, too
+
+
+@pytest.mark.parametrize(("quiet", "debug"), [(False, False), (False, True), (True, False)])
+def test_worker_lines_on_stderr(quiet: bool, debug: bool) -> None:
+    """What ``campaignkit worker`` prints: a line per chunk at its default
+    level (warnings only with --quiet), a failed chunk's traceback only with
+    --debug, and not taskiq's copy of it; nothing left behind afterwards."""
+    err = io.StringIO()
+    ctx = Ctx(argparse.Namespace(quiet=quiet, debug=debug, json=False), io.StringIO(), err)
+    workers = logging.getLogger("campaignkit.workers")
+    with _worker_logging(ctx):
+        workers.info("run r chunk c: 5 accepted in 0.10 s")
+        try:
+            raise LedgerError("the ledger failed")
+        except LedgerError:
+            workers.error("run r chunk d: failed after 0.20 s", exc_info=True)
+            logging.getLogger("taskiq.receiver.receiver").exception(
+                "Exception found while executing function."
+            )
+    text = err.getvalue()
+    assert ("run r chunk c: 5 accepted in 0.10 s" in text) is not quiet
+    assert "run r chunk d: failed after 0.20 s" in text
+    assert ("Traceback" in text) is debug
+    assert "Exception found while executing function" not in text
+    workers.error("after the worker")
+    assert "after the worker" not in err.getvalue()

@@ -87,7 +87,9 @@ async def test_send_invalid_user_is_usage_error_naming_the_path(
     )
     result = await run(sb, "send", str(poll), str(path))
     assert result.code == 2
-    assert "users[1].country_code" in result.err
+    # The file's line (the header is line 1), and the fix for a missing '+'.
+    assert "u.csv: line 3: country_code: must be '+' and 1 to 4 digits, got '57'" in result.err
+    assert "(did you mean '+57'?)" in result.err
     assert result.err.count("\n") == 1
     assert (await sb.snapshot(users=False))["companies"][0]["launches"] in ([], {})
 
@@ -155,5 +157,32 @@ async def test_send_5xx_is_ambiguous_exit_4(sb: Sandbox, tmp_path: Path) -> None
     await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
     result = await run(sb, "send", str(poll), str(path))
     assert result.code == 4
-    assert "do not resend blindly" in result.err
-    assert result.err.count("\n") == 1
+    *advice, error = result.err.splitlines()
+    assert error.startswith("campaignkit: error: send_campaign may or may not have reached")
+    assert advice[0].startswith("these 2 users were not sent again.")
+    assert "campaignkit status" not in result.err  # it cannot answer without an ack
+    # The commands given are exact, and they work.
+    check, resend = (line.strip().split()[1:] for line in advice if line.startswith("  "))
+    assert check[:3] == ["sessions", str(poll), "--since"]
+    listed = await run(sb, *check)
+    assert listed.code == 0, listed.err
+    assert listed.out.startswith("id,created_at,finished_at,country_code,cellphone")
+    assert resend == ["send", str(poll), str(path)]
+
+
+async def test_a_rerun_s_ambiguous_users_get_advice_in_good_grammar(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await first_poll(sb)
+    path = write_csv(tmp_path / "u.csv", users_rows(3))
+    journal = str(tmp_path / "sends.db")
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
+    first = await run(sb, "send", str(poll), str(path), "--bulk", "--journal", journal)
+    assert first.code == 4, first.err
+    again = await run(sb, "send", str(poll), str(path), "--bulk", "--journal", journal)
+    assert again.code == 4, again.err
+    assert "these users were ambiguous in an earlier run" in again.err
+    assert "these 3 users were not sent again." in again.err
+    export = f"campaignkit runs poll-{poll} --journal {journal} --export ambiguous -o ambiguous.csv"
+    assert f"  {export} && campaignkit send {poll} ambiguous.csv" in again.err
+    assert "never resends them" in again.err

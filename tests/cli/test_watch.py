@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -11,6 +13,7 @@ import pytest
 from helpers.cli import SCRIPT, run, sandbox_args
 
 from campaignkit import User
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -34,6 +37,33 @@ async def test_report_writes_a_self_contained_file(sb: Sandbox, tmp_path: Path) 
     assert "<script" not in page
     assert "http://" not in page
     assert "https://" not in page
+
+
+async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    await sb.set_clock(speed=3)  # a campaign of a few seconds
+    journal = tmp_path / "runs.db"
+    users = [User(cellphone=f"300111{i:04d}", country_code="+57") for i in range(5)]
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0]
+        report = await client.send_bulk(poll.id, users, journal=journal, run="r1")
+    async with SqliteLedger(journal) as ledger:
+        info = await ledger.run_info("r1")
+    assert info is not None
+    out = tmp_path / "report.html"
+    launch = report.launch_request_ids[0]
+    result = await run(sb, "report", launch, "-o", str(out), "--journal", str(journal))
+    assert result.code == 0, result.err
+    page = out.read_text()
+    started = datetime.fromtimestamp(info.created, UTC)
+    assert f"run started</dt><dd>{started:%Y-%m-%d %H:%M:%S} UTC" in page
+    assert 'over 0 s"' not in page
+    assert page.count("<polygon") >= 2  # queued from the run's start, then delivered
+    assert poll.name in page
+    missing = await run(sb, "report", launch, "-o", str(out), "--journal", "typo.db")
+    assert missing.code != 0
+    assert "typo.db: no such ledger file" in missing.err
 
 
 async def wait_for_line(proc: asyncio.subprocess.Process, start: str) -> str:
@@ -104,3 +134,56 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     finally:
         code = await stop(proc)
     assert code == 0
+
+
+async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0]
+        users = [User(cellphone=f"300222{i:04d}", country_code="+57") for i in range(3)]
+        await client.send_bulk(poll.id, users, journal=journal, run="spring")
+    proc = await asyncio.create_subprocess_exec(
+        str(SCRIPT),
+        "dashboard",
+        "--port",
+        "0",
+        "--journal",
+        str(journal),
+        *sandbox_args(sb),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        url = (await wait_for_line(proc, "dashboard: ")).split()[1]
+        page = await get_text(url)
+    finally:
+        code = await stop(proc)
+    assert code == 0
+    assert 'data-run="spring"' in page
+    assert f"{poll.name} (poll {poll.id})" in page
+
+
+async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        str(SCRIPT),
+        "dashboard",
+        "--port",
+        "0",
+        *sandbox_args(sb),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": "cli-t0ken"},
+    )
+    try:
+        url = (await wait_for_line(proc, "dashboard: ")).split()[1]
+        async with aiohttp.ClientSession() as http, http.get(url.split("?")[0]) as response:
+            without = response.status
+        jar = aiohttp.CookieJar(unsafe=True)  # a browser keeps cookies of IP hosts too
+        async with aiohttp.ClientSession(cookie_jar=jar) as browser, browser.get(url) as response:
+            page = await response.text()
+    finally:
+        code = await stop(proc)
+    assert code == 0
+    assert url.endswith("/?token=cli-t0ken")
+    assert without == 401
+    assert "Campaigns" in page

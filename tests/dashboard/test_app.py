@@ -60,8 +60,8 @@ async def test_a_launch_stream_follows_the_campaign_to_the_tracker_counts(
 
     assert first_done["funnel"]["total"] == expected["total"]
     html = events[-1]["html"]
-    assert set(html) == {"summary", "funnel", "chart"}
-    for stage in ("queued", "taken", "sent", "delivered", "failed", "unknown"):
+    assert set(html) == {"summary", "funnel", "chart", "failures"}
+    for stage in ("waiting", "sent", "delivered", "failed", "unknown"):
         assert f'data-stage="{stage}">{expected[stage]}<' in html["funnel"]
         assert f'data-stage="{stage}">{expected[stage]}<' in page
     assert "<svg" in html["chart"]

@@ -8,24 +8,30 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from campaignkit import CampaignState, DeploymentStatus
+from campaignkit import CampaignState, DeploymentStatus, status
 from campaignkit.dashboard import Funnel, Sample, Stage, Timeline, funnel, stage_of
+from campaignkit.dashboard._funnel import FUNNEL
 from campaignkit.dashboard._svg import chart_svg
 
 S = DeploymentStatus
 NON_FAILURES = {
-    S.RECEIVED: Stage.TAKEN,
-    S.RECEIVED_BY_WORKER: Stage.TAKEN,
-    S.RETRY: Stage.TAKEN,
+    S.RECEIVED: Stage.WAITING,
+    S.RECEIVED_BY_WORKER: Stage.WAITING,
+    S.RETRY: Stage.WAITING,
     S.SUCCESS: Stage.SENT,
-    S.PUSH_NOTIFICATION: Stage.SENT,
+    S.PUSH_NOTIFICATION: Stage.DELIVERED,
     S.DELIVERED: Stage.DELIVERED,
 }
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def test_not_taken_is_queued() -> None:
-    assert stage_of(None) is Stage.QUEUED
+def test_not_taken_is_waiting() -> None:
+    assert stage_of(None) is Stage.WAITING
+
+
+def test_the_dashboard_speaks_the_one_vocabulary() -> None:
+    assert Stage is status.Stage
+    assert stage_of is status.stage_of
 
 
 @pytest.mark.parametrize("status", list(S), ids=str)
@@ -33,8 +39,8 @@ def test_every_known_status_has_its_stage(status: DeploymentStatus) -> None:
     assert stage_of(status) is NON_FAILURES.get(status, Stage.FAILED)
 
 
-def test_the_wire_misspelling_is_sent() -> None:
-    assert stage_of(S("PUSH_NOTIFATION")) is Stage.SENT
+def test_the_wire_misspelling_is_delivered() -> None:
+    assert stage_of(S("PUSH_NOTIFATION")) is Stage.DELIVERED
 
 
 def test_an_unknown_status_is_its_own_stage() -> None:
@@ -51,24 +57,23 @@ def test_funnel_of_counts() -> None:
     counts.update({S.INVALID_PHONE: 2, S.FAILURE: 2})
     result = funnel(counts)
     assert result == Funnel(
-        queued=4,
-        taken=3,
+        waiting=7,
         sent=3,
         delivered=5,
         failures=(("FAILURE", 2), ("INVALID_PHONE", 2), ("REVOKED", 1)),
     )
     assert (result.failed, result.total) == (5, 20)
     assert result.to_json() == {
-        "queued": 4,
-        "taken": 3,
+        "waiting": 7,
         "sent": 3,
         "delivered": 5,
         "failed": 5,
         "unknown": 0,
         "total": 20,
+        "done": 13,
         "failures": {"FAILURE": 2, "INVALID_PHONE": 2, "REVOKED": 1},
     }
-    assert [stage for stage, _ in result.stages()] == list(Stage)
+    assert [stage for stage, _ in result.stages()] == list(FUNNEL)
 
 
 def test_zero_counts_leave_no_failure_row() -> None:
@@ -77,7 +82,7 @@ def test_zero_counts_leave_no_failure_row() -> None:
 
 def sample(seconds: float, delivered: int, state: CampaignState = CampaignState.CLAIMED) -> Sample:
     return Sample(
-        T0 + timedelta(seconds=seconds), state, Funnel(queued=10 - delivered, delivered=delivered)
+        T0 + timedelta(seconds=seconds), state, Funnel(waiting=10 - delivered, delivered=delivered)
     )
 
 
@@ -96,9 +101,9 @@ def test_timeline_skips_repeats_and_keeps_its_ends_when_full() -> None:
 
 def test_chart_stacks_the_stages_over_time() -> None:
     svg = chart_svg([sample(0, 0), sample(30, 4), sample(60, 10, CampaignState.DONE)])
-    assert svg.count("<polygon") == 2  # queued and delivered; empty stages draw nothing
+    assert svg.count("<polygon") == 2  # waiting and delivered; empty stages draw nothing
     assert 'class="area st-delivered"' in svg
-    assert 'class="area st-queued"' in svg
+    assert 'class="area st-waiting"' in svg
     assert ">60 s</text>" in svg
     assert ">10</text>" in svg  # the y axis tops at the largest total
 

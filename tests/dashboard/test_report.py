@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from campaignkit import CampaignClient, CampaignState, CampaignStatus, Deployment, DeploymentStatus
-from campaignkit.dashboard import Funnel, Sample, funnel, render_report, write_report
+from campaignkit.dashboard import (
+    Funnel,
+    Sample,
+    follow_report,
+    funnel,
+    render_report,
+    write_report,
+)
+from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -58,7 +66,7 @@ def test_a_report_is_self_contained_and_escapes_what_it_shows() -> None:
     assert "<b>launch</b>" not in page
     assert "&lt;b&gt;launch&lt;/b&gt;" in page
     assert 'data-stage="delivered">5<' in page
-    assert 'data-stage="queued">1<' in page
+    assert 'data-stage="waiting">1<' in page
     assert 'data-reason="FAILURE_BY_OPTOUT_CONTACT">1<' in page
     assert "<style>" in page
     assert ".st-delivered" in page
@@ -90,3 +98,34 @@ async def test_write_report_reads_the_launch(
 def test_the_check_sees_what_loads_from_elsewhere() -> None:
     page = '<link rel="stylesheet" href="/s.css"><p style="background:url(x.png)">'
     assert outside_references(page) == ["<link>", "link href=/s.css", "url("]
+
+
+def test_the_chart_starts_when_the_run_started() -> None:
+    status = CampaignStatus("l", CampaignState.DONE, 7, (deployment(0, S.DELIVERED),))
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    seen = [Sample(start + timedelta(minutes=3), CampaignState.DONE, funnel({S.DELIVERED: 1}))]
+    page = render_report(status, seen, now=start + timedelta(minutes=4), started=start)
+    unknown_start = render_report(status, seen, now=start + timedelta(minutes=4))
+
+    assert 'aria-label="deployments by stage over 4 min"' in page
+    assert "run started</dt><dd>2026-01-01 00:00:00 UTC" in page
+    assert 'aria-label="deployments by stage over 60 s"' in unknown_start
+    assert page.count("<polygon") == 2  # waiting from the start, then delivered
+
+
+async def test_follow_report_samples_the_launch_until_it_settles(
+    sandbox: Sandbox,
+    client: CampaignClient,
+    send: Callable[[], Awaitable[str]],
+    settle: Callable[[str], Awaitable[Counter[DeploymentStatus | None]]],
+) -> None:
+    await sandbox.set_clock(speed=4)  # a campaign of a few seconds
+    launch = await send()
+    status, samples = await follow_report(client, launch, poll_interval=0.05, max_interval=0.2)
+    expected = funnel(await settle(launch))
+
+    assert len(samples) >= 3
+    assert samples[-1].funnel == expected
+    assert funnel(Counter(d.status for d in status.deployments)) == expected
+    assert samples[-1].at - samples[0].at >= timedelta(seconds=1)
+    assert [s.at for s in samples] == sorted(s.at for s in samples)

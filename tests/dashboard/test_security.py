@@ -250,3 +250,10 @@ async def test_every_answer_carries_the_security_headers(
         assert headers["Referrer-Policy"] == "no-referrer"
     assert "script-src" not in report["Content-Security-Policy"]
     assert "default-src 'none'" in report["Content-Security-Policy"]
+
+
+def test_launches_given_beyond_the_bound_keep_the_last_ones(client: CampaignClient) -> None:
+    dashboard = Dashboard(client, launches=[f"l{i}" for i in range(5)], max_followed=3)
+    assert [s.launch_request_id for s in dashboard.summaries()] == ["l4", "l3", "l2"]
+    with pytest.raises(ValueError, match="max_followed"):
+        Dashboard(client, max_followed=0)

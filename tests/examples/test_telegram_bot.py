@@ -1,6 +1,7 @@
-"""examples/telegram_progress_bot.py against a local stand-in of the Telegram
-Bot API (aiogram pointed at it through its API server setting) and the
-sandbox: one message posted, then edited in place within Telegram's limits."""
+"""examples/telegram_progress_bot.py driven through aiogram's dispatcher, with
+a fake Bot API session (no network to Telegram) and the sandbox behind the
+client: trusted chats only, the CSV sent as a document, a second /campaign
+that resends nobody, one line per failure, one message edited in place."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 import importlib.util
 import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,18 +17,21 @@ from typing import Any
 import attrs
 import pytest
 from aiogram import Bot, Dispatcher
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
-from aiogram.types import Update
-from aiohttp import web
-from helpers.servers import serving
+from aiogram.client.session.base import BaseSession
+from aiogram.exceptions import TelegramRetryAfter
+from aiogram.methods import EditMessageText, GetFile, SendMessage, TelegramMethod
+from aiogram.types import File, Message, Update
 
 from campaignkit import CampaignClient, CampaignState, DeploymentStatus
 from campaignkit.progress import ProgressUpdate
+from campaignkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(60)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "telegram_progress_bot.py"
 TOKEN = "123456:test-token"
 CHAT = 42
+STRANGER = 666
 EVERY = 0.3
 RETRY_AFTER = 1
 
@@ -45,116 +49,170 @@ def load_example() -> ModuleType:
 class Call:
     at: float
     method: str
-    fields: dict[str, str]
-    status: int
+    chat_id: int | str | None
+    text: str
+    flooded: bool = False
 
 
-@attrs.define
-class BotApi:
-    """The Bot API's answers to sendMessage and editMessageText; the edit
-    numbered ``flood_at`` (from 1) is answered 429 with ``retry_after``."""
+class FakeBotApi(BaseSession):
+    """The Bot API as aiogram's session sees it, in memory: messages sent and
+    edited are recorded; files are served from ``files``; the edit numbered
+    ``flood_at`` (from 1) is answered 429 with ``retry_after``."""
 
-    flood_at: int = 2
-    calls: list[Call] = attrs.Factory(list)
-    url: str = ""
+    def __init__(self, flood_at: int = 0) -> None:
+        super().__init__()
+        self.flood_at = flood_at
+        self.calls: list[Call] = []
+        self.files: dict[str, bytes] = {}
 
-    async def handle(self, request: web.Request) -> web.Response:
-        assert request.match_info["token"] == TOKEN
-        method = request.match_info["method"]
-        fields = {key: str(value) for key, value in (await request.post()).items()}
-        edits = sum(call.method == "editMessageText" for call in self.calls)
-        flood = method == "editMessageText" and edits + 1 == self.flood_at
-        self.calls.append(Call(time.monotonic(), method, fields, 429 if flood else 200))
-        if flood:
-            return web.json_response(
-                {
-                    "ok": False,
-                    "error_code": 429,
-                    "description": f"Too Many Requests: retry after {RETRY_AFTER}",
-                    "parameters": {"retry_after": RETRY_AFTER},
-                },
-                status=429,
+    async def make_request(
+        self, bot: Bot, method: TelegramMethod[Any], timeout: int | None = None
+    ) -> Any:
+        if isinstance(method, GetFile):
+            data = self.files[method.file_id]
+            return File(
+                file_id=method.file_id,
+                file_unique_id=method.file_id,
+                file_size=len(data),
+                file_path=f"documents/{method.file_id}",
             )
-        message = {
-            "message_id": 2,
-            "date": 0,
-            "chat": {"id": int(fields["chat_id"]), "type": "private"},
-            "text": fields["text"],
-        }
-        return web.json_response({"ok": True, "result": message})
+        assert isinstance(method, SendMessage | EditMessageText), method
+        name = type(method).__name__
+        edits = sum(call.method == "EditMessageText" for call in self.calls)
+        flooded = name == "EditMessageText" and edits + 1 == self.flood_at
+        self.calls.append(Call(time.monotonic(), name, method.chat_id, str(method.text), flooded))
+        if flooded:
+            raise TelegramRetryAfter(  # type: ignore[misc]  # aiogram's generic __init__
+                method=method, message="Too Many Requests", retry_after=RETRY_AFTER
+            )
+        if isinstance(method, SendMessage):
+            number = 1000 + len(self.calls)
+        else:
+            assert method.message_id is not None
+            number = method.message_id
+        return Message.model_validate(
+            {
+                "message_id": number,
+                "date": 0,
+                "chat": {"id": method.chat_id, "type": "private"},
+                "text": method.text,
+            },
+            context={"bot": bot},
+        )
 
-    def of(self, method: str) -> list[Call]:
-        return [call for call in self.calls if call.method == method]
+    async def stream_content(
+        self,
+        url: str,
+        headers: dict[str, Any] | None = None,
+        timeout: int = 30,
+        chunk_size: int = 65536,
+        raise_for_status: bool = True,
+    ) -> AsyncGenerator[bytes, None]:
+        file_id = url.rsplit("/", 1)[1]
+        yield self.files[file_id]
+
+    async def close(self) -> None:
+        pass
+
+    def texts(self, method: str = "SendMessage", chat: int = CHAT) -> list[str]:
+        return [c.text for c in self.calls if c.method == method and c.chat_id == chat]
 
 
-@pytest.fixture
-async def bot_api() -> AsyncIterator[BotApi]:
-    api = BotApi()
-    app = web.Application()
-    app.router.add_post("/bot{token}/{method}", api.handle)
-    async with serving(app) as url:
-        api.url = url
-        yield api
-
-
-def campaign_message(bot: Bot, text: str) -> Update:
+def document_message(bot: Bot, chat: int, file_id: str, caption: str, size: int) -> Update:
     return Update.model_validate(
         {
             "update_id": 1,
             "message": {
                 "message_id": 1,
                 "date": 0,
-                "chat": {"id": CHAT, "type": "private"},
+                "chat": {"id": chat, "type": "private"},
                 "from": {"id": 7, "is_bot": False, "first_name": "Ana"},
-                "text": text,
+                "document": {
+                    "file_id": file_id,
+                    "file_unique_id": file_id,
+                    "file_name": "users.csv",
+                    "mime_type": "text/csv",
+                    "file_size": size,
+                },
+                "caption": caption,
             },
         },
         context={"bot": bot},
     )
 
 
-def write_users(path: Path, count: int) -> None:
-    """Delivered numbers, and every tenth one failing (9914: FAILURE, 9908:
-    INVALID_PHONE, alternately)."""
-    rows = ["country_code,cellphone"]
+def users_csv(count: int) -> bytes:
+    """Semicolon-separated, as Excel writes in Spanish: delivered numbers, and
+    every tenth one failing (9914: FAILURE, 9908: INVALID_PHONE, alternately)."""
+    rows = ["country_code;cellphone;nombre"]
     for i in range(count):
         magic = 14 if i % 20 == 0 else 8
-        rows.append(f"+57,3001{i:02d}99{magic:02d}" if i % 10 == 0 else f"+57,3002{i:06d}")
-    path.write_text("\n".join(rows) + "\n")
+        phone = f"3001{i:02d}99{magic:02d}" if i % 10 == 0 else f"3002{i:06d}"
+        rows.append(f"+57;{phone};Cliente {i}")
+    return ("\r\n".join(rows) + "\r\n").encode()
 
 
-async def test_the_bot_edits_one_message_within_telegram_s_limits(
-    bot_api: BotApi, client: CampaignClient, tmp_path: Path
-) -> None:
+@attrs.define
+class Harness:
+    example: ModuleType
+    api: FakeBotApi
+    bot: Bot
+    dispatcher: Dispatcher
+    poll: str
+
+    async def send_file(self, content: bytes, *, chat: int = CHAT, caption: str = "") -> None:
+        file_id = f"f{len(self.api.files)}"
+        self.api.files[file_id] = content
+        update = document_message(
+            self.bot, chat, file_id, caption or f"/campaign {self.poll}", len(content)
+        )
+        async with asyncio.timeout(40):
+            await self.dispatcher.feed_update(self.bot, update)
+
+
+@pytest.fixture
+async def harness(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Harness]:
     example = load_example()
-    users = tmp_path / "users.csv"
-    write_users(users, 40)
+    api = FakeBotApi(flood_at=getattr(request, "param", 0))
     dispatcher = Dispatcher()
-    dispatcher.include_router(example.campaign_router(client, every=EVERY))
-    session = AiohttpSession(api=TelegramAPIServer.from_base(bot_api.url))
-    async with Bot(TOKEN, session=session) as bot:
-        async with asyncio.timeout(30):
-            await dispatcher.feed_update(bot, campaign_message(bot, f"/campaign {users}"))
+    trusted = example.trusted_chats({"TELEGRAM_TRUSTED_CHATS": f" {CHAT}, 7"})
+    router = example.campaign_router(
+        client, trusted, tmp_path / "bot.db", every=EVERY, track_timeout=20
+    )
+    dispatcher.include_router(router)
+    poll = (await client.list_polls())[0].id
+    async with Bot(TOKEN, session=api) as bot:
+        yield Harness(example, api, bot, dispatcher, str(poll))
 
-    (post,) = bot_api.of("sendMessage")  # one message, then only edits
-    assert post.fields["text"].startswith("Sending 40 users to ")
-    edits = bot_api.of("editMessageText")
-    assert {(e.fields["chat_id"], e.fields["message_id"]) for e in edits} == {(str(CHAT), "2")}
-    flooded = [i for i, e in enumerate(edits) if e.status == 429]
-    assert flooded == [1]
+
+@pytest.mark.parametrize("harness", [2], indirect=True)
+async def test_a_csv_sent_in_the_chat_is_followed_in_one_edited_message(
+    harness: Harness, sb: Sandbox
+) -> None:
+    await harness.send_file(users_csv(40))
+    api = harness.api
+    summary, following = api.texts()  # then only edits
+    assert summary.startswith(f"Run tg-{CHAT}-{harness.poll}-")
+    assert summary.endswith(": 40 sent now")
+    assert following == "Following 40 users..."
+    edits = [c for c in api.calls if c.method == "EditMessageText"]
+    assert {c.chat_id for c in edits} == {CHAT}
     # The 429 was waited out, and the same edit made again: no update lost.
-    assert edits[2].fields["text"] == edits[1].fields["text"]
+    assert [i for i, e in enumerate(edits) if e.flooded] == [1]
+    assert edits[2].text == edits[1].text
     assert edits[2].at - edits[1].at >= RETRY_AFTER
-    done = [e for e in edits if e.status == 200]
-    texts = [e.fields["text"] for e in done]
-    assert all(a != b for a, b in itertools.pairwise([post.fields["text"], *texts]))
-    assert min(b.at - a.at for a, b in itertools.pairwise([post, *done])) >= EVERY * 0.95
+    shown = [e for e in edits if not e.flooded]
+    texts = [e.text for e in shown]
+    assert all(a != b for a, b in itertools.pairwise([following, *texts]))
+    assert min(b.at - a.at for a, b in itertools.pairwise(shown)) >= EVERY * 0.95
     last = texts[-1].splitlines()
     assert last[:2] == [
         "[####################]",
         f"Finished; request {CampaignState.DONE.description}",
     ]
-    # Every person counted: sent (SUCCESS) ones are not dropped from the total.
+    # Every person counted, in the vocabulary of every screen.
     assert last[2].startswith("40/40 settled (100%): ")
     assert last[2].endswith(" delivered, 4 failed")
     assert last[3:] == [
@@ -163,17 +221,87 @@ async def test_the_bot_edits_one_message_within_telegram_s_limits(
     ]
 
 
-async def test_the_command_without_a_path_answers_its_usage(
-    bot_api: BotApi, client: CampaignClient
+async def test_a_second_campaign_of_the_same_file_resends_nobody(
+    harness: Harness, sb: Sandbox
 ) -> None:
-    dispatcher = Dispatcher()
-    dispatcher.include_router(load_example().campaign_router(client))
-    session = AiohttpSession(api=TelegramAPIServer.from_base(bot_api.url))
-    async with Bot(TOKEN, session=session) as bot:
-        await dispatcher.feed_update(bot, campaign_message(bot, "/campaign"))
-    assert [(c.method, c.fields["text"]) for c in bot_api.calls] == [
-        ("sendMessage", "Usage: /campaign PATH.csv")
+    content = users_csv(10)
+    await harness.send_file(content)
+    await harness.send_file(content)
+    summaries = [t for t in harness.api.texts() if t.startswith("Run ")]
+    assert len(summaries) == 2
+    assert summaries[0] == summaries[1].split(": ")[0] + ": 10 sent now"
+    assert summaries[1].endswith(
+        ": 0 sent now, 10 sent by an earlier /campaign of this file (not resent)"
+    )
+    snapshot = await sb.snapshot(users=False)
+    assert len(snapshot["companies"][0]["launches"]) == 1  # one request reached the service
+    # Another file is another run, sent.
+    await harness.send_file(content + b"+57;3009999999;Nueva\r\n")
+    assert [t for t in harness.api.texts() if t.startswith("Run ")][-1].endswith(": 11 sent now")
+
+
+async def test_an_untrusted_chat_is_refused_in_one_line_and_nothing_is_sent(
+    harness: Harness, sb: Sandbox
+) -> None:
+    await harness.send_file(users_csv(3), chat=STRANGER)
+    assert harness.api.texts(chat=STRANGER) == [
+        f"This chat ({STRANGER}) may not send campaigns: "
+        "its id is not in the bot's TELEGRAM_TRUSTED_CHATS."
     ]
+    assert (await sb.snapshot(users=False))["companies"][0]["launches"] in ([], {})
+
+
+async def test_every_failure_is_told_in_one_line(harness: Harness, sb: Sandbox) -> None:
+    api = harness.api
+    await harness.send_file(b"telefono;pais\r\n3001234567;+57\r\n")
+    await harness.send_file(b"country_code;cellphone\r\n57;3001234567\r\n+57;12\r\n")
+    await harness.send_file(users_csv(2), caption="/campaign no-such-poll")
+    await harness.send_file(users_csv(2), caption="/campaign")
+    await harness.send_file("país\n".encode("latin-1"))
+    texts = api.texts()
+    assert all("\n" not in text for text in texts)
+    header, run, rows, run_refused, refused, usage, encoding = texts
+    assert header == (
+        "Not sent: 1 invalid input: header: needs a 'country_code' and a 'cellphone' column "
+        "(read the columns 'telefono', 'pais' split on ';'; pass delimiter= if that is wrong)"
+    )
+    assert run.endswith(": 0 sent now, 2 invalid")
+    assert rows.startswith("2 rows not sent: line 2: country_code: must be '+' and 1 to 4 ")
+    assert "(did you mean '+57'?)" in rows
+    assert "line 3: cellphone: must be 4 to 15 digits" in rows
+    assert run_refused.endswith(": 0 sent now")
+    assert refused.startswith("2 users refused by the service: ")
+    assert refused.endswith(" -> 404: Poll no-such-poll not found.")
+    assert usage == harness.example.USAGE
+    assert encoding == "Not sent: the file is not UTF-8 text (save it as CSV UTF-8)."
+
+
+async def test_tracking_gives_up_after_its_timeout_and_says_so(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    example = load_example()
+    api = FakeBotApi()
+    dispatcher = Dispatcher()
+    router = example.campaign_router(
+        client, frozenset({CHAT}), tmp_path / "bot.db", every=0.1, track_timeout=0.5
+    )
+    dispatcher.include_router(router)
+    poll = (await client.list_polls())[0].id
+    async with Bot(TOKEN, session=api) as bot:
+        harness = Harness(example, api, bot, dispatcher, str(poll))
+        await harness.send_file(b"country_code,cellphone\n+57,3000009901\n")  # 9901: stuck
+    assert api.texts()[-1] == (
+        "Stopped following after 0.5 s, 1 still waiting: /campaign the same file again "
+        "to follow it (nobody is resent)."
+    )
+
+
+def test_trusted_chats_come_from_the_environment() -> None:
+    trusted_chats: Any = load_example().trusted_chats
+    assert trusted_chats({}) == frozenset()
+    assert trusted_chats({"TELEGRAM_TRUSTED_CHATS": "1, -1002,"}) == {1, -1002}
+    with pytest.raises(ValueError, match="'@me' is no chat id"):
+        trusted_chats({"TELEGRAM_TRUSTED_CHATS": "1,@me"})
 
 
 def test_progress_text_shows_the_eta_until_finished() -> None:

@@ -151,11 +151,11 @@ async def test_session_listing_range_and_default_limit(api: Any, sb: Sandbox) ->
     default = (await api.call("GET", url)).body
     assert len(default["results"]) == 1000
     assert default["next_id"]
-    ranged = (await api.call("GET", url, params={"start": now - 3000, "end": now - 2000})).body
+    ranged = (await api.call("GET", url, params={"since": now - 3000, "until": now - 2000})).body
     assert 990 <= len(ranged["results"]) <= 1001
     times = [s["created_at"] for s in ranged["results"]]
     assert times == sorted(times)
-    last_year = (await api.call("GET", url, params={"start": 0, "end": 1})).body
+    last_year = (await api.call("GET", url, params={"since": 0, "until": 1})).body
     assert last_year == {"results": [], "next_id": ""}
 
 
@@ -165,9 +165,9 @@ async def test_session_listing_range_and_default_limit(api: Any, sb: Sandbox) ->
         {"limit": 0},
         {"limit": 10_001},
         {"limit": "x"},
-        {"start": "yesterday"},
-        {"start": 10, "end": 5},
-        {"next_id": "!!!"},
+        {"since": "yesterday"},
+        {"since": 10, "until": 5},
+        {"after": "!!!"},
     ],
 )
 async def test_session_listing_bad_query_is_400(

@@ -21,6 +21,7 @@ from campaignkit.webhooks import (
     DEFAULT_SECRET_HEADER,
     WEBHOOK_HANDLER,
     ReplyEvent,
+    extract_reply,
     first_reply_app,
     first_reply_handler,
 )
@@ -388,3 +389,38 @@ async def test_sandbox_webhook_reaches_the_app() -> None:
         assert event.keys.get("name") == "Ana"
         update = await client.update_session(event.session_external_id, {"plan": "gold"})
         assert update.session_id
+
+
+async def test_a_nul_id_is_refused_before_the_ledger(
+    serve: Any, new_ledger: NewLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It was answered 503 for good with PostgreSQL, its raw id logged.
+    recorder = Recorder()
+    async with new_ledger() as ledger:
+        client = await serve(first_reply_app(recorder, dedupe=ledger))
+        for sid in ("a\x00b", "a\nINJECTED"):
+            answer = await client.post("/webhook", json={"session_external_id": sid})
+            assert answer.status == 422
+        assert await ledger.prune_seen("first_reply", time.time() + 1) == 0
+    assert recorder.events == []
+    assert not any("INJECTED" in r.getMessage() for r in caplog.records)
+
+
+async def test_real_payloads_are_read(serve: Any) -> None:
+    recorder = Recorder()
+    app = first_reply_app(recorder)
+    client = await serve(app)
+    for body in (
+        {"session_id": "r-1", "responded_at": "2019-01-01 00:00:00"},
+        {"session": {"external_id": "c-1", "closed_at": "2019-01-01 00:00:00"}},
+    ):
+        assert (await client.post("/webhook", json=body)).status == 202
+    await app[WEBHOOK_HANDLER].drain(5)
+    assert sorted(e.session_external_id for e in recorder.events) == ["c-1", "r-1"]
+
+
+def test_the_first_reply_helpers_are_deprecated() -> None:
+    with pytest.warns(DeprecationWarning, match="webhook_app"):
+        first_reply_app(Recorder())
+    with pytest.warns(DeprecationWarning, match="parse_event"):
+        extract_reply({"session_id": "1", "read_at": "2019-01-01 00:00:00"})

@@ -1,0 +1,95 @@
+"""Recipients another sender of the run (a twin) had in flight when this send
+met them: at its end, a send waits for what became of them, rather than
+report them all ambiguous."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, Ledger, Record
+from ..ledger._build import OUTCOME, Request
+from ..models import User
+from ._pacing import PROGRESS_FIELD
+
+TWIN_PATIENCE: Final = 30.0
+"""Seconds a send waits at its end for the requests another sender of its run
+(a twin) took during it and still has under way, to report their outcome."""
+
+
+async def settle_held(
+    requests: Sequence[Request],
+    ledger: Ledger,
+    run: str,
+    *,
+    since: float,
+    advance: Callable[[Mapping[str, int]], None],
+    patience: float = TWIN_PATIENCE,
+) -> list[Request]:
+    """``requests``, with those found in flight (held by another sender of the
+    run) replaced by what became of them.
+
+    Claims taken since ``since`` (the send's start: a live twin's), and users
+    the twin planned but has not claimed yet, are waited for, up to
+    ``patience`` seconds; older claims (a sender that died) are not. What is
+    still planned or in flight then stays ambiguous.
+    """
+    held = [r for r in requests if r.resumed and r.state in (IN_FLIGHT, AMBIGUOUS) and r.users]
+    if not held:
+        return list(requests)
+    phones = [_phone(user) for request in held for user in request.users or ()]
+    deadline = time.monotonic() + patience
+    while True:
+        records = await ledger.held(run, phones)
+        # Planned: in a chunk of the twin's, not claimed yet.
+        live = any(
+            record.state == PLANNED
+            or (record.state == IN_FLIGHT and claimed is not None and claimed >= since)
+            for record, claimed in records.values()
+        )
+        if not live or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.1)
+    acks = {claim: ack for claim, _, state, ack, _ in await ledger.claims(run) if ack}
+    replaced = {id(request) for request in held}
+    settled = [request for request in requests if id(request) not in replaced]
+    for request in held:
+        for again in _regrouped(request, records, acks):
+            settled.append(again)
+            if OUTCOME[again.state] != "ambiguous":
+                size = len(again.positions)
+                advance({"ambiguous": -size, PROGRESS_FIELD[OUTCOME[again.state]]: size})
+    return settled
+
+
+def _phone(user: str | User) -> str:
+    assert isinstance(user, User), "a send keeps the users it read"
+    return user.country_code + user.cellphone
+
+
+def _regrouped(
+    request: Request,
+    records: Mapping[str, tuple[Record, float | None]],
+    acks: Mapping[str, str],
+) -> list[Request]:
+    groups: dict[tuple[str | None, str], list[tuple[str | User, int]]] = {}
+    details: dict[tuple[str | None, str], str | None] = {}
+    for user, position in zip(request.users or (), request.positions, strict=True):
+        record, _ = records[_phone(user)]
+        # Planned: the twin's, not sent yet as far as we know.
+        state = IN_FLIGHT if record.state == PLANNED else record.state
+        groups.setdefault((record.claim, state), []).append((user, position))
+        details[(record.claim, state)] = record.detail
+    return [
+        Request(
+            claim,
+            state,
+            [position for _, position in members],
+            [user for user, _ in members],
+            detail=details[(claim, state)],
+            ack=acks.get(claim or "") if state == ACCEPTED else None,
+        )
+        for (claim, state), members in groups.items()
+    ]

@@ -1,0 +1,293 @@
+"""The webhook receiver: answer each call of the service within its 10 s.
+
+The service merges the ``user_session_keys`` of a ``200`` answer into the
+session at once, so ``on_event`` runs while the call waits, for at most
+``deadline`` seconds; a slower callback gets an empty answer sent at the
+deadline, and the keys it returns later go out by
+:meth:`CampaignClient.update_session` when ``client=`` was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import orjson
+from aiohttp import web
+
+from .._redaction import sdk_logger
+from ..errors import ValidationError
+from ..models import SessionKey
+from ._answers import error_answer
+from ._checks import delivery_key, problem_of
+from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
+from ._events import EventKind, WebhookEvent, parse_event
+
+logger = sdk_logger("campaignkit.webhooks")
+
+DEFAULT_SECRET_HEADER = "X-Webhook-Secret"
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_DEADLINE = 8.0
+"""Seconds ``on_event`` has to answer: under the service's 10 s, with room for the network."""
+
+Keys = Mapping[str, str] | Sequence[SessionKey] | None
+OnEvent = Callable[[WebhookEvent], Awaitable[Keys] | Keys]
+
+
+class EventRecorder(Protocol):
+    """What ``ledger=`` needs: record one event on its recipient (by phone)."""
+
+    async def record_event(self, event: WebhookEvent) -> None: ...
+
+
+class SessionUpdater(Protocol):
+    """What ``client=`` needs (a :class:`~campaignkit.CampaignClient`)."""
+
+    async def update_session(self, session_external_id: str, user_session_keys: Any) -> Any: ...
+
+
+def _wire(keys: Iterable[SessionKey]) -> list[dict[str, str]]:
+    return [
+        {"key": k.key, "value": k.value, **({"type": k.type} if k.type is not None else {})}
+        for k in keys
+    ]
+
+
+def _as_keys(result: Any) -> tuple[SessionKey, ...]:
+    """The keys ``on_event`` returned; ``TypeError`` naming what is wrong."""
+    if result is None:
+        return ()
+    items = [SessionKey(k, v) for k, v in result.items()] if isinstance(result, Mapping) else result
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        raise TypeError(f"on_event returned {type(result).__name__}, not keys")
+    keys = tuple(items)
+    for item in keys:
+        if not (
+            isinstance(item, SessionKey)
+            and isinstance(item.key, str)
+            and isinstance(item.value, str)
+        ):
+            raise TypeError("on_event returned an item that is not a SessionKey of text")
+    return keys
+
+
+class WebhookHandler:
+    """The receiver of every webhook the service sends (see :mod:`campaignkit.webhooks`).
+
+    :meth:`install` routes it into your application with a shutdown hook; or
+    route :meth:`handle` yourself and ``await handler.aclose()`` on shutdown.
+    """
+
+    def __init__(
+        self,
+        on_event: OnEvent,
+        *,
+        kinds: Collection[EventKind] | None = None,
+        secret: str | None = None,
+        secret_header: str = DEFAULT_SECRET_HEADER,
+        deadline: float = DEFAULT_DEADLINE,
+        dedupe: DedupeStore | None = None,
+        dedupe_size: int = 100_000,
+        retention: float = DEFAULT_RETENTION,
+        ledger: EventRecorder | None = None,
+        client: SessionUpdater | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        shutdown_grace: float = 10.0,
+    ) -> None:
+        problems = []
+        if not 0 < deadline < 10:
+            problems.append(("deadline", "must be above 0 and under the service's 10 seconds"))
+        if secret is not None and not secret:
+            problems.append(("secret", "must not be empty (use None for no secret)"))
+        if max_body < 1:
+            problems.append(("max_body", "must be at least 1 byte"))
+        if retention <= 0:
+            problems.append(("retention", "must be positive"))
+        if kinds is not None and not all(isinstance(k, EventKind) for k in kinds):
+            problems.append(("kinds", "must hold EventKind members"))
+        if problems:
+            raise ValidationError(problems)
+        self._on_event = on_event
+        self.kinds = None if kinds is None else frozenset(kinds)
+        self._secret = None if secret is None else secret.encode()
+        self._secret_header = secret_header
+        self.deadline = deadline
+        self._dedupe: DedupeStore = RecentIds(dedupe_size) if dedupe is None else dedupe
+        self.retention = retention
+        self._ledger = ledger
+        self._client = client
+        self.max_body = max_body
+        self._shutdown_grace = shutdown_grace
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._pruned_at = 0.0
+        self.received = 0
+        """Deliveries passed to ``on_event`` (duplicates and filtered kinds excluded)."""
+
+    def __repr__(self) -> str:
+        secret = "set" if self._secret is not None else "none"
+        return f"<WebhookHandler secret={secret} pending={len(self._tasks)}>"
+
+    def install(self, app: web.Application, path: str = "/webhook") -> None:
+        """Route ``POST path`` to this handler and finish its tasks on shutdown."""
+        app.router.add_post(path, self.handle)
+        app.on_shutdown.append(self._on_shutdown)
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Give late callbacks ``shutdown_grace`` seconds, then cancel them."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self._shutdown_grace)
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            logger.warning("webhook: cancelled %d late on_event call(s) at shutdown", len(tasks))
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        return await self.handle(request)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """The aiohttp handler: ``200 {"user_session_keys": [...]}`` or a 4xx/503."""
+        if self._secret is not None:
+            given = request.headers.get(self._secret_header, "").encode("utf-8", "replace")
+            if not hmac.compare_digest(given, self._secret):
+                return self._refuse(401, "unauthorized", "missing or wrong webhook secret")
+        body = await self._read_body(request)
+        if body is None:
+            return self._refuse(413, "too_large", f"the body exceeds {self.max_body} bytes")
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return self._refuse(400, "bad_json", "the body is not JSON (or nests too deep)")
+        if not isinstance(payload, dict):
+            return self._refuse(400, "not_an_object", "the body must be a JSON object")
+        event = parse_event(payload)
+        problem = problem_of(event)
+        if problem is not None:
+            return self._refuse(422, "bad_field", problem)
+        if self.kinds is not None and event.kind not in self.kinds:
+            return _answer(())
+        key = delivery_key(event)
+        try:
+            await self._prune()
+            first = await self._dedupe.first_sighting(EVENTS_NAMESPACE, key)
+        except Exception as exc:
+            logger.error("webhook: the dedupe store failed, answered 503: %r", exc)
+            return error_answer(503, "unavailable", "duplicate detection is unavailable")
+        if not first:
+            logger.info("webhook: repeated %s delivery %s ignored", event.kind.value, key[-12:])
+            return _answer(())
+        self.received += 1
+        await self._record(event)
+        return _answer(await self._call(event, key))
+
+    def _refuse(self, status: int, code: str, message: str) -> web.Response:
+        logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
+        return error_answer(status, code, message)
+
+    async def _read_body(self, request: web.Request) -> bytes | None:
+        if request.content_length is not None and request.content_length > self.max_body:
+            return None
+        chunks, size = [], 0
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > self.max_body:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _prune(self) -> None:
+        # At most once per hundredth of the retention: a DELETE per delivery would cost more.
+        now = time.time()
+        if now - self._pruned_at >= self.retention / 100:
+            self._pruned_at = now
+            await self._dedupe.prune_seen(EVENTS_NAMESPACE, now - self.retention)
+
+    async def _record(self, event: WebhookEvent) -> None:
+        if self._ledger is None:
+            return
+        try:
+            await self._ledger.record_event(event)
+        except Exception:
+            logger.exception("webhook: the ledger could not record a %s event", event.kind.value)
+
+    async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
+        task = asyncio.get_running_loop().create_task(self._run(event))
+        done, _ = await asyncio.wait({task}, timeout=self.deadline)
+        if not done:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda t: self._late(event, t))
+            logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
+            return ()
+        try:
+            return task.result()
+        except Exception:
+            logger.exception("webhook: on_event failed for a %s event", event.kind.value)
+            # Forget the delivery so that the same call sent again is handled.
+            try:
+                await self._dedupe.forget(EVENTS_NAMESPACE, key)
+            except Exception as exc:
+                logger.error("webhook: could not forget a failed delivery: %r", exc)
+            return ()
+
+    async def _run(self, event: WebhookEvent) -> tuple[SessionKey, ...]:
+        result = self._on_event(event)
+        if inspect.isawaitable(result):
+            result = await result
+        return _as_keys(result)
+
+    def _late(self, event: WebhookEvent, task: asyncio.Task[tuple[SessionKey, ...]]) -> None:
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            logger.error("webhook: late on_event failed", exc_info=task.exception())
+            return
+        keys = task.result()
+        if not keys:
+            return
+        if self._client is None or event.session_id is None:
+            logger.warning("webhook: %d late key(s) dropped: no client= to send them", len(keys))
+            return
+        update = asyncio.get_running_loop().create_task(self._update(event.session_id, keys))
+        self._tasks.add(update)
+        update.add_done_callback(self._tasks.discard)
+
+    async def _update(self, session_id: str, keys: tuple[SessionKey, ...]) -> None:
+        assert self._client is not None
+        try:
+            await self._client.update_session(session_id, keys)
+        except Exception:
+            logger.exception("webhook: update_session with the late keys failed")
+
+
+def _answer(keys: Iterable[SessionKey]) -> web.Response:
+    return web.Response(
+        body=orjson.dumps({"user_session_keys": _wire(keys)}), content_type="application/json"
+    )
+
+
+webhook_handler = WebhookHandler
+"""A webhook receiver to mount in your own aiohttp app (the
+:class:`WebhookHandler` constructor): ``webhook_handler(on_event).install(app, "/webhook")``."""
+
+WEBHOOK_RECEIVER = web.AppKey("campaignkit_webhook_handler", WebhookHandler)
+"""``app[WEBHOOK_RECEIVER]`` is the handler of an app built by :func:`webhook_app`."""
+
+
+def webhook_app(on_event: OnEvent, *, path: str = "/webhook", **options: Any) -> web.Application:
+    """An aiohttp application serving :class:`WebhookHandler` at ``POST path``
+    (``options`` are the handler's)."""
+    handler = WebhookHandler(on_event, **options)
+    # The handler enforces max_body itself; keep aiohttp's own limit out of the way.
+    app = web.Application(client_max_size=max(handler.max_body, 1024) + 1)
+    app[WEBHOOK_RECEIVER] = handler
+    handler.install(app, path)
+    return app

@@ -1,0 +1,102 @@
+"""No module of the package toggles the cyclic GC or touches other
+interpreter-wide state (issue 21): speed comes from building less, not from
+pausing the collector under the application's feet."""
+
+from __future__ import annotations
+
+import ast
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from campaignkit._wire import sansio as wire
+from campaignkit.models import CampaignStatus, SessionPage
+
+ROOT = Path(__file__).resolve().parents[1] / "campaignkit"
+
+# Calls that change state the whole process shares.
+FORBIDDEN = {
+    "gc": {"disable", "enable", "freeze", "unfreeze", "set_threshold", "set_debug"},
+    "sys": {
+        "setswitchinterval",
+        "setrecursionlimit",
+        "settrace",
+        "setprofile",
+        "set_int_max_str_digits",
+        "setdlopenflags",
+        "set_asyncgen_hooks",
+        "set_coroutine_origin_tracking_depth",
+    },
+    "threading": {"settrace", "setprofile", "stack_size"},
+    "faulthandler": {"enable", "disable"},
+    "tracemalloc": {"start", "stop"},
+}
+
+
+def forbidden_uses(source: str) -> Iterator[str]:
+    """``module.name`` for every forbidden name read from ``source``, through
+    ``import module`` (``gc.disable``) or ``from module import name``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.attr in FORBIDDEN.get(node.value.id, ()):
+                yield f"{node.value.id}.{node.attr}"
+        elif isinstance(node, ast.ImportFrom) and node.module in FORBIDDEN:
+            for alias in node.names:
+                if alias.name in FORBIDDEN[node.module]:
+                    yield f"{node.module}.{alias.name}"
+
+
+def test_the_scan_finds_each_way_of_writing_it() -> None:
+    source = "import gc\ngc.disable()\nfrom sys import setswitchinterval\nf = gc.freeze\n"
+    assert sorted(forbidden_uses(source)) == ["gc.disable", "gc.freeze", "sys.setswitchinterval"]
+    assert list(forbidden_uses("import gc\ngc.collect()\ngc.isenabled()\n")) == []
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_touches_interpreter_wide_state(path: Path) -> None:
+    assert list(forbidden_uses(path.read_text(encoding="utf-8"))) == []
+
+
+def _status(count: int) -> bytes:
+    entry = {"conversation_id": "c", "service_id": "s", "cellphone": "1", "status": "DELIVERED"}
+    body = {"launch_request_id": "l", "status": "DONE", "poll_id": 1}
+    return orjson.dumps({**body, "deployments": [entry] * count})
+
+
+def _page(count: int) -> bytes:
+    session = {
+        "id": "s",
+        "created_at": "2026-03-04 05:06:07.123456",
+        "finished_at": None,
+        "user": {"country_code": "+57", "cellphone": "3001234567"},
+    }
+    return orjson.dumps({"results": [session] * count, "next_id": "n"})
+
+
+def test_large_decodes_leave_the_gc_running() -> None:
+    # Collections seen while decoding show the collector was never paused;
+    # a pause switched back on afterwards would show no collection at all.
+    collections: list[bool] = []
+
+    def seen(phase: str, _: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(gc.isenabled())
+
+    assert gc.isenabled()
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(seen)
+    try:
+        status = wire.decoder(CampaignStatus)(_status(20_000), 200, {})
+        assert sum(1 for _ in status.deployments) == 20_000
+        page = wire.decoder(SessionPage)(_page(20_000), 200, {})
+        assert len(page.results) == 20_000
+    finally:
+        gc.callbacks.remove(seen)
+    assert collections
+    assert all(collections)
+    assert gc.isenabled()
+    assert gc.get_threshold() == thresholds

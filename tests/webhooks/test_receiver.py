@@ -1,0 +1,296 @@
+"""webhook_app over real HTTP: the published bodies answered 200 with the
+callback's keys, repeats and bad input refused before anything is stored."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import orjson
+import pytest
+from helpers import webhook_samples as samples
+from helpers.ledgers import NewLedger
+
+from campaignkit import SessionKey, ValidationError
+from campaignkit.webhooks import (
+    EVENTS_NAMESPACE,
+    EventKind,
+    WebhookEvent,
+    webhook_app,
+    webhook_handler,
+)
+
+ALL_SAMPLES = [
+    samples.RESPONSE,
+    samples.DELIVERED,
+    samples.READ,
+    samples.OPT_OUT,
+    samples.TIMEOUT,
+    samples.CONDITION,
+    samples.CONVERSATION_CLOSED,
+    samples.TEMPLATE_STATUS,
+]
+
+
+class Calls:
+    """An on_event that records its events and answers ``answer``."""
+
+    def __init__(self, answer: Any = None, delay: float = 0.0) -> None:
+        self.events: list[WebhookEvent] = []
+        self.answer = answer
+        self.delay = delay
+
+    async def __call__(self, event: WebhookEvent) -> Any:
+        self.events.append(event)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+class CountingStore:
+    """A dedupe store in memory that counts what reached it."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.seen: dict[tuple[str, str], float] = {}
+        self.fail = fail
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        if self.fail:
+            raise OSError("store down")
+        fresh = (namespace, key) not in self.seen
+        self.seen.setdefault((namespace, key), time.time())
+        return fresh
+
+    async def forget(self, namespace: str, key: str) -> None:
+        self.seen.pop((namespace, key), None)
+
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        old = [k for k, at in self.seen.items() if k[0] == namespace and at < before]
+        for k in old:
+            del self.seen[k]
+        return len(old)
+
+
+async def test_a_response_is_answered_with_the_callbacks_keys(serve: Any) -> None:
+    calls = Calls({"server_user_valid": "yes"})
+    client = await serve(webhook_app(calls))
+    response = await client.post("/webhook", json=samples.RESPONSE)
+    assert response.status == 200
+    assert await response.json() == {
+        "user_session_keys": [{"key": "server_user_valid", "value": "yes"}]
+    }
+    [event] = calls.events
+    assert (event.kind, event.session_id, event.answer) == (
+        EventKind.RESPONSE,
+        "1234",
+        "Si necesito",
+    )
+
+
+async def test_session_key_answers_keep_their_type(serve: Any) -> None:
+    where = SessionKey("where", '{"latitude": 1, "longitude": 2}', "location")
+    client = await serve(webhook_app(Calls([where, SessionKey("a", "b")])))
+    answer = await (await client.post("/webhook", json=samples.RESPONSE)).json()
+    assert answer["user_session_keys"] == [
+        {"key": "where", "value": where.value, "type": "location"},
+        {"key": "a", "value": "b"},
+    ]
+
+
+async def test_every_published_kind_is_passed_once(serve: Any) -> None:
+    calls = Calls()
+    client = await serve(webhook_app(calls))
+    for body in ALL_SAMPLES + ALL_SAMPLES:
+        response = await client.post("/webhook", json=body)
+        assert response.status == 200
+        assert await response.json() == {"user_session_keys": []}
+    assert [e.kind for e in calls.events] == [
+        EventKind.RESPONSE,
+        EventKind.DELIVERED,
+        EventKind.READ,
+        EventKind.OPT_OUT,
+        EventKind.TIMEOUT,
+        EventKind.CONDITION,
+        EventKind.CONVERSATION_CLOSED,
+        EventKind.TEMPLATE_STATUS,
+    ]
+
+
+async def test_different_answers_of_one_session_are_different_events(serve: Any) -> None:
+    calls = Calls()
+    client = await serve(webhook_app(calls))
+    second = {**samples.RESPONSE, "actual_response": "No", "responded_at": "2019-01-01 00:01:00"}
+    reordered = dict(reversed(list(samples.RESPONSE.items())))
+    for body in (samples.RESPONSE, second, reordered):
+        assert (await client.post("/webhook", json=body)).status == 200
+    assert [e.answer for e in calls.events] == ["Si necesito", "No"]
+
+
+async def test_kinds_filters(serve: Any) -> None:
+    calls = Calls({"x": "y"})
+    client = await serve(webhook_app(calls, kinds={EventKind.RESPONSE}))
+    delivered = await client.post("/webhook", json=samples.DELIVERED)
+    assert await delivered.json() == {"user_session_keys": []}
+    assert (await client.post("/webhook", json=samples.RESPONSE)).status == 200
+    assert [e.kind for e in calls.events] == [EventKind.RESPONSE]
+
+
+async def test_the_secret_is_the_whole_header_value(serve: Any) -> None:
+    calls = Calls()
+    app = webhook_app(calls, secret="Bearer s3cret", secret_header="Authorization")
+    client = await serve(app)
+    for headers in ({}, {"Authorization": "s3cret"}, {"Authorization": "Bearer s3cre"}):
+        response = await client.post("/webhook", json=samples.READ, headers=headers)
+        assert response.status == 401
+    ok = await client.post(
+        "/webhook", json=samples.READ, headers={"Authorization": "Bearer s3cret"}
+    )
+    assert ok.status == 200
+    assert len(calls.events) == 1
+
+
+def _deep(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+BAD = [
+    pytest.param(b"{not json", 400, id="not-json"),
+    pytest.param(orjson.dumps([samples.READ]), 400, id="array"),
+    pytest.param(b'{"session_id": "' + b"x" * (2 * 1024 * 1024) + b'"}', 413, id="2MiB"),
+    pytest.param(_deep(10_000), 400, id="10000-deep"),
+    pytest.param(orjson.dumps({**samples.READ, "session_id": "12\x0034"}), 422, id="nul-id"),
+    pytest.param(orjson.dumps({**samples.READ, "session_id": "1\nFAKE log"}), 422, id="newline-id"),
+    pytest.param(orjson.dumps({**samples.READ, "session_id": "9" * 300}), 422, id="long-id"),
+    pytest.param(orjson.dumps({**samples.READ, "cellphone": "1\r2"}), 422, id="cr-phone"),
+    pytest.param(
+        orjson.dumps({**samples.READ, "user_session_keys": [{"key": "k", "value": "\x00"}]}),
+        422,
+        id="nul-value",
+    ),
+    pytest.param(orjson.dumps({"read_at": "2019-01-01 00:00:00"}), 422, id="no-id"),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), BAD)
+async def test_bad_input_is_refused_before_anything_is_stored(
+    serve: Any, caplog: pytest.LogCaptureFixture, body: bytes, status: int
+) -> None:
+    calls, store = Calls(), CountingStore()
+    client = await serve(webhook_app(calls, dedupe=store))
+    caplog.set_level(logging.DEBUG, "campaignkit")
+    response = await client.post(
+        "/webhook", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status == status
+    assert sorted(await response.json()) == ["error", "message"]
+    assert calls.events == []
+    assert store.seen == {}
+    [line] = [r.getMessage() for r in caplog.records if r.name == "campaignkit.webhooks"]
+    for raw in ("\x00", "\n", "FAKE", "xxxx", "9999"):
+        assert raw not in line
+
+
+async def test_a_failing_callback_answers_empty_and_is_handled_again(
+    serve: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = Calls(RuntimeError("boom"))
+    client = await serve(webhook_app(calls))
+    for _ in range(2):
+        response = await client.post("/webhook", json=samples.RESPONSE)
+        assert (response.status, await response.json()) == (200, {"user_session_keys": []})
+    assert len(calls.events) == 2
+    assert any("on_event failed" in r.getMessage() for r in caplog.records)
+    calls.answer = "not keys"
+    response = await client.post("/webhook", json=samples.RESPONSE)
+    assert await response.json() == {"user_session_keys": []}
+
+
+class Updates:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.done = asyncio.Event()
+
+    async def update_session(self, session_external_id: str, user_session_keys: Any) -> None:
+        self.calls.append((session_external_id, user_session_keys))
+        self.done.set()
+
+
+async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
+    serve: Any,
+) -> None:
+    updates = Updates()
+    calls = Calls({"late": "yes"}, delay=0.5)
+    client = await serve(webhook_app(calls, deadline=0.1, client=updates))
+    started = time.monotonic()
+    response = await client.post("/webhook", json=samples.RESPONSE)
+    assert await response.json() == {"user_session_keys": []}
+    assert time.monotonic() - started < 0.45
+    await asyncio.wait_for(updates.done.wait(), 5)
+    assert updates.calls == [("1234", (SessionKey("late", "yes"),))]
+
+
+async def test_the_ledger_records_each_event(serve: Any) -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.events: list[WebhookEvent] = []
+
+        async def record_event(self, event: WebhookEvent) -> None:
+            self.events.append(event)
+
+    recorder = Recorder()
+    client = await serve(webhook_app(Calls(), ledger=recorder))
+    for body in (samples.DELIVERED, samples.READ, samples.READ):
+        await client.post("/webhook", json=body)
+    assert [e.kind for e in recorder.events] == [EventKind.DELIVERED, EventKind.READ]
+
+
+async def test_a_failing_store_is_503_and_the_callback_not_called(serve: Any) -> None:
+    calls = Calls()
+    client = await serve(webhook_app(calls, dedupe=CountingStore(fail=True)))
+    response = await client.post("/webhook", json=samples.READ)
+    assert response.status == 503
+    assert calls.events == []
+
+
+async def test_records_expire_after_the_retention(serve: Any) -> None:
+    store = CountingStore()
+    calls = Calls()
+    client = await serve(webhook_app(calls, dedupe=store, retention=0.2))
+    await client.post("/webhook", json=samples.READ)
+    await asyncio.sleep(0.3)
+    await client.post("/webhook", json=samples.DELIVERED)
+    assert len(store.seen) == 1  # the READ record was pruned
+    await client.post("/webhook", json=samples.READ)
+    read, delivered = EventKind.READ, EventKind.DELIVERED
+    assert [e.kind for e in calls.events] == [read, delivered, read]
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValidationError) as raised:
+        webhook_handler(Calls(), deadline=10, secret="", retention=0, kinds={"response"})  # type: ignore[arg-type]
+    assert {p for p, _ in raised.value.problems} == {"deadline", "secret", "retention", "kinds"}
+
+
+# -- on the real stores ------------------------------------------------------
+
+
+async def test_a_ledger_store_refuses_a_nul_id_and_dedupes_replicas(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    calls = Calls()
+    async with new_ledger() as ledger, new_ledger() as replica:
+        first = await serve(webhook_app(calls, dedupe=ledger))
+        second = await serve(webhook_app(calls, dedupe=replica))
+        nul = {**samples.RESPONSE, "session_id": "1\x002"}
+        for _ in range(3):
+            assert (await first.post("/webhook", json=nul)).status == 422
+        assert (await first.post("/webhook", json=samples.RESPONSE)).status == 200
+        assert (await second.post("/webhook", json=samples.RESPONSE)).status == 200
+        assert (await second.post("/webhook", json=samples.READ)).status == 200
+        assert [e.kind for e in calls.events] == [EventKind.RESPONSE, EventKind.READ]
+        assert await ledger.prune_seen(EVENTS_NAMESPACE, time.time() + 1) == 2
+        assert await ledger.first_sighting(EVENTS_NAMESPACE, "k")

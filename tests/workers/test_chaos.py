@@ -1,0 +1,181 @@
+"""Chaos on the real servers: a 20,000-user run across 3 ``campaignkit
+worker`` processes while their Redis connections are killed and their
+PostgreSQL sessions terminated (only this test's own), one worker gets
+SIGKILL and the producer SIGINT (then it is run again to finish).
+
+Afterwards every phone was received at most once (the sandbox's records),
+every recipient of the input is in exactly one final ledger state, and the
+surviving workers are still running. The figures are printed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from helpers.bulk_child import expected_phones
+from helpers.processes import run_process
+from helpers.workers import (
+    Worker,
+    kill_redis_clients,
+    terminate_postgres,
+    unique_name,
+    with_application_name,
+    worker_process,
+)
+
+from campaignkit.ledger import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    STATES,
+    Ledger,
+    PostgresLedger,
+)
+from campaignkit.ledger._store import SqlLedger
+from campaignkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(180)
+
+USERS = 20_000
+CHUNK = 200
+PRODUCER = Path(__file__).parents[1] / "helpers" / "chaos_producer.py"
+# Short claims and redeliveries, so that the killed worker's chunks are
+# settled (ambiguous) or sent by the others within seconds.
+FAST = ("--concurrency", "2", "--claim-ttl", "3", "--redeliver-after", "1")
+
+
+async def first_poll(sb: Sandbox) -> int:
+    async with sb.client() as client:
+        return (await client.list_polls())[0].id
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not within {timeout:g} s: {what}")
+
+
+async def senders(ledger: Ledger, run: str) -> set[int]:
+    """The pids of the workers holding claims in flight (owners are host:pid:random)."""
+    assert isinstance(ledger, SqlLedger)
+    async with ledger._transaction() as tx:
+        rows = await tx.fetch(
+            "SELECT owner FROM campaignkit_claims WHERE run = ? AND state = 'in_flight'", run
+        )
+    return {int(owner.split(":")[1]) for (owner,) in rows}
+
+
+async def cut_connections(
+    redis_url: str, queue: str, dsn: str, name: str, kills: Counter[str]
+) -> None:
+    """Kill the run's Redis connections and terminate its ledger sessions, in turn, for ever."""
+    while True:
+        await asyncio.sleep(0.4)
+        kills["redis connections"] += await kill_redis_clients(redis_url, queue)
+        await asyncio.sleep(0.4)
+        kills["postgres sessions"] += await terminate_postgres(dsn, name)
+
+
+async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
+    started = time.monotonic()
+    queue, name, run = unique_name("ck-chaos-"), unique_name("ck_chaos_"), "chaos"
+    dsn = with_application_name(postgres_dsn, name)
+    poll = str(await first_poll(sb))
+    # Each request is processed, then answered 50 ms later: claims stay in flight meanwhile.
+    await sb.set_faults(
+        {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
+    )
+    env = {**os.environ, "PYTHONPATH": str(PRODUCER.parents[1])}
+    argv = (sys.executable, str(PRODUCER), redis_url, queue, dsn, poll, run, str(USERS), str(CHUNK))
+    kills: Counter[str] = Counter()
+    async with contextlib.AsyncExitStack() as stack, PostgresLedger(postgres_dsn) as ledger:
+        workers: list[Worker] = [
+            await stack.enter_async_context(worker_process(sb, redis_url, queue, dsn, *FAST))
+            for _ in range(3)
+        ]
+
+        chaos = asyncio.create_task(cut_connections(redis_url, queue, postgres_dsn, name, kills))
+        try:
+            producer = await asyncio.create_subprocess_exec(
+                *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            )
+
+            # The producer interrupted a fifth of the way through its input...
+            async def a_fifth_planned() -> bool:
+                if producer.returncode is not None:
+                    out, err = await producer.communicate()
+                    raise AssertionError(f"the producer exited early: {(out + err).decode()}")
+                counts = await ledger.counts(run)
+                return sum(counts[s] for s in STATES) >= USERS // 5
+
+            await until(a_fifth_planned, "the producer planned a fifth")
+            producer.send_signal(signal.SIGINT)
+            out, _ = await asyncio.wait_for(producer.communicate(), 30)
+            assert b"input read" not in out, "the producer finished before its SIGINT"
+            kills["producer SIGINT"] += 1
+            # ... run again to finish, and one worker killed meanwhile, while a
+            # request of its is under way.
+            rerun = asyncio.create_task(run_process(*argv, env=env, timeout=120))
+            pids = {worker.process.pid: worker for worker in workers}
+            victim: list[Worker] = []
+
+            async def one_sending() -> bool:
+                victim.extend(pids[pid] for pid in await senders(ledger, run) if pid in pids)
+                return bool(victim)
+
+            await until(one_sending, "a worker with a request under way")
+            victim[0].process.send_signal(signal.SIGKILL)
+            kills["worker SIGKILL"] += 1
+            finished = await rerun
+            assert "input read" in finished.out, finished.err
+
+            async def done() -> bool:
+                await ledger.expire(run)
+                info = await ledger.run_info(run)
+                counts = await ledger.counts(run)
+                return bool(info and info.input_done and not counts[PLANNED] + counts[IN_FLIGHT])
+
+            await until(done, "every recipient settled", timeout=120)
+        finally:
+            chaos.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await chaos
+        survivors = [worker for worker in workers if worker is not victim[0]]
+        assert all(w.alive for w in survivors), [w.lines[-5:] for w in survivors]
+        states = {record.phone: record.state async for record in ledger.records(run)}
+        counts = await ledger.counts(run)
+        codes = [await worker.stop() for worker in survivors]
+    received: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
+    duplicates = sum(n - 1 for n in received.values())
+    reconnects = sum(w.count("reconnecting in") for w in workers)
+    seconds = time.monotonic() - started
+    print(
+        f"\nchaos: users={USERS} recipients={len(states)} sends={sum(received.values())} "
+        f"duplicates={duplicates} accepted={counts[ACCEPTED]} ambiguous={counts[AMBIGUOUS]} "
+        f"kills={dict(kills)} reconnects={reconnects} seconds={seconds:.1f}"
+    )
+    assert duplicates == 0
+    # Every recipient of the input in exactly one final state.
+    assert set(states) == expected_phones(USERS)
+    assert set(states.values()) <= {ACCEPTED, AMBIGUOUS}
+    assert counts[AMBIGUOUS] >= 1  # the killed worker's request: never resent
+    assert counts[ACCEPTED] + counts[AMBIGUOUS] == len(states)
+    # Accepted means received; nobody outside the input received anything.
+    assert {phone for phone, s in states.items() if s == ACCEPTED} <= set(received)
+    assert set(received) <= set(states)
+    assert codes == [0, 0]
+    assert kills["redis connections"] >= 1
+    assert kills["postgres sessions"] >= 1
+    assert reconnects >= 1
