@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
-from ._memory_runs import PENDING, Batch, ClaimState, RunState
+from ._memory_runs import Batch, ClaimState, RunState
 from ._protocol import EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -103,12 +103,9 @@ class MemoryLedger(Ledger):
         joining: list[Recipient] = []
         for recipient in recipients:
             key = state.key(recipient.phone)
-            number = state.index.setdefault(key, start + len(joining))
-            if number is None:  # new to the run
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif number == PENDING:  # seen by the run's planner, planned now
-                state.index.put(key, start + len(joining))
+            # New to the run, or only seen by its planner so far: joins.
+            number = state.index.take(key, start + len(joining))
+            if number is None:
                 joining.append(recipient)
                 state.positions.append(recipient.position)
             elif number >= start:  # twice in this call: the last one (an upsert)

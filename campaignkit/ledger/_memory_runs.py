@@ -51,6 +51,23 @@ class Index:
             self._grow()
         return None
 
+    def take(self, key: int, value: int) -> int | None:
+        """Set ``key`` to ``value`` if it is absent or pending (then None);
+        otherwise its value, unchanged."""
+        slot = self._slot(key)
+        if self._keys[slot]:
+            found = self._values[slot]
+            if found != PENDING:
+                return found
+            self._values[slot] = value
+            return None
+        self._keys[slot] = key
+        self._values[slot] = value
+        self._size += 1
+        if self._size * 2 > len(self._keys):
+            self._grow()
+        return None
+
     def get(self, key: int) -> int | None:
         slot = self._slot(key)
         return self._values[slot] if self._keys[slot] else None
