@@ -35,6 +35,13 @@ _UNSETTLED: Final = {
 }
 
 
+_HELD_WHY: Final = {
+    IN_FLIGHT: "were in flight (claimed by an earlier run that stopped, or by another "
+    "sender of this run)",
+    AMBIGUOUS: "were ambiguous in an earlier run",
+}
+
+
 @attrs.frozen
 class Request:
     """Recipients that share one outcome: those of one claim in one state.
@@ -92,12 +99,20 @@ def chunk_of(index: int, request: Request, *, keep_accepted_users: bool = False)
     if error is None and outcome != "accepted":
         detail = request.detail or _UNSETTLED[request.state]
         error = error_from_detail(detail, users=users)
-        if outcome == "ambiguous" and not isinstance(error, AmbiguousSendError):
+        if outcome == "ambiguous" and request.resumed:
+            why = _HELD_WHY[request.state] + (f" ({request.detail})" if request.detail else "")
+            error = AmbiguousSendError(
+                f"these users {why}: they may or may not have reached the service, "
+                "and were not resent: check before sending again",
+                users=users,
+                cause=error,
+            )
+        elif outcome == "ambiguous" and not isinstance(error, AmbiguousSendError):
             error = AmbiguousSendError(detail, users=users, cause=error)
-        if request.resumed and request.state != PLANNED:
+        elif request.resumed and request.state != PLANNED:
             error.add_note(
-                "held by the ledger from an earlier run (or another sender): not sent again"
-                + ("; pass retry_rejected=True to send them again" if outcome == "rejected" else "")
+                "rejected in an earlier run; not resent: pass retry_rejected=True "
+                "to send them again"
             )
     return BulkChunk(
         index,
