@@ -96,6 +96,15 @@ async def test_operations_need_an_open_ledger(new_ledger: NewLedger) -> None:
     await ledger.aclose()
 
 
+async def test_close_is_a_deprecated_alias_of_aclose(new_ledger: NewLedger) -> None:
+    ledger = new_ledger()
+    await ledger.open()
+    with pytest.warns(DeprecationWarning, match="aclose"):
+        await ledger.close()
+    with pytest.raises(LedgerError, match="not open"):
+        await ledger.counts(RUN)
+
+
 @pytest.mark.parametrize("ttl", [0, -1.0, True, "60"])
 def test_claim_ttl_must_be_positive_seconds(new_ledger: NewLedger, ttl: Any) -> None:
     with pytest.raises(LedgerError, match="claim_ttl"):
