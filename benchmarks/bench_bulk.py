@@ -1,10 +1,15 @@
 """Rows 5 and 6: building a 1,000-user send body, and ``send_bulk`` of 100,000
 users to the sandbox (in its own process) against a one-user-per-request loop
 and a raw aiohttp chunked sender; plus the peak memory of a 1,000,000-user
-generator input, measured in a fresh process against a local stub server.
+generator input, measured in a fresh process against a local stub server;
+plus row 6n: 1,000,000 users through ``send_bulk(journal=None)`` to the
+sandbox, wall time and peak RSS growth against a raw aiohttp chunked sender
+reading the same generator, each side in a fresh process.
 
 ``python -m benchmarks.bench_bulk --port N`` runs the stub (202 to any send);
-``python -m benchmarks.bench_bulk --memory URL COUNT`` runs one memory probe.
+``python -m benchmarks.bench_bulk --memory URL COUNT`` runs one memory probe;
+``python -m benchmarks.bench_bulk --probe SIDE URL KEY POLL COUNT OFFSET`` one
+side of row 6n.
 """
 
 from __future__ import annotations
@@ -301,10 +306,119 @@ def memory_row(quick: bool) -> list[Row]:
     ]
 
 
+# -- row 6n: the no-journal path at 1,000,000 users -----------------------------
+
+
+def _generate(count: int, offset: int) -> Iterator[User]:
+    for i in range(offset, offset + count):
+        yield User(cellphone=f"5{i:09d}", country_code="+52", user_session_keys={"n": str(i)})
+
+
+async def side_probe(side: str, url: str, key: str, poll: str, count: int, offset: int) -> Any:
+    """One side of row 6n in this (fresh) process: elapsed seconds and peak RSS growth."""
+    async with CampaignClient(key, campaign_url=url) as client:
+        # Warm up the pool and the imports on both sides alike.
+        await client.send_bulk(poll, _generate(10, offset + count), chunk_size=CHUNK)
+        baseline = _peak_mb()
+        started = time.perf_counter()
+        if side == "sdk":
+            report = await client.send_bulk(
+                poll, _generate(count, offset), chunk_size=CHUNK, concurrency=CONCURRENCY
+            )
+            assert report.counts["accepted"] == count, repr(report)
+        else:
+            await _raw_stream(f"{url}/v2/send-campaign/{poll}", key, _generate(count, offset))
+        elapsed = time.perf_counter() - started
+    return {"growth_mb": _peak_mb() - baseline, "elapsed_s": elapsed}
+
+
+async def _raw_stream(url: str, key: str, users: Iterator[User]) -> None:
+    """The floor: chunks of a generator POSTed with raw aiohttp, no checks, no dedupe."""
+    headers = {"Authorization": key, "Content-Type": "application/json"}
+    queue: asyncio.Queue[list[User] | None] = asyncio.Queue(CONCURRENCY)
+
+    async def reader() -> None:
+        chunk: list[User] = []
+        for user in users:
+            chunk.append(user)
+            if len(chunk) == CHUNK:
+                await queue.put(chunk)
+                chunk = []
+        if chunk:
+            await queue.put(chunk)
+        for _ in range(CONCURRENCY):
+            await queue.put(None)
+
+    async with aiohttp.ClientSession() as raw:
+
+        async def sender() -> None:
+            while (chunk := await queue.get()) is not None:
+                body = orjson.dumps({"users": [raw_dict(u) for u in chunk]})
+                async with raw.post(url, data=body, headers=headers) as response:
+                    orjson.loads(await response.read())
+                    if response.status != 202:
+                        raise RuntimeError(f"raw send answered {response.status}")
+
+        await asyncio.gather(reader(), *(sender() for _ in range(CONCURRENCY)))
+
+
+def row6n(quick: bool) -> list[Row]:
+    count = 20_000 if quick else 1_000_000
+    rounds = 1 if quick else 2
+    samples: dict[str, list[dict[str, float]]] = {"raw": [], "sdk": []}
+    for round_ in range(rounds):
+        # A fresh sandbox each round: it keeps every user it receives.
+        with sandbox() as urls:
+
+            async def first_poll() -> str:
+                async with CampaignClient(
+                    urls["api_key"], campaign_url=urls["campaign_url"], base_url=urls["base_url"]
+                ) as client:
+                    return str((await client.list_polls())[0].id)
+
+            poll = asyncio.run(first_poll())
+            for index, side in enumerate(("raw", "sdk")):
+                offset = (round_ * 2 + index) * (count + 100)
+                args = [side, urls["campaign_url"], urls["api_key"], poll, str(count), str(offset)]
+                out = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.bench_bulk", "--probe", *args],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=900,
+                )
+                samples[side].append(json.loads(out.stdout))
+    times = {side: Timing.of([s["elapsed_s"] for s in got]) for side, got in samples.items()}
+    memory = {side: Timing.of([s["growth_mb"] for s in got]) for side, got in samples.items()}
+    figures = {
+        "users": count,
+        "sdk_s": times["sdk"].median,
+        "raw_s": times["raw"].median,
+        "sdk_growth_mb": memory["sdk"].median,
+        "raw_growth_mb": memory["raw"].median,
+    }
+    return [
+        time_ratio(
+            f"6n send_bulk(journal=None) of {count:,} users to the sandbox vs raw aiohttp "
+            "chunked sender of the same generator (wall time)",
+            times["raw"],
+            times["sdk"],
+            None,
+            notes=(
+                f"(peak RSS growth {memory['sdk'].median:.1f} MB against the raw sender's "
+                f"{memory['raw'].median:.1f} MB: "
+                f"{memory['sdk'].median / max(memory['raw'].median, 0.1):.1f}x)"
+            ),
+            figures=figures,
+        )
+    ]
+
+
 def run(quick: bool) -> list[Row]:
     rows = row5(quick)
     rows += asyncio.run(row6(quick))
     rows += memory_row(quick)
+    rows += row6n(quick)
     return rows
 
 
@@ -336,7 +450,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int)
     parser.add_argument("--memory", nargs=2, metavar=("URL", "COUNT"))
+    parser.add_argument("--probe", nargs=6, metavar=("SIDE", "URL", "KEY", "POLL", "N", "OFF"))
+    parser.add_argument("--only", choices=["6n"])
     args = parser.parse_args()
+    if args.probe:
+        side, url, key, poll, count, offset = args.probe
+        print(json.dumps(asyncio.run(side_probe(side, url, key, poll, int(count), int(offset)))))
+        return
+    if args.only:
+        for row in row6n(quick=False):
+            print(row.name, f"{row.ratio:.2f}x", row.notes, json.dumps(row.figures))
+        return
     if args.memory:
         url, count = args.memory
         print(json.dumps(asyncio.run(memory_probe(url, int(count)))))

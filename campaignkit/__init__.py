@@ -22,6 +22,7 @@ from .errors import (
     TimeoutError,
     ValidationError,
 )
+from .ledger import MemoryLedger
 from .models import (
     Agent,
     CampaignAck,
@@ -62,6 +63,7 @@ __all__ = [
     "ClientConfig",
     "ConfigurationError",
     "LedgerError",
+    "MemoryLedger",
     "ConnectionError",
     "Deployment",
     "DeploymentChange",

@@ -90,6 +90,11 @@ class BulkReport:
     total: int = 0
     elapsed: float = 0.0
     keeps_accepted_users: bool = False
+    fatal: CampaignKitError | None = None
+    """The answer that ended the run early (a 401, or a 404 for the poll):
+    every input read was sent before it or is ``rejected`` with it; the input
+    after the first ``total`` items was not read (and a ledger does not mark
+    the run's input finished)."""
 
     @property
     def acks(self) -> list[CampaignAck]:

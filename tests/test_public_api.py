@@ -63,7 +63,7 @@ DESIGN_NAMES = {
         "DeploymentChange",
     ],
     "campaignkit.errors": ["CampaignKitError", *ERROR_TREE],
-    "campaignkit.ledger": ["SqliteLedger", "PostgresLedger"],
+    "campaignkit.ledger": ["Ledger", "MemoryLedger", "SqliteLedger", "PostgresLedger"],
     "campaignkit.sandbox": ["Sandbox"],
     "campaignkit.webhooks": [
         "parse_event",
@@ -106,6 +106,7 @@ ALL = [
     "LedgerError",
     "LegacyDeployment",
     "Location",
+    "MemoryLedger",
     "Message",
     "NotFoundError",
     "Poll",

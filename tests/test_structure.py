@@ -76,12 +76,13 @@ def _parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), str(path))
 
 
-def import_graph(modules: dict[str, Path]) -> Graph:
-    """Which modules of the package each module imports (TYPE_CHECKING aside)."""
+def import_graph(modules: dict[str, Path], *, type_checking: bool = False) -> Graph:
+    """Which modules of the package each module imports (TYPE_CHECKING aside,
+    unless ``type_checking``)."""
     graph: Graph = {}
     for module, path in modules.items():
         targets: set[str | None] = set()
-        for node in imports_of(_parse(path), type_checking=False):
+        for node in imports_of(_parse(path), type_checking=type_checking):
             if isinstance(node, ast.Import):
                 targets.update(_owner(modules, alias.name) for alias in node.names)
             else:
@@ -126,12 +127,33 @@ def private_names_imported(modules: dict[str, Path], module: str) -> list[str]:
 
 MODULES = modules_of(ROOT)
 GRAPH = import_graph(MODULES)
+TYPED_GRAPH = import_graph(MODULES, type_checking=True)
 
 
 @pytest.mark.parametrize("module", list(MODULES))
 def test_no_import_cycle(module: str) -> None:
     cycle = cycle_through(GRAPH, module)
     assert cycle is None, " -> ".join(cycle)
+
+
+def reaches(graph: Graph, start: str, goal: str) -> bool:
+    seen, queue = {start}, deque([start])
+    while queue:
+        for target in graph[queue.popleft()]:
+            if target == goal:
+                return True
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return False
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("campaignkit.bulk")])
+def test_bulk_never_imports_the_client(module: str) -> None:
+    """The client imports ``bulk``; ``bulk`` sees the client through a protocol
+    only, not even for type checking: no ``client <-> bulk`` cycle."""
+    assert reaches(TYPED_GRAPH, "campaignkit.client", module)
+    assert not reaches(TYPED_GRAPH, module, "campaignkit.client")
 
 
 @pytest.mark.parametrize("module", list(MODULES))

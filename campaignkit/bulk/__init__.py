@@ -14,8 +14,10 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 - ``accepted``: the chunk was answered ``202`` (its :class:`CampaignAck` is
   kept, for ``client.track``/``track_many``);
 - ``rejected``: the chunk surely did not take effect (a 4xx answer, a 429 or a
-  connect failure after every retry, or a 401/404 on an earlier chunk, after
-  which the rest are not sent): safe to send again;
+  connect failure after every retry, or a 401/404 on an earlier chunk): safe
+  to send again. A 401 or 404 is fatal (``report.fatal``): no request starts
+  after it, every user read and not sent is rejected with it (in the ledger
+  too), and the input is read no further (nor marked finished in a ledger);
 - ``ambiguous``: the chunk may or may not have reached the service (a 5xx, a
   timeout or a dropped connection after the request was written, or users
   the ledger holds as in flight from a run that stopped): check before resending;
@@ -23,14 +25,18 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 - ``duplicate``: the phone (country code + normalised cellphone) was already
   seen earlier in the input, not sent.
 
-With ``journal=`` every recipient is filed in a delivery ledger
-(:mod:`campaignkit.ledger`) and claimed, durably, before its request leaves:
+Every recipient is filed in a delivery ledger (:mod:`campaignkit.ledger`;
+without ``journal=``, a :class:`~campaignkit.ledger.MemoryLedger`) and
+claimed before its request leaves: one pipeline (plan, claim, send, settle)
+whatever the ledger, and one report builder. With a durable ``journal=``,
+the claim is committed to disk first, and
 a rerun of the same run skips whoever the ledger holds as in flight, accepted
 or ambiguous, whatever the input order, the chunk size, or users added or
 removed. :mod:`campaignkit.workers` spreads one run over many processes.
 
-Memory: the seen-phone set is the only structure that grows with the input
-(about 16 bytes a phone). The report keeps, per chunk, the input positions of
+Memory: the seen-phone set (about 16 bytes a phone) and the ledger's records
+(a memory ledger: about 40 bytes a recipient, see benchmarks/README.md) grow
+with the input. The report keeps, per chunk, the input positions of
 its users and the ack or error, but the :class:`User` objects only for
 rejected and ambiguous chunks (the ones a caller may retry), and for invalid
 and duplicate inputs. Accepted chunks drop their users unless

@@ -5,53 +5,61 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from array import array
 from collections.abc import AsyncIterable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
-from .._report import BulkChunk, BulkProgress, BulkReport
+from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
-from ..models import CampaignAck, User
-from ._held import grouped, held_outcome, settle_held
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger._build import OUTCOME, Request, build_report
+from ..ledger._errors import error_detail
+from ..models import User
+from ._held import settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
-from ._planner import PlannedChunk, Planner
-from ._sender import ClaimOutcome, send_claim, send_request
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
+from ._planner import PlannedChunk, Planner, SeenPhones
+from ._seam import BulkClient
+from ._sender import ClaimOutcome, send_claim, settle_claim
 
 _FATAL = (AuthenticationError, NotFoundError)
+_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
 # Not slotted: the state built from the options is set in __attrs_post_init__.
 @attrs.define(slots=False)
 class BulkSend:
-    client: CampaignClient
+    client: BulkClient
     poll_id: str
     segment: str
     chunk_size: int
     concurrency: int
     rate_limit: float | None
-    ledger: Ledger | None
+    ledger: Ledger
     run_name: str
     retry_rejected: bool
     on_progress: Callable[[BulkProgress], object] | None
     keep_accepted_users: bool
     timeout: float | None
     max_retries: int | None
+    seen: SeenPhones | None = None
+    """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
 
     def __attrs_post_init__(self) -> None:
-        sleep = self.client.transport.sleep
-        self.limiter = None if self.rate_limit is None else RateLimiter(self.rate_limit, sleep)
+        transport = self.client.transport
+        self.limiter = (
+            None
+            if self.rate_limit is None
+            else RateLimiter(self.rate_limit, transport.sleep, transport.clock)
+        )
         self.sender_id = uuid.uuid4().hex
-        self.report = BulkReport(self.poll_id, keeps_accepted_users=self.keep_accepted_users)
-        self.planner = Planner(self.chunk_size)
+        self.requests: list[Request] = []
+        self.planner = Planner(self.chunk_size, seen=self.seen)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
-        self.acks: dict[str, CampaignAck] = {}
+        self.acks: dict[str, str] = {}
         self.progress = ProgressReporter(self.on_progress, self.planner)
         self._input_error: BaseException | None = None
 
@@ -72,10 +80,14 @@ class BulkSend:
         # to hand over a full chunk, and now and then so a long input cannot
         # starve it.
         planner, put = self.planner, self.queue.put
+        # After a fatal answer nothing more is read: the rest of the input is
+        # left unread (and the run's input not marked finished).
         if isinstance(users, AsyncIterable):
             async for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
+                    if self.fatal is not None:
+                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -83,6 +95,8 @@ class BulkSend:
             for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
+                    if self.fatal is not None:
+                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -96,36 +110,17 @@ class BulkSend:
             chunk = await self.queue.get()
             if chunk is None:
                 return
-            if self.fatal is not None:
-                self._finish(
-                    chunk, chunk.users, chunk.positions, ClaimOutcome("rejected", error=self.fatal)
-                )
-            elif self.ledger is None:
-                await self._send_unjournaled(chunk)
-            else:
-                await self._send_journaled(chunk, self.ledger)
+            await self._send_chunk(chunk)
 
-    async def _send_unjournaled(self, chunk: PlannedChunk) -> None:
-        if self.limiter is not None:
-            await self.limiter.wait()
-        self.progress.advance({"sent": len(chunk.users)})
-        result = await send_request(
-            self.client,
-            self.segment,
-            chunk.body,
-            chunk.users,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
-        self._finish(chunk, chunk.users, chunk.positions, result)
-
-    async def _send_journaled(self, chunk: PlannedChunk, ledger: Ledger) -> None:
+    async def _send_chunk(self, chunk: PlannedChunk) -> None:
+        """Plan, claim, send and settle one chunk."""
+        ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
             self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
         )
-        for record_group in grouped(held):
-            self._report_held(chunk, record_group)
+        if held:
+            self._report_held(chunk, held)
         if len(held) == len(chunk.users):
             return
         if self.limiter is not None:
@@ -142,27 +137,51 @@ class BulkSend:
             )
         if claim is None:
             return
-        users = tuple(chunk.users[i] for i in claimed)
-        self.progress.advance({"sent": len(users)})
-        result = await send_claim(
-            self.client,
-            ledger,
-            self.run_name,
-            self.segment,
-            claim,
-            users=users,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
+        users = (
+            chunk.users
+            if len(claimed) == len(chunk.users)
+            else tuple(chunk.users[i] for i in claimed)
         )
-        self._finish(chunk, users, [chunk.positions[i] for i in claimed], result, claim.token)
+        if self.fatal is not None:
+            # Not sent: filed rejected with the answer that ended the run.
+            result = ClaimOutcome("rejected", error=self.fatal)
+            await settle_claim(ledger, self.run_name, claim.token, result)
+        else:
+            self.progress.advance({"sent": len(users)})
+            result = await send_claim(
+                self.client,
+                ledger,
+                self.run_name,
+                self.segment,
+                claim,
+                users=users,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        positions = (
+            chunk.positions
+            if len(claimed) == len(chunk.positions)
+            else array("Q", [chunk.positions[i] for i in claimed])
+        )
+        self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
         """Report recipients of ``chunk`` the ledger already holds: not sent again."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        users = [chunk.users[index[r.phone]] for r in records]
-        positions = [chunk.positions[index[r.phone]] for r in records]
-        result = held_outcome(records[0], users, self.acks)
-        self._finish(chunk, users, positions, result, records[0].claim, resumed=True)
+        groups: dict[tuple[str | None, str], list[Record]] = {}
+        for record in records:
+            groups.setdefault((record.claim, record.state), []).append(record)
+        for (claim, state), group in groups.items():
+            rows = [index[record.phone] for record in group]
+            self._file(
+                claim,
+                state,
+                [chunk.positions[i] for i in rows],
+                [chunk.users[i] for i in rows],
+                detail=group[0].detail,
+                ack=self.acks.get(claim or "") if state == ACCEPTED else None,
+                resumed=True,
+            )
 
     def _finish(
         self,
@@ -171,34 +190,56 @@ class BulkSend:
         positions: Sequence[int],
         result: ClaimOutcome,
         claim: str | None = None,
-        *,
-        resumed: bool = False,
     ) -> None:
         if isinstance(result.error, _FATAL) and self.fatal is None:
             self.fatal = result.error  # the chunks after it are not sent
-        keep = result.outcome != "accepted" or self.keep_accepted_users
-        report_chunk = BulkChunk(
-            chunk.index,
+        ack = None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode()
+        detail = None if result.error is None else error_detail(result.error)
+        self._file(
             claim,
-            result.outcome,
-            len(users),
-            ack=result.ack,
+            _STATE[result.outcome],
+            positions,
+            users,
+            detail=detail,
+            ack=ack,
             error=result.error,
-            resumed=resumed,
-            positions=positions,
-            users=tuple(users) if keep else None,
         )
-        getattr(self.report, result.outcome).append(report_chunk)
-        self.progress.advance({PROGRESS_FIELD[result.outcome]: len(users)})
+
+    def _file(
+        self,
+        claim: str | None,
+        state: str,
+        positions: Sequence[int],
+        users: Sequence[User],
+        *,
+        detail: str | None,
+        ack: str | None,
+        resumed: bool = False,
+        error: CampaignKitError | None = None,
+    ) -> None:
+        """Keep what became of these users, as the ledger keeps it, for the report."""
+        outcome = OUTCOME[state]
+        keep = outcome != "accepted" or self.keep_accepted_users
+        self.requests.append(
+            Request(
+                claim,
+                state,
+                positions,
+                users if keep else None,
+                detail=detail,
+                ack=ack,
+                resumed=resumed,
+                error=error,
+            )
+        )
+        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
-        if self.ledger is not None:
-            await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
-            for _, _, state, ack, _ in await self.ledger.claims(self.run_name):
-                if state == ACCEPTED and ack:
-                    parsed = CampaignAck(**orjson.loads(ack))
-                    self.acks[parsed.launch_request_id] = parsed
+        await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
+            if state == ACCEPTED and ack:
+                self.acks[claim] = ack
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.read(users))
@@ -214,20 +255,24 @@ class BulkSend:
             for other in others:
                 first.add_note(f"send_bulk: another sender failed too: {other!r}")
             raise first from None
-        report = self.report
-        if self.ledger is not None:  # users a twin sender of the run had in flight
-            await settle_held(
-                report, self.ledger, self.run_name, since=since, advance=self.progress.advance
-            )
-        report.total = self.planner.total
-        report.invalid = self.planner.invalid
-        report.duplicates = self.planner.duplicates
-        for name in ("accepted", "rejected", "ambiguous"):
-            getattr(report, name).sort(key=lambda chunk: (chunk.index, chunk.positions[:1]))
-        report.elapsed = time.monotonic() - started
-        if self.ledger is not None and self._input_error is None:
+        # Users a twin sender of the run had in flight: what became of them.
+        requests = await settle_held(
+            self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance
+        )
+        report = build_report(
+            self.poll_id,
+            requests,
+            invalid=self.planner.invalid,
+            duplicates=self.planner.duplicates,
+            total=self.planner.total,
+            elapsed=time.monotonic() - started,
+            keep_accepted_users=self.keep_accepted_users,
+        )
+        report.fatal = self.fatal
+        if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
-            await self.ledger.finish_input(self.run_name, report.total)
+            if self.fatal is None:
+                await self.ledger.finish_input(self.run_name, report.total)
         await self.progress.finish()
         if self._input_error is not None:
             error = self._input_error

@@ -82,16 +82,17 @@ class ProgressReporter:
 
 
 class RateLimiter:
-    """Spaces request starts at least ``1 / rate`` seconds apart, waiting with
-    the client's ``sleep`` (which tests inject)."""
+    """Spaces request starts at least ``1 / rate`` seconds apart, on the
+    client's ``clock`` and ``sleep`` (which tests inject)."""
 
-    def __init__(self, rate: float, sleep: Sleep) -> None:
+    def __init__(self, rate: float, sleep: Sleep, clock: Callable[[], float]) -> None:
         self._interval = 1.0 / rate
         self._next = 0.0
         self._sleep = sleep
+        self._clock = clock
 
     async def wait(self) -> None:
-        now = asyncio.get_running_loop().time()
+        now = self._clock()
         slot = max(now, self._next)
         self._next = slot + self._interval
         if slot > now:

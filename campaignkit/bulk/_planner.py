@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -42,22 +42,28 @@ class PlannedChunk:
         )
 
 
+class SeenPhones(Protocol):
+    def add(self, phone: str, /) -> bool:
+        """Add ``phone``; False if it was already there."""
+        ...
+
+
 class Planner:
     """Takes inputs one at a time and hands back full chunks.
 
     An input that is not a valid user goes to ``invalid``, a phone seen before
     (country code + normalised cellphone) to ``duplicates``; neither is sent.
-    The seen-phone set is the only structure that grows with the input (about
-    16 bytes a phone, see :class:`PhoneSet`).
+    The seen-phone set (``seen``, a :class:`PhoneSet` by default: about 16
+    bytes a phone) is the only structure of its own that grows with the input.
     """
 
-    def __init__(self, chunk_size: int) -> None:
+    def __init__(self, chunk_size: int, *, seen: SeenPhones | None = None) -> None:
         self.chunk_size = chunk_size
         self.total = 0
         self.invalid: list[InvalidUser] = []
         self.duplicates: list[DuplicateUser] = []
         self._drained = (0, 0)
-        self._seen = PhoneSet()
+        self._seen: SeenPhones = PhoneSet() if seen is None else seen
         self._chunks = 0
         self._new_buffers()
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from .._input.csv_files import InvalidInput
 from .._input.validation import raise_problems
 from .._report import BulkProgress, BulkReport
-from ..ledger import Ledger, ledger_from
+from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ._engine import BulkSend
 from ._options import bulk_problems
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
+from ._seam import BulkClient
 
 DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
@@ -37,7 +35,7 @@ def default_run(poll_id: str | int) -> str:
 
 
 async def send_bulk(
-    client: CampaignClient,
+    client: BulkClient,
     poll_id: str | int,
     users: UserInput,
     *,
@@ -81,12 +79,18 @@ async def send_bulk(
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
     raise_problems(problems)
-    ledger = None if journal is None else ledger_from(journal)
-    owned = ledger is not None and ledger is not journal
+    # Without a journal, the same pipeline runs over a ledger in memory, whose
+    # index of the run's phones is also the planner's dedupe set.
+    memory: MemoryLedger | None = None
+    if journal is None:
+        ledger: Ledger = (memory := MemoryLedger())
+    else:
+        ledger = ledger_from(journal)
+    owned = ledger is not journal
     run_name = run or default_run(segment)
     try:
-        if ledger is not None:
-            await ledger.open()
+        await ledger.open()
+        seen = None if memory is None else memory.seen_phones(run_name)
         bulk = BulkSend(
             client,
             str(poll_id),
@@ -101,8 +105,9 @@ async def send_bulk(
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
+            seen=seen,
         )
         return await bulk.run(users)
     finally:
-        if owned and ledger is not None:
-            await ledger.close()
+        if owned:
+            await ledger.aclose()

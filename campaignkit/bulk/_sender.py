@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import attrs
 import orjson
@@ -15,10 +15,9 @@ from .._io import telemetry
 from .._wire import sansio as wire
 from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
+from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
-
-if TYPE_CHECKING:
-    from ..client import CampaignClient
+from ._seam import BulkClient
 
 _DECODE_ACK = wire.decoder(CampaignAck)
 _LEDGER_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
@@ -34,12 +33,8 @@ class ClaimOutcome:
     error: CampaignKitError | None = None
 
 
-def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 async def send_request(
-    client: CampaignClient,
+    client: BulkClient,
     segment: str,
     body: bytes,
     users: Sequence[User],
@@ -74,7 +69,7 @@ def claim_body(claim: Claim) -> bytes:
 
 
 async def send_claim(
-    client: CampaignClient,
+    client: BulkClient,
     ledger: Ledger,
     run: str,
     segment: str,
@@ -94,18 +89,23 @@ async def send_claim(
     result = await send_request(
         client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
     )
+    await settle_claim(ledger, run, claim.token, result)
+    return result
+
+
+async def settle_claim(ledger: Ledger, run: str, token: str, result: ClaimOutcome) -> None:
+    """Record ``result`` as the outcome of the claim ``token``."""
     # Shielded: a cancellation now must not lose an outcome the service gave.
     await asyncio.shield(
         ledger.settle(
             run,
-            claim.token,
+            token,
             _LEDGER_STATE[result.outcome],
             launch_request_id=None if result.ack is None else result.ack.launch_request_id,
             ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
-            detail=None if result.error is None else error_text(result.error),
+            detail=None if result.error is None else error_detail(result.error),
         )
     )
-    return result
 
 
 def _stored_user(text: str) -> User:

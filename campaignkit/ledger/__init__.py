@@ -10,9 +10,11 @@ atomic, so no two requests, processes or machines can send one recipient of a
 run. A claim whose sender dies is reported ambiguous once it expires
 (``claim_ttl``): never resent silently.
 
-Two stores share the same SQL: :class:`SqliteLedger` (a file, the embedded
-default of ``journal="run.db"``) and :class:`PostgresLedger` (extra
-``workers``).
+Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
+:class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
+and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
+the same rules in memory (``send_bulk(journal=None)`` runs over one). Close a
+ledger with ``aclose()`` (``close()`` is a deprecated alias).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 import os
 from typing import TypeAlias
 
+from ._memory import MemoryLedger
 from ._postgres import PostgresLedger
+from ._protocol import Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
@@ -35,7 +39,6 @@ from ._records import (
     Skipped,
 )
 from ._sqlite import SqliteLedger
-from ._store import SqlLedger as Ledger
 
 __all__ = [
     "ACCEPTED",
@@ -47,6 +50,7 @@ __all__ = [
     "Claim",
     "Journal",
     "Ledger",
+    "MemoryLedger",
     "PostgresLedger",
     "Recipient",
     "Record",

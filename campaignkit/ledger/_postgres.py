@@ -86,7 +86,7 @@ class PostgresLedger(SqlLedger):
                 f"{str(exc).replace(self.dsn, redact_dsn(self.dsn))}"
             ) from None
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

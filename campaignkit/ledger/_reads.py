@@ -5,49 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Final, Literal
+from typing import Final
 
-import orjson
-
-from .._input.users import as_user
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
-from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
-from ..models import CampaignAck, User
-from ._records import (
-    ACCEPTED,
-    AMBIGUOUS,
-    IN_FLIGHT,
-    PLANNED,
-    REJECTED,
-    STATES,
-    Record,
-    RunInfo,
-    Skipped,
-)
+from ._records import STATES, Record, RunInfo, Skipped
 from ._schema import Transaction, Transactional, retried
-
-_OUTCOME: Final[dict[str, Literal["accepted", "rejected", "ambiguous"]]] = {
-    PLANNED: "rejected",
-    IN_FLIGHT: "ambiguous",
-    ACCEPTED: "accepted",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-_UNSETTLED: Final = {
-    PLANNED: "not sent: still planned (no worker has claimed it yet)",
-    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
-    ACCEPTED: "",
-    REJECTED: "rejected",
-    AMBIGUOUS: "ambiguous",
-}
-
-
-def _user_of(text: str | None) -> User:
-    user, reason = as_user(orjson.loads(text or "{}"))
-    if user is None:
-        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
-    return user
-
 
 # The skipped inputs of the run's latest pass only: another pass's positions
 # may name other inputs (a rerun in another order).
@@ -165,60 +126,12 @@ class LedgerReads(Transactional):
             )
         return [Skipped(*row) for row in rows]
 
-    async def report(self, run: str) -> BulkReport:
-        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
-
-        One chunk per request (claim); recipients still planned count as
-        rejected (surely not sent), those still in flight as ambiguous.
-        """
-        info = await self.run_info(run)
-        if info is None:
-            raise LedgerError(f"this ledger has no run {run!r}")
-        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
-        async for record in self.records(run):
-            groups.setdefault((record.claim, record.state), []).append(record)
-        report = BulkReport(info.poll)
-        for index, ((claim, state), records) in enumerate(groups.items()):
-            outcome = _OUTCOME[state]
-            users = tuple(_user_of(record.user) for record in records)
-            error: CampaignKitError | None = None
-            detail = records[0].detail or _UNSETTLED[state]
-            if outcome == "ambiguous":
-                error = AmbiguousSendError(detail, users=users)
-            elif outcome == "rejected":
-                error = CampaignKitError(detail)
-            ack = acks.get(claim or "") if outcome == "accepted" else None
-            chunk = BulkChunk(
-                index,
-                claim,
-                outcome,
-                len(records),
-                ack=CampaignAck(**orjson.loads(ack)) if ack else None,
-                error=error,
-                resumed=True,
-                positions=tuple(record.position for record in records),
-                users=None if outcome == "accepted" else users,
-            )
-            getattr(report, outcome).append(chunk)
-        for item in await self.skipped(run):
-            value = None if item.item is None else orjson.loads(item.item)
-            if item.kind == "duplicate":
-                report.duplicates.append(
-                    DuplicateUser(item.position, item.phone or "", _user_of(item.item))
-                )
-            else:
-                report.invalid.append(
-                    InvalidUser(item.position, item.reason or "invalid", item.line, value)
-                )
-        counted = sum(report.counts.values())
-        report.total = max(info.total or 0, counted)
+    async def last_update(self, run: str) -> float | None:
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
             )
-        report.elapsed = max(0.0, (rows[0][0] or info.created) - info.created)
-        return report
+        return None if rows[0][0] is None else float(rows[0][0])
 
     # -- webhook deliveries
 

@@ -189,7 +189,7 @@ class SqliteLedger(SqlLedger):
     async def _lock_schema(self, tx: Transaction) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the file's write lock."""
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         executor, conn = self._executor, self._conn
         self._executor = self._conn = None
         if executor is None:

@@ -17,6 +17,7 @@ from typing import Final
 
 from ..errors import LedgerError
 from ._producer import ProducerBookkeeping
+from ._protocol import EXPIRED, Ledger
 from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
@@ -32,30 +33,17 @@ from ._schema import Transaction, create_schema, retried
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
 
-EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
 
-
-class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
+class SqlLedger(ProducerBookkeeping, LedgerReads, Ledger):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
-    claim_ttl: float
-    """Seconds a claim holds its recipients before they are reported ambiguous."""
     reconnect_timeout: float = 60.0
     """Seconds an operation keeps reconnecting (jittered backoff up to 5 s, one
     warning of the ``campaignkit.ledger`` logger per attempt) after the
     connection to a ledger server is lost, before it raises."""
 
-    def __init__(self, *, claim_ttl: float) -> None:
-        if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
-            raise LedgerError(f"claim_ttl must be a number of seconds > 0, got {claim_ttl!r}")
-        self.claim_ttl = float(claim_ttl)
-
     @abc.abstractmethod
     async def _connect(self) -> None: ...
-
-    @abc.abstractmethod
-    async def close(self) -> None:
-        """Close the connection(s); idempotent."""
 
     @retried
     async def open(self) -> None:
@@ -72,13 +60,6 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, abc.ABC):
     @abc.abstractmethod
     async def _lock_schema(self, tx: Transaction) -> None:
         """Serialise schema creation between processes."""
-
-    async def __aenter__(self) -> SqlLedger:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     # -- runs
 

@@ -43,7 +43,7 @@ class LedgerSide:
     async def close(self) -> None:
         ledger, self._ledger = self._ledger, None
         if ledger is not None and ledger is not self._source:
-            await ledger.close()
+            await ledger.aclose()
 
 
 class ChunkSender:

@@ -8,16 +8,30 @@ from typing import Any
 
 import pytest
 
-from campaignkit.ledger import Ledger, PostgresLedger, SqliteLedger
+from campaignkit.ledger import Ledger, MemoryLedger, PostgresLedger, SqliteLedger
 
 STORES = ["sqlite", "postgres"]
+"""The durable stores (the ones another process can open)."""
+CONFORMING = [*STORES, "memory"]
+"""Every ledger the conformance suite (tests/ledger) holds to the same rules."""
 
 NewLedger = Callable[..., Ledger]
 
 
 def ledger_factory(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
     """Builds unopened ledger objects that all share one store: an SQLite file
-    in ``tmp_path``, or a fresh PostgreSQL schema (``request.param`` says which)."""
+    in ``tmp_path``, a fresh PostgreSQL schema, or one memory ledger's contents
+    (``request.param`` says which)."""
+    if request.param == "memory":
+        first = MemoryLedger()
+
+        def memory(**options: Any) -> Ledger:
+            # Another object over the same contents, as another connection would be.
+            ledger = MemoryLedger(**options)
+            ledger._runs, ledger._seen = first._runs, first._seen
+            return ledger
+
+        return memory
     if request.param == "sqlite":
         path = tmp_path / "ledger.db"
 
@@ -35,6 +49,8 @@ def ledger_factory(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
 
 def journal_of(ledger: Ledger) -> str:
     """What ``journal=`` (or another process) names ``ledger``'s store by."""
+    if isinstance(ledger, MemoryLedger):
+        pytest.skip("another process cannot open a memory ledger")
     if isinstance(ledger, PostgresLedger):
         return ledger.dsn
     assert isinstance(ledger, SqliteLedger), ledger

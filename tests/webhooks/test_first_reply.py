@@ -278,7 +278,7 @@ async def test_a_ledger_failing_to_forget_is_logged(
     async with new_ledger() as ledger:
 
         async def on_reply(event: ReplyEvent) -> None:
-            await ledger.close()
+            await ledger.aclose()
             raise RuntimeError("boom")
 
         app = first_reply_app(on_reply, dedupe=ledger)

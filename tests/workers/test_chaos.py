@@ -40,6 +40,7 @@ from campaignkit.ledger import (
     Ledger,
     PostgresLedger,
 )
+from campaignkit.ledger._store import SqlLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(180)
@@ -68,6 +69,7 @@ async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout: fl
 
 async def senders(ledger: Ledger, run: str) -> set[int]:
     """The pids of the workers holding claims in flight (owners are host:pid:random)."""
+    assert isinstance(ledger, SqlLedger)
     async with ledger._transaction() as tx:
         rows = await tx.fetch(
             "SELECT owner FROM campaignkit_claims WHERE run = ? AND state = 'in_flight'", run

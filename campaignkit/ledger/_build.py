@@ -1,0 +1,151 @@
+"""The one builder of a :class:`~campaignkit.BulkReport`: from what a ledger
+holds of each request (its claim, state, detail and ack) and of the inputs
+not sent. ``send_bulk``, the workers' ``wait`` and ``campaignkit runs`` all
+build their report here, so they agree, errors' classes included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+import attrs
+import orjson
+
+from .._input.users import as_user
+from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
+from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
+from ..models import CampaignAck, User
+from ._errors import error_from_detail
+from ._records import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED, Record
+
+Outcome = Literal["accepted", "rejected", "ambiguous"]
+
+OUTCOME: Final[dict[str, Outcome]] = {
+    PLANNED: "rejected",
+    IN_FLIGHT: "ambiguous",
+    ACCEPTED: "accepted",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+_UNSETTLED: Final = {
+    PLANNED: "not sent: still planned (no sender has claimed it yet)",
+    IN_FLIGHT: "in flight: its request may be under way or its sender may have died",
+    REJECTED: "rejected",
+    AMBIGUOUS: "ambiguous",
+}
+
+
+_HELD_WHY: Final = {
+    IN_FLIGHT: "were in flight (claimed by an earlier run that stopped, or by another "
+    "sender of this run)",
+    AMBIGUOUS: "were ambiguous in an earlier run",
+}
+
+
+@attrs.frozen
+class Request:
+    """Recipients that share one outcome: those of one claim in one state.
+
+    ``users`` are their users (wire JSON, or :class:`User` objects where the
+    caller has them), in the order of ``positions``; ``resumed`` marks
+    recipients this call did not send (held from an earlier run, or taken by
+    another sender); ``error`` the live error, where the caller has it
+    (otherwise it is rebuilt from ``detail``).
+    """
+
+    claim: str | None
+    state: str
+    positions: Sequence[int]
+    users: Sequence[str | User] | None
+    detail: str | None = None
+    ack: str | None = None
+    resumed: bool = True
+    error: CampaignKitError | None = None
+
+
+def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request]:
+    """``records`` grouped by claim and state, in order of first appearance."""
+    groups: dict[tuple[str | None, str], list[Record]] = {}
+    for record in records:
+        groups.setdefault((record.claim, record.state), []).append(record)
+    return [
+        Request(
+            claim,
+            state,
+            [r.position for r in group],
+            [r.user or "{}" for r in group],
+            detail=group[0].detail,
+            ack=acks.get(claim or "") if state == ACCEPTED else None,
+        )
+        for (claim, state), group in groups.items()
+    ]
+
+
+def user_of(user: str | User) -> User:
+    if isinstance(user, User):
+        return user
+    built, reason = as_user(orjson.loads(user))
+    if built is None:
+        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
+    return built
+
+
+def chunk_of(index: int, request: Request, *, keep_accepted_users: bool = False) -> BulkChunk:
+    """The :class:`BulkChunk` ``request`` is reported as."""
+    outcome = OUTCOME[request.state]
+    keep = outcome != "accepted" or keep_accepted_users
+    users = tuple(user_of(u) for u in request.users) if keep and request.users else ()
+    error = request.error
+    if error is None and outcome != "accepted":
+        detail = request.detail or _UNSETTLED[request.state]
+        error = error_from_detail(detail, users=users)
+        if outcome == "ambiguous" and request.resumed:
+            why = _HELD_WHY[request.state] + (f" ({request.detail})" if request.detail else "")
+            error = AmbiguousSendError(
+                f"these users {why}: they may or may not have reached the service, "
+                "and were not resent: check before sending again",
+                users=users,
+                cause=error,
+            )
+        elif outcome == "ambiguous" and not isinstance(error, AmbiguousSendError):
+            error = AmbiguousSendError(detail, users=users, cause=error)
+        elif request.resumed and request.state != PLANNED:
+            error.add_note(
+                "rejected in an earlier run; not resent: pass retry_rejected=True "
+                "to send them again"
+            )
+    return BulkChunk(
+        index,
+        request.claim,
+        outcome,
+        len(request.positions),
+        ack=CampaignAck(**orjson.loads(request.ack)) if request.ack else None,
+        error=error,
+        resumed=request.resumed,
+        positions=request.positions,
+        users=users if keep else None,
+    )
+
+
+def build_report(
+    poll: str,
+    requests: Iterable[Request],
+    *,
+    invalid: Sequence[InvalidUser] = (),
+    duplicates: Sequence[DuplicateUser] = (),
+    total: int | None = None,
+    elapsed: float = 0.0,
+    keep_accepted_users: bool = False,
+) -> BulkReport:
+    """The report of ``requests`` and the inputs not sent; chunks in input order."""
+    report = BulkReport(poll, keeps_accepted_users=keep_accepted_users)
+    ordered = sorted(requests, key=lambda r: min(r.positions, default=-1))
+    for index, request in enumerate(ordered):
+        chunk = chunk_of(index, request, keep_accepted_users=keep_accepted_users)
+        getattr(report, chunk.outcome).append(chunk)
+    report.invalid = sorted(invalid, key=lambda item: item.position)
+    report.duplicates = sorted(duplicates, key=lambda item: item.position)
+    counted = sum(report.counts.values())
+    report.total = max(total or 0, counted)
+    report.elapsed = elapsed
+    return report

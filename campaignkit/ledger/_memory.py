@@ -1,0 +1,296 @@
+"""The memory ledger: ``send_bulk(journal=None)`` runs over it.
+
+It keeps the rules of the durable ledgers (the same conformance suite holds
+it to them) in the compact shape of :mod:`._memory_runs`; a batch's users
+(their wire JSON) are dropped once the service has accepted them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+
+import attrs
+
+from ..errors import LedgerError
+from ._memory_runs import Batch, ClaimState, RunState
+from ._protocol import EXPIRED, Ledger
+from ._records import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    STATES,
+    Claim,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
+
+
+class MemoryLedger(Ledger):
+    """A ledger in this process's memory, with the rules of the durable ones.
+
+    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
+    read the run back (``report``, ``records``) or to rerun it in the same
+    process. It is gone with the process: a crash loses it, so it resumes
+    nothing after one. It keeps no users of accepted recipients (their
+    records' ``user`` is None). Closing it keeps its contents (like a file);
+    operations need it open.
+    """
+
+    def __init__(self, *, claim_ttl: float = 600.0) -> None:
+        super().__init__(claim_ttl=claim_ttl)
+        self._open = False
+        self._runs: dict[str, RunState] = {}
+        self._seen: dict[str, dict[str, float]] = {}
+
+    def __repr__(self) -> str:
+        return f"<MemoryLedger {len(self._runs)} runs>"
+
+    async def open(self) -> None:
+        self._open = True
+
+    async def aclose(self) -> None:
+        self._open = False
+
+    def _run(self, run: str) -> RunState | None:
+        if not self._open:
+            raise LedgerError("the memory ledger is not open")
+        return self._runs.get(run)
+
+    def _state(self, run: str) -> RunState:
+        state = self._run(run)
+        if state is None:
+            state = self._runs[run] = RunState()
+        return state
+
+    def seen_phones(self, run: str) -> RunState:
+        """The run's phone index, as the dedupe set of a planner reading the
+        run's only input pass (``send_bulk(journal=None)``): one structure
+        serves both. Not for a run planned by more than one pass."""
+        return self._state(run)
+
+    # -- the rules of a run
+
+    async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
+        state = self._state(run)
+        if state.info is None:
+            state.info = RunInfo(run, poll, time.time())
+        if state.info.poll != poll:
+            raise LedgerError(
+                f"run {run!r} of this ledger sends poll {state.info.poll}, not poll {poll}: "
+                "name another run (run=...)"
+            )
+        if input_pass is not None:
+            state.input_pass = input_pass
+            state.info = attrs.evolve(state.info, total=None, input_done=False)
+        return state.info
+
+    async def plan(
+        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+    ) -> list[Record]:
+        state = self._state(run)
+        now = time.time()
+        state.chunks.setdefault(chunk, (now, False))
+        adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
+        held: list[Record] = []
+        start = len(state.positions)
+        joining: list[Recipient] = []
+        for recipient in recipients:
+            key = state.key(recipient.phone)
+            # New to the run, or only seen by its planner so far: joins.
+            number = state.index.take(key, start + len(joining))
+            if number is None:
+                joining.append(recipient)
+                state.positions.append(recipient.position)
+            elif number >= start:  # twice in this call: the last one (an upsert)
+                joining[number - start] = recipient
+                state.positions[number] = recipient.position
+            elif (batch := state.batch(number)).state in adopt:
+                batch.dead.add(number - batch.start)
+                state.index.put(key, start + len(joining))
+                joining.append(recipient)
+                state.positions.append(recipient.position)
+            elif batch.chunk != chunk:
+                held.append(state.record(number, recipient.phone))
+        if joining:
+            batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
+            state.batches.append(batch)
+            state.starts.append(start)
+            state.by_chunk.setdefault(chunk, []).append(batch)
+        return held
+
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        state = self._state(run)
+        batches = [
+            b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
+        ]
+        if not batches:
+            return None
+        token, now = uuid.uuid4().hex, time.time()
+        recipients: list[Recipient] = []
+        for batch in batches:
+            batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
+            assert batch.recipients is not None
+            dead = batch.dead
+            recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
+        recipients.sort(key=lambda r: (r.position, r.phone))  # input order
+        expires = now + self.claim_ttl
+        state.claims[token] = ClaimState(
+            chunk, owner, len(recipients), now, expires, batches=batches
+        )
+        return Claim(token, chunk, tuple(recipients), expires)
+
+    async def settle(
+        self,
+        run: str,
+        claim: str,
+        state: str,
+        *,
+        launch_request_id: str | None = None,
+        ack: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
+            raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
+        found = self._state(run).claims.get(claim)
+        if found is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
+            return
+        found.state, found.ack, found.detail = state, ack, detail
+        now = time.time()
+        for batch in found.batches:
+            if batch.claim == claim and batch.state in (IN_FLIGHT, AMBIGUOUS):
+                batch.state, batch.launch_request_id, batch.detail = (
+                    state,
+                    launch_request_id,
+                    detail,
+                )
+                batch.updated = now
+                if state == ACCEPTED:
+                    batch.recipients = None  # sent: the ledger need not keep their users
+        # Let a long run's other tasks go on between two settles.
+        await asyncio.sleep(0)
+
+    async def expire(self, run: str, *, now: float | None = None) -> int:
+        now = time.time() if now is None else now
+        expired = 0
+        for found in self._state(run).claims.values():
+            if found.state != IN_FLIGHT or not found.expires < now:
+                continue
+            found.state, found.detail = AMBIGUOUS, EXPIRED
+            for batch in found.batches:
+                if batch.state == IN_FLIGHT:
+                    batch.state, batch.detail, batch.updated = AMBIGUOUS, EXPIRED, now
+                    expired += batch.size - len(batch.dead)
+        return expired
+
+    async def finish_input(self, run: str, total: int) -> None:
+        state = self._run(run)
+        if state is not None and state.info is not None:
+            state.info = attrs.evolve(state.info, total=total, input_done=True)
+
+    async def mark_enqueued(self, run: str, chunk: str) -> None:
+        state = self._run(run)
+        if state is not None and chunk in state.chunks:
+            state.chunks[chunk] = (state.chunks[chunk][0], True)
+
+    async def unenqueued_chunks(self, run: str) -> list[str]:
+        state = self._run(run)
+        if state is None:
+            return []
+        waiting = {b.chunk for b in state.batches if b.state == PLANNED and len(b.dead) < b.size}
+        pending = [(created, c) for c, (created, done) in state.chunks.items() if not done]
+        return [chunk for _, chunk in sorted(pending) if chunk in waiting]
+
+    async def skip(self, run: str, items: Sequence[Skipped]) -> None:
+        if not items:
+            return
+        state = self._state(run)
+        if state.info is None:
+            raise LedgerError(f"this ledger has no run {run!r}: start_run() first")
+        kept = state.skipped.setdefault(state.input_pass, {})
+        for item in items:
+            kept.setdefault(item.position, item)
+
+    # -- reading
+
+    async def run_info(self, run: str) -> RunInfo | None:
+        state = self._run(run)
+        return None if state is None else state.info
+
+    async def runs(self) -> list[RunInfo]:
+        self._run("")
+        infos = [state.info for state in self._runs.values() if state.info is not None]
+        return sorted(infos, key=lambda info: (-info.created, info.run))
+
+    async def counts(self, run: str) -> dict[str, int]:
+        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
+        state = self._run(run)
+        if state is None:
+            return counts
+        for batch in state.batches:
+            counts[batch.state] += batch.size - len(batch.dead)
+        for item in state.skipped.get(state.input_pass, {}).values():
+            counts[item.kind] += 1
+        return counts
+
+    async def records(
+        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
+    ) -> AsyncIterator[Record]:
+        state = self._run(run)
+        if state is None:
+            return
+        found = state.current(set(states))
+        for start in range(0, len(found), page_size):
+            for _, phone, number in found[start : start + page_size]:
+                yield state.record(number, phone)
+            await asyncio.sleep(0)
+
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        state = self._run(run)
+        return {} if state is None else state.held(phones)
+
+    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
+        state = self._run(run)
+        if state is None:
+            return []
+        ordered = sorted(state.claims.items(), key=lambda item: (item[1].claimed, item[0]))
+        return [(token, c.chunk, c.state, c.ack, c.detail) for token, c in ordered]
+
+    async def skipped(self, run: str) -> list[Skipped]:
+        state = self._run(run)
+        if state is None:
+            return []
+        return sorted(state.skipped.get(state.input_pass, {}).values(), key=lambda s: s.position)
+
+    async def last_update(self, run: str) -> float | None:
+        state = self._run(run)
+        return max((b.updated for b in state.batches), default=None) if state else None
+
+    # -- webhook deliveries
+
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        seen = self._seen_in(namespace)
+        if key in seen:
+            return False
+        seen[key] = time.time()
+        return True
+
+    async def forget(self, namespace: str, key: str) -> None:
+        self._seen_in(namespace).pop(key, None)
+
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        seen = self._seen_in(namespace)
+        old = [key for key, when in seen.items() if when < before]
+        for key in old:
+            del seen[key]
+        return len(old)
+
+    def _seen_in(self, namespace: str) -> dict[str, float]:
+        self._run("")  # open?
+        return self._seen.setdefault(namespace, {})

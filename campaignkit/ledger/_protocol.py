@@ -1,0 +1,182 @@
+"""What every ledger does: :class:`Ledger`, the base of the durable stores
+(SQLite, PostgreSQL) and of :class:`MemoryLedger`. One conformance suite
+(``tests/ledger``) holds them all to the same rules."""
+
+from __future__ import annotations
+
+import abc
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from typing import Self
+
+import orjson
+
+from .._report import BulkReport, DuplicateUser, InvalidUser
+from ..errors import LedgerError
+from ._build import build_report, requests_of, user_of
+from ._records import STATES, Claim, Recipient, Record, RunInfo, Skipped
+
+EXPIRED = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
+
+
+class Ledger(abc.ABC):
+    """A delivery ledger: one record per recipient of a run (see
+    :mod:`campaignkit.ledger`). Open it (``async with`` or :meth:`open`),
+    close it with :meth:`aclose`."""
+
+    claim_ttl: float
+    """Seconds a claim holds its recipients before they are reported ambiguous."""
+
+    def __init__(self, *, claim_ttl: float) -> None:
+        if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
+            raise LedgerError(f"claim_ttl must be a number of seconds > 0, got {claim_ttl!r}")
+        self.claim_ttl = float(claim_ttl)
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect (and create the schema on first use); idempotent."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Release the connection(s); idempotent."""
+
+    async def close(self) -> None:
+        """Deprecated: use :meth:`aclose`."""
+        warnings.warn(
+            "Ledger.close() is deprecated: use aclose()", DeprecationWarning, stacklevel=2
+        )
+        await self.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- the rules of a run
+
+    @abc.abstractmethod
+    async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
+        """The run, created for ``poll`` if new; a run of another poll is refused."""
+
+    @abc.abstractmethod
+    async def plan(
+        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+    ) -> list[Record]:
+        """File ``recipients`` as planned in ``chunk``; the records of those it will not send."""
+
+    @abc.abstractmethod
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        """Atomically take the planned recipients of ``chunk`` (None if none are left)."""
+
+    @abc.abstractmethod
+    async def settle(
+        self,
+        run: str,
+        claim: str,
+        state: str,
+        *,
+        launch_request_id: str | None = None,
+        ack: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Record what became of a claim's request: accepted, rejected or ambiguous."""
+
+    @abc.abstractmethod
+    async def expire(self, run: str, *, now: float | None = None) -> int:
+        """Report the recipients of expired claims ambiguous; how many there were."""
+
+    @abc.abstractmethod
+    async def finish_input(self, run: str, total: int) -> None:
+        """Record that the run's whole input (``total`` items) has been planned."""
+
+    @abc.abstractmethod
+    async def mark_enqueued(self, run: str, chunk: str) -> None: ...
+
+    @abc.abstractmethod
+    async def unenqueued_chunks(self, run: str) -> list[str]:
+        """Chunks with planned recipients whose message may never have been sent."""
+
+    @abc.abstractmethod
+    async def skip(self, run: str, items: Sequence[Skipped]) -> None:
+        """Record inputs not sent (invalid or duplicate) by the run's current pass."""
+
+    # -- reading
+
+    @abc.abstractmethod
+    async def run_info(self, run: str) -> RunInfo | None: ...
+
+    @abc.abstractmethod
+    async def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
+
+    @abc.abstractmethod
+    async def counts(self, run: str) -> dict[str, int]:
+        """Recipients per state (every state present, zeros included)."""
+
+    @abc.abstractmethod
+    def records(
+        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
+    ) -> AsyncIterator[Record]:
+        """The run's recipients in those states, in input order."""
+
+    @abc.abstractmethod
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        """The records of ``phones`` in the run, each with when its claim was taken."""
+
+    @abc.abstractmethod
+    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
+        """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
+
+    @abc.abstractmethod
+    async def skipped(self, run: str) -> list[Skipped]:
+        """The inputs the run's current pass did not send."""
+
+    @abc.abstractmethod
+    async def last_update(self, run: str) -> float | None:
+        """When a recipient of the run last changed (UNIX seconds), if ever."""
+
+    async def report(self, run: str) -> BulkReport:
+        """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
+
+        One chunk per request (claim); recipients still planned count as
+        rejected (surely not sent), those still in flight as ambiguous.
+        """
+        info = await self.run_info(run)
+        if info is None:
+            raise LedgerError(f"this ledger has no run {run!r}")
+        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
+        requests = requests_of([record async for record in self.records(run)], acks)
+        invalid, duplicates = [], []
+        for item in await self.skipped(run):
+            if item.kind == "duplicate":
+                user = user_of(item.item or "{}")
+                duplicates.append(DuplicateUser(item.position, item.phone or "", user))
+            else:
+                value = None if item.item is None else orjson.loads(item.item)
+                reason = item.reason or "invalid"
+                invalid.append(InvalidUser(item.position, reason, item.line, value))
+        last = await self.last_update(run)
+        return build_report(
+            info.poll,
+            requests,
+            invalid=invalid,
+            duplicates=duplicates,
+            total=info.total,
+            elapsed=max(0.0, (last or info.created) - info.created),
+        )
+
+    # -- webhook deliveries
+
+    @abc.abstractmethod
+    async def first_sighting(self, namespace: str, key: str) -> bool:
+        """Remember ``key``; True the first time it is seen in ``namespace``."""
+
+    @abc.abstractmethod
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        """Forget the keys of ``namespace`` first seen before ``before`` (UNIX seconds)."""
+
+    @abc.abstractmethod
+    async def forget(self, namespace: str, key: str) -> None:
+        """Forget ``key`` (its handling failed: a redelivery should be handled)."""

@@ -1,0 +1,124 @@
+"""A fatal answer mid-run (a 404 for the poll, a 401): every recipient read
+and not sent is rejected with that error, in the report and in the ledger
+alike, the input is not marked finished, and ``retry_rejected`` resends them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers.exchange import Reply, ScriptedExchange
+from helpers.ledgers import CONFORMING, NewLedger, ledger_factory
+
+from campaignkit import CampaignClient, User
+from campaignkit.errors import NotFoundError
+from campaignkit.ledger import REJECTED
+from campaignkit.testing import FakeTime, Request
+
+pytestmark = pytest.mark.timeout(30)
+
+SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/(?P<poll>[^/?]+)$")
+RUN = "poll-7"
+
+
+class Service:
+    """202 to the first ``good`` requests, then 404 (the poll was deleted)."""
+
+    def __init__(self, good: int) -> None:
+        self.good = good
+        self.phones: list[str] = []
+        self.answered = 0
+
+    async def handle(self, request: Request) -> Reply:
+        assert request.body is not None
+        n, self.answered = self.answered, self.answered + 1
+        if n >= self.good:
+            return Reply(status=404, payload={"detail": "Poll not found"})
+        self.phones += [
+            u["country_code"] + u["cellphone"] for u in orjson.loads(request.body)["users"]
+        ]
+        ack = {"message": "queued", "id": "7", "batch_id": f"b{n}", "launch_request_id": f"lr-{n}"}
+        return Reply(status=202, payload={**ack, "status_url": f"/v2/send-campaign/lr-{n}"})
+
+
+@pytest.fixture(params=CONFORMING)
+def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
+    return ledger_factory(request, tmp_path)
+
+
+@pytest.fixture
+def mocked() -> ScriptedExchange:
+    return ScriptedExchange()
+
+
+@pytest.fixture
+async def client(mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
+    async with CampaignClient(
+        "sk_test_fatal_0123456789", campaign_url="http://campaign.test", exchange=mocked
+    ) as c:
+        FakeTime().install(c)
+        yield c
+
+
+def people(n: int) -> list[User]:
+    return [User(cellphone=f"555{i:07d}", country_code="+1") for i in range(n)]
+
+
+async def test_a_404_mid_run_rejects_every_unsent_recipient_in_the_ledger_too(
+    client: CampaignClient, mocked: ScriptedExchange, new_ledger: NewLedger
+) -> None:
+    service = Service(good=3)
+    mocked.post(SEND, callback=service.handle, repeat=True)
+    users = people(1000)
+    async with new_ledger() as ledger:
+        report = await client.send_bulk(7, users, chunk_size=50, concurrency=4, journal=ledger)
+        counts = await ledger.counts(RUN)
+        rejected = [r async for r in ledger.records(RUN, [REJECTED])]
+        info = await ledger.run_info(RUN)
+    assert isinstance(report.fatal, NotFoundError)
+    assert report.counts["accepted"] == len(service.phones) == 150
+    # Everyone read is accounted for, the same way in the report and the ledger.
+    assert report.counts["accepted"] + report.counts["rejected"] == report.total
+    assert counts[REJECTED] == report.counts["rejected"] > 50
+    assert {r.phone for r in rejected} == {
+        u.country_code + u.cellphone for u in report.users_for("rejected")
+    }
+    assert all(r.detail and r.detail.startswith("NotFoundError") for r in rejected)
+    assert all(isinstance(chunk.error, NotFoundError) for chunk in report.rejected)
+    # The input after the fatal answer was not read, so the run is not finished.
+    assert report.total < 1000
+    assert info is not None
+    assert not info.input_done
+
+    # The poll is back: a rerun with retry_rejected sends exactly those rejected,
+    # and the unread rest; nobody twice.
+    service.good = 10**6
+    async with new_ledger() as ledger:
+        again = await client.send_bulk(
+            7, users, chunk_size=50, concurrency=4, journal=ledger, retry_rejected=True
+        )
+        info = await ledger.run_info(RUN)
+        counts = await ledger.counts(RUN)
+    assert again.fatal is None
+    assert sorted(service.phones) == sorted(u.country_code + u.cellphone for u in users)
+    assert counts[REJECTED] == 0
+    assert counts["accepted"] == 1000
+    assert info is not None
+    assert info.input_done
+
+
+async def test_without_a_journal_the_report_counts_every_read_input(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    service = Service(good=2)
+    mocked.post(SEND, callback=service.handle, repeat=True)
+    report = await client.send_bulk(7, people(1000), chunk_size=50, concurrency=4)
+    counts: dict[str, Any] = report.counts
+    assert isinstance(report.fatal, NotFoundError)
+    assert counts["accepted"] == 100
+    assert counts["accepted"] + counts["rejected"] == report.total < 1000
+    assert all(isinstance(chunk.error, NotFoundError) for chunk in report.rejected)
