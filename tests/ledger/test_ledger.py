@@ -49,8 +49,7 @@ def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
 
 async def sql(ledger: Ledger, statement: str, *args: Any) -> list[tuple[Any, ...]]:
     """Run raw SQL in one of the ledger's own transactions (either dialect)."""
-    if not isinstance(ledger, SqlLedger):
-        pytest.skip("the SQL schema: durable ledgers only")
+    assert isinstance(ledger, SqlLedger), "the SQL schema: mark the test durable"
     async with ledger._transaction() as tx:
         return await tx.fetch(statement, *args)
 
@@ -68,6 +67,7 @@ async def claimed(ledger: Ledger, chunk: str, run: str = RUN) -> Claim:
 # -- schema
 
 
+@pytest.mark.durable
 async def test_schema_created_on_first_use_and_reopened(new_ledger: NewLedger) -> None:
     async with new_ledger() as ledger:
         await ledger.open()  # a second open of an open ledger changes nothing
@@ -79,6 +79,7 @@ async def test_schema_created_on_first_use_and_reopened(new_ledger: NewLedger) -
         assert [r.run for r in await reopened.runs()] == [RUN]
 
 
+@pytest.mark.durable
 async def test_a_newer_schema_version_is_refused(new_ledger: NewLedger) -> None:
     async with new_ledger() as ledger:
         await sql(ledger, "UPDATE campaignkit_schema SET version = version + 1")
@@ -111,6 +112,7 @@ def test_claim_ttl_must_be_positive_seconds(new_ledger: NewLedger, ttl: Any) -> 
         new_ledger(claim_ttl=ttl)
 
 
+@pytest.mark.durable
 async def test_database_errors_are_ledger_errors(ledger: Ledger) -> None:
     await sql(ledger, "DROP TABLE campaignkit_recipients")
     with pytest.raises(LedgerError) as caught:
@@ -226,6 +228,7 @@ async def test_concurrent_claims_take_each_recipient_once(new_ledger: NewLedger)
     assert sorted(claim.chunk for claim in won) == sorted(chunks)
 
 
+@pytest.mark.durable
 async def test_processes_claim_each_recipient_once(ledger: Ledger) -> None:
     chunks = {f"c{i}": people(25, first=25 * i) for i in range(12)}
     for chunk, recipients in chunks.items():
