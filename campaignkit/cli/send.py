@@ -71,7 +71,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.emit(ack)
         return ExitStatus.OK
     if not ctx.json:
-        ctx.print(f"{ack.message}: {len(users)} users, poll {ack.id}")
+        ctx.print(f"{ack.message.rstrip('.')}: {len(users)} users, poll {ack.id}")
         ctx.print(f"launch_request_id: {ack.launch_request_id}")
         ctx.print(f"batch_id:          {ack.batch_id}")
     if not a.track:

@@ -70,6 +70,8 @@ async def test_send_json_with_track(sb: Sandbox, tmp_path: Path) -> None:
     result = await run(sb, "send", str(poll), str(path), "--track", "-q")
     assert result.code == 0, result.err
     assert "launch_request_id:" in result.out
+    # The service's message ends with a full stop: not ".:" before the counts.
+    assert f"Campaign queued for deployment: 2 users, poll {poll}\n" in result.out
     assert "DONE" in result.out
     assert result.err == ""  # --quiet: no progress, no notes
 
