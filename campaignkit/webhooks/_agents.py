@@ -9,8 +9,8 @@ The response shape is not published: :func:`agent_json` is the default answer,
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
+from time import monotonic
 from typing import Literal, Protocol
 
 from aiohttp import web
@@ -71,8 +71,6 @@ class AgentPicker:
         ttl: float = 60.0,
         strategy: Strategy = "round_robin",
         answer: Answer = "id",
-        *,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         problems = []
         if strategy not in ("round_robin", "least_recent"):
@@ -89,7 +87,6 @@ class AgentPicker:
         self.ttl = ttl
         self.strategy: Strategy = strategy
         self.answer: Answer = answer
-        self._clock = clock
         self._cache: list[Agent] | None = None
         self._fetched_at = 0.0
         self._lock = asyncio.Lock()
@@ -114,7 +111,7 @@ class AgentPicker:
     async def agents(self) -> list[Agent]:
         """The active agents of the tag, by id, from the cache when fresh."""
         async with self._lock:
-            fresh = self._cache is not None and self._clock() - self._fetched_at < self.ttl
+            fresh = self._cache is not None and monotonic() - self._fetched_at < self.ttl
             if not fresh:
                 try:
                     listed = await self._client.list_agents()
@@ -129,7 +126,7 @@ class AgentPicker:
                     self._cache = sorted(
                         (a for a in listed if self._matches(a)), key=lambda a: a.id
                     )
-                    self._fetched_at = self._clock()
+                    self._fetched_at = monotonic()
             assert self._cache is not None
             return list(self._cache)
 

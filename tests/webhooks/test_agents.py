@@ -41,6 +41,14 @@ class Clock:
         return self.now
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The time the pickers' caches see (only theirs: the loop keeps its own)."""
+    fake = Clock()
+    monkeypatch.setattr("campaignkit.webhooks._agents.monotonic", fake)
+    return fake
+
+
 async def test_round_robin_in_id_order() -> None:
     picker = AgentPicker(FakeClient(AGENTS))
     assert [(await picker.pick()).id for _ in range(7)] == [10, 20, 30, 10, 20, 30, 10]
@@ -55,9 +63,9 @@ async def test_tag_filter_by_name_or_id() -> None:
         await AgentPicker(FakeClient(AGENTS), tag="Marketing").pick()
 
 
-async def test_ttl_caching() -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=60, clock=clock)
+async def test_ttl_caching(clock: Clock) -> None:
+    fake = FakeClient(AGENTS)
+    picker = AgentPicker(fake, ttl=60)
     assert [(await picker.pick()).id for _ in range(3)] == [10, 20, 30]
     assert fake.calls == 1
     fake.agents = [a for a in AGENTS if a.id != 20]
@@ -79,9 +87,9 @@ async def test_concurrent_picks_fetch_once() -> None:
     assert sorted(a.id for a in picked) == [10, 10, 10, 20, 20, 20, 30, 30, 30]
 
 
-async def test_round_robin_survives_list_changes() -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=1, clock=clock)
+async def test_round_robin_survives_list_changes(clock: Clock) -> None:
+    fake = FakeClient(AGENTS)
+    picker = AgentPicker(fake, ttl=1)
     assert (await picker.pick()).id == 10
     fake.agents = [*AGENTS, Agent(15, "New", "N", "new@example.com")]
     clock.now += 2
@@ -95,9 +103,11 @@ async def test_least_recent() -> None:
     assert (await picker.pick()).id == 10
 
 
-async def test_stale_list_used_when_refresh_fails(caplog: pytest.LogCaptureFixture) -> None:
-    fake, clock = FakeClient(AGENTS), Clock()
-    picker = AgentPicker(fake, ttl=1, clock=clock)
+async def test_stale_list_used_when_refresh_fails(
+    caplog: pytest.LogCaptureFixture, clock: Clock
+) -> None:
+    fake = FakeClient(AGENTS)
+    picker = AgentPicker(fake, ttl=1)
     await picker.pick()
     fake.fail = True
     clock.now += 5
