@@ -18,8 +18,16 @@ import orjson
 
 from .._redaction import redact
 from ..errors import ConfigurationError
-from ..ledger import AMBIGUOUS, STATES, Ledger, Record, RunInfo, SqliteLedger, ledger_from
-from ..ledger._sqlite import DEFAULT_CLAIM_TTL
+from ..ledger import (
+    AMBIGUOUS,
+    DEFAULT_CLAIM_TTL,
+    STATES,
+    Ledger,
+    Record,
+    RunInfo,
+    SqliteLedger,
+    ledger_from,
+)
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError
 from .files import write_atomically

@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from ._memory import MemoryLedger
 from ._postgres import PostgresLedger
-from ._protocol import Ledger
+from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
@@ -43,6 +43,7 @@ from ._sqlite import SqliteLedger
 __all__ = [
     "ACCEPTED",
     "AMBIGUOUS",
+    "DEFAULT_CLAIM_TTL",
     "IN_FLIGHT",
     "PLANNED",
     "REJECTED",

@@ -16,7 +16,7 @@ import attrs
 
 from ..errors import LedgerError
 from ._memory_runs import Batch, ClaimState, RunState
-from ._protocol import EXPIRED, Ledger
+from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
@@ -43,7 +43,7 @@ class MemoryLedger(Ledger):
     operations need it open.
     """
 
-    def __init__(self, *, claim_ttl: float = 600.0) -> None:
+    def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
         super().__init__(claim_ttl=claim_ttl)
         self._open = False
         self._runs: dict[str, RunState] = {}

@@ -11,8 +11,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
+from ._protocol import DEFAULT_CLAIM_TTL
 from ._schema import LedgerUnavailable, Transaction, TransactionConflict
-from ._sqlite import DEFAULT_CLAIM_TTL
 from ._store import SqlLedger
 
 if TYPE_CHECKING:

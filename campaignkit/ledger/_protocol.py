@@ -18,6 +18,9 @@ from ._records import STATES, Claim, Recipient, Record, RunInfo, Skipped
 
 EXPIRED = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
 
+DEFAULT_CLAIM_TTL = 600.0
+"""Seconds a claim holds its recipients before it is reported ambiguous."""
+
 
 class Ledger(abc.ABC):
     """A delivery ledger: one record per recipient of a run (see

@@ -13,12 +13,12 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from ..errors import LedgerError
+from ._protocol import DEFAULT_CLAIM_TTL
 from ._schema import Transaction
 from ._store import SqlLedger
 
 T = TypeVar("T")
 
-DEFAULT_CLAIM_TTL = 600.0
 
 COPY_ADVICE = (
     "Copy a ledger together with its -wal file (cp {path} {path}-wal DEST/), or, even "
