@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 import redis.asyncio
 from helpers.bulk_child import expected_phones, make_users
-from helpers.workers import worker_process
+from helpers.workers import producer, worker_process
 from taskiq import TaskiqMessage, TaskiqMiddleware, TaskiqResult
 
 from campaignkit.bulk import Planner
@@ -88,17 +88,6 @@ async def workers(
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(*tasks), 20)
-
-
-@contextlib.asynccontextmanager
-async def producer(redis_url: str, queue: str, dsn: str) -> AsyncIterator[BulkWorkers]:
-    broker = broker_from(redis_url, queue=queue)
-    await broker.startup()
-    try:
-        async with BulkWorkers(broker, dsn) as bulk:
-            yield bulk
-    finally:
-        await broker.shutdown()
 
 
 async def assert_once(sb: Sandbox, dsn: str, run: str, report: Any) -> None:

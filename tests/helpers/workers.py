@@ -17,7 +17,20 @@ import asyncpg
 import redis.asyncio
 
 from campaignkit.sandbox import Sandbox
+from campaignkit.workers import BulkWorkers, broker_from
 from campaignkit.workers._brokers import client_name
+
+
+@contextlib.asynccontextmanager
+async def producer(redis_url: str, queue: str, dsn: str) -> AsyncIterator[BulkWorkers]:
+    """A producer's side of a run: its broker started, stopped on exit."""
+    broker = broker_from(redis_url, queue=queue)
+    await broker.startup()
+    try:
+        async with BulkWorkers(broker, dsn) as bulk:
+            yield bulk
+    finally:
+        await broker.shutdown()
 
 
 def with_application_name(dsn: str, name: str) -> str:

@@ -6,14 +6,13 @@ own connections are cut (its Redis client name, its application_name)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 from helpers.bulk_child import expected_phones, make_users
 from helpers.workers import (
     kill_redis_clients,
+    producer,
     terminate_postgres,
     unique_name,
     with_application_name,
@@ -22,7 +21,6 @@ from helpers.workers import (
 
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
-from campaignkit.workers import BulkWorkers, broker_from
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -39,17 +37,6 @@ async def first_poll(sb: Sandbox) -> int:
 async def received(sb: Sandbox) -> dict[str, int]:
     counts: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
     return counts
-
-
-@contextlib.asynccontextmanager
-async def producer(redis_url: str, queue: str, dsn: str) -> AsyncIterator[BulkWorkers]:
-    broker = broker_from(redis_url, queue=queue)
-    await broker.startup()
-    try:
-        async with BulkWorkers(broker, dsn) as bulk:
-            yield bulk
-    finally:
-        await broker.shutdown()
 
 
 async def test_worker_survives_killed_redis_connections(
