@@ -177,11 +177,11 @@ async def test_worker_killed_mid_run_then_restarted(
     sb: Sandbox, postgres_dsn: str, redis_url: str, queue: str
 ) -> None:
     """SIGKILL a worker process while its requests are under way (each is
-    processed by the sandbox, then answered 50 ms later): its claims expire
+    processed by the sandbox, then answered 0.3 s later): its claims expire
     and are reported ambiguous, a new worker sends the rest, nobody twice."""
     poll = await first_poll(sb)
     await sb.set_faults(
-        {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
+        {"kind": "latency", "seconds": 0.3, "route": "send_campaign", "when": "after"}
     )
     async with producer(redis_url, queue, postgres_dsn) as bulk:
         async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST) as first:

@@ -11,7 +11,11 @@ IN_FLIGHT: Final = "in_flight"
 ACCEPTED: Final = "accepted"
 REJECTED: Final = "rejected"
 AMBIGUOUS: Final = "ambiguous"
-STATES: Final = (PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS)
+SUPPRESSED: Final = "suppressed"
+"""Not sent: the number is on the ledger's suppression list (the reason in ``detail``)."""
+DEFERRED: Final = "deferred"
+"""Not sent yet: over the daily limit; a rerun sends it once the budget allows."""
+STATES: Final = (PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS, SUPPRESSED, DEFERRED)
 
 
 @attrs.frozen(order=True)

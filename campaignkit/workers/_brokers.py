@@ -105,10 +105,9 @@ def _redis_streams() -> type[RedisStreamBroker]:
         """taskiq-redis's streams broker, with ``listen`` rewritten (which is
         why taskiq-redis is bounded above in pyproject.toml):
 
-        - the messages of dead consumers are reclaimed after every read, new
-          messages or not (taskiq-redis 1.2 reclaims only after a read that
-          got some: an idle queue never gave a dead worker's messages to
-          anyone);
+        - the messages of dead consumers are reclaimed before every blocking
+          read (taskiq-redis 1.2 reclaims only after a read that got some: an
+          idle queue never gave a dead worker's messages to anyone);
         - a lost connection (a killed client, a restart, a failover) is
           reconnected with jittered backoff, one warning per attempt, for
           ever when reading and a few times to send or acknowledge a
@@ -120,9 +119,15 @@ def _redis_streams() -> type[RedisStreamBroker]:
             attempt = 0
             while True:
                 try:
-                    async for message in self._read():
-                        attempt = 0
-                        yield message
+                    async with Redis(connection_pool=self.connection_pool) as conn:
+                        while True:
+                            batch = await self._fetch(conn)
+                            attempt = 0
+                            for message_id, fields in batch:
+                                if fields:  # None: deleted from the stream meanwhile
+                                    yield AckableMessage(
+                                        data=fields[b"data"], ack=self._ack(message_id)
+                                    )
                 except (*lost, ResponseError) as exc:
                     if isinstance(exc, ResponseError) and "NOGROUP" not in str(exc):
                         raise
@@ -131,24 +136,27 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     if isinstance(exc, ResponseError):
                         await self._declare_consumer_group()
 
-        async def _read(self) -> AsyncGenerator[AckableMessage, None]:
+        async def _fetch(self, conn: Redis) -> list[tuple[bytes, Any]]:
+            """Dead consumers' messages first, else new ones (a blocking read).
+
+            Reclaiming before the blocking read, not after it: a connection
+            cut more often than the read blocks would otherwise never
+            reclaim anything, and a dead worker's chunk would wait for ever.
+            """
             group, consumer, queue = self.consumer_group_name, self.consumer_name, self.queue_name
-            async with Redis(connection_pool=self.connection_pool) as conn:
-                while True:
-                    fetched: Any = await conn.xreadgroup(
-                        group, consumer, {queue: ">"}, block=self.block, count=self.count
-                    )
-                    messages = [m for _, stream in fetched for m in stream]
-                    reclaimed: Any = await conn.xautoclaim(
-                        queue,
-                        group,
-                        consumer,
-                        min_idle_time=self.idle_timeout,
-                        count=self.unacknowledged_batch_size,
-                    )
-                    for message_id, fields in [*messages, *reclaimed[1]]:
-                        if fields:  # None: deleted from the stream meanwhile
-                            yield AckableMessage(data=fields[b"data"], ack=self._ack(message_id))
+            reclaimed: Any = await conn.xautoclaim(
+                queue,
+                group,
+                consumer,
+                min_idle_time=self.idle_timeout,
+                count=self.unacknowledged_batch_size,
+            )
+            if any(fields for _, fields in reclaimed[1]):
+                return list(reclaimed[1])
+            fetched: Any = await conn.xreadgroup(
+                group, consumer, {queue: ">"}, block=self.block, count=self.count
+            )
+            return [m for _, stream in fetched for m in stream]
 
         def _ack(self, message_id: bytes) -> Callable[[], Awaitable[None]]:
             ack = self._ack_generator(message_id, self.queue_name)  # type: ignore[arg-type]

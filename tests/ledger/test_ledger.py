@@ -19,9 +19,11 @@ from campaignkit.errors import LedgerError
 from campaignkit.ledger import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     IN_FLIGHT,
     PLANNED,
     REJECTED,
+    SUPPRESSED,
     Claim,
     Ledger,
     PostgresLedger,
@@ -328,6 +330,8 @@ async def test_counts_list_every_state(ledger: Ledger) -> None:
         ACCEPTED: 0,
         REJECTED: 0,
         AMBIGUOUS: 0,
+        SUPPRESSED: 0,
+        DEFERRED: 0,
         "invalid": 0,
         "duplicate": 0,
     }

@@ -93,9 +93,10 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
     queue, name, run = unique_name("ck-chaos-"), unique_name("ck_chaos_"), "chaos"
     dsn = with_application_name(postgres_dsn, name)
     poll = str(await first_poll(sb))
-    # Each request is processed, then answered 50 ms later: claims stay in flight meanwhile.
+    # Each request is processed, then answered 0.2 s later: claims stay in
+    # flight meanwhile, long enough to kill a worker with one under way.
     await sb.set_faults(
-        {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
+        {"kind": "latency", "seconds": 0.2, "route": "send_campaign", "when": "after"}
     )
     env = {**os.environ, "PYTHONPATH": str(PRODUCER.parents[1])}
     argv = (sys.executable, str(PRODUCER), redis_url, queue, dsn, poll, run, str(USERS), str(CHUNK))
@@ -108,8 +109,13 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
 
         chaos = asyncio.create_task(cut_connections(redis_url, queue, postgres_dsn, name, kills))
         try:
+            # It stops reading at two fifths of its input, however slow the machine.
             producer = await asyncio.create_subprocess_exec(
-                *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+                *argv,
+                str(2 * USERS // 5),
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
 
             # The producer interrupted a fifth of the way through its input...
@@ -147,7 +153,12 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
                 counts = await ledger.counts(run)
                 return bool(info and info.input_done and not counts[PLANNED] + counts[IN_FLIGHT])
 
-            await until(done, "every recipient settled", timeout=120)
+            try:
+                await until(done, "every recipient settled", timeout=120)
+            except AssertionError as e:
+                counts = await ledger.counts(run)
+                tails = ["\n".join(w.lines[-15:]) for w in workers]
+                raise AssertionError(f"{e}: {dict(counts)}\n" + "\n---\n".join(tails)) from None
         finally:
             chaos.cancel()
             with contextlib.suppress(asyncio.CancelledError):

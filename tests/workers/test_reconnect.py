@@ -6,9 +6,11 @@ own connections are cut (its Redis client name, its application_name)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio
 from helpers.bulk_child import expected_phones, make_users
 from helpers.workers import (
     kill_redis_clients,
@@ -121,3 +123,35 @@ async def test_settling_survives_a_terminated_ledger_session(
     async with PostgresLedger(postgres_dsn) as ledger:
         states = {record.state async for record in ledger.records(run)}
     assert states == {"accepted"}
+
+
+async def test_dead_consumers_chunk_reclaimed_while_connections_flap(
+    sb: Sandbox, postgres_dsn: str, redis_url: str
+) -> None:
+    """A chunk left unacknowledged by a dead consumer is reclaimed even while
+    the worker's connection is cut more often than its blocking read lasts
+    (a read cut every time once kept a dead worker's chunk for ever)."""
+    queue = unique_name("ck-test-")
+    async with producer(redis_url, queue, postgres_dsn) as bulk:
+        run = await bulk.submit(await first_poll(sb), make_users(50), chunk_size=50)
+        conn = redis.asyncio.from_url(redis_url)
+        try:
+            taken: Any = await conn.xreadgroup("taskiq", "dead-consumer", {queue: ">"}, count=10)
+        finally:
+            await conn.aclose()
+        assert len(taken[0][1]) == 1
+
+        async def cut_for_ever() -> None:
+            while True:
+                await kill_redis_clients(redis_url, queue)
+                await asyncio.sleep(0.3)
+
+        async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST) as worker:
+            cutting = asyncio.create_task(cut_for_ever())
+            try:
+                report = await bulk.wait(run, poll_interval=0.1, timeout=20)
+            finally:
+                cutting.cancel()
+            assert worker.alive, "\n".join(worker.lines)
+    assert report.counts["accepted"] == len(expected_phones(50))
+    assert max((await received(sb)).values()) == 1
