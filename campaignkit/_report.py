@@ -91,7 +91,8 @@ class BulkReport:
     elapsed: float = 0.0
     keeps_accepted_users: bool = False
     fatal: CampaignKitError | None = None
-    """The answer that ended the run early (a 401, or a 404 for the poll):
+    """The answer that ended the run early (a 401, a 404 for the poll, or a
+    400 refusing the request as a whole rather than one of its users):
     every input read was sent before it or is ``rejected`` with it; the input
     after the first ``total`` items was not read (and a ledger does not mark
     the run's input finished)."""

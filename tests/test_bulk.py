@@ -268,7 +268,9 @@ async def test_429_after_every_retry_is_rejected_and_safe(
 async def test_400_rejects_one_chunk_only(client: CampaignClient, mocked: ScriptedExchange) -> None:
     def respond(n: int, users: list[dict[str, Any]]) -> Reply:
         if users[0]["cellphone"] == "5550000000":
-            return Reply(status=400, payload={"detail": "bad"})
+            # A 400 naming a user of the request is that request's, not fatal.
+            detail = "Malformed request: users[0].country_code must start with +."
+            return Reply(status=400, payload={"detail": detail})
         return Reply(status=202, payload=ack(n))
 
     service = serve(mocked, FakeService(respond))

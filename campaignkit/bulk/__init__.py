@@ -14,8 +14,9 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 - ``accepted``: the chunk was answered ``202`` (its :class:`CampaignAck` is
   kept, for ``client.track``/``track_many``);
 - ``rejected``: the chunk surely did not take effect (a 4xx answer, a 429 or a
-  connect failure after every retry, or a 401/404 on an earlier chunk): safe
-  to send again. A 401 or 404 is fatal (``report.fatal``): no request starts
+  connect failure after every retry, or a fatal answer to an earlier chunk): safe
+  to send again. A 401, a 404 or a 400 refusing the request as a whole (not
+  naming one of its users) is fatal (``report.fatal``): no request starts
   after it, every user read and not sent is rejected with it (in the ledger
   too), and the input is read no further (nor marked finished in a ledger);
 - ``ambiguous``: the chunk may or may not have reached the service (a 5xx, a

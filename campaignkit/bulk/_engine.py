@@ -13,7 +13,7 @@ import attrs
 import orjson
 
 from .._report import BulkProgress, BulkReport
-from ..errors import AuthenticationError, CampaignKitError, NotFoundError
+from ..errors import CampaignKitError
 from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
@@ -22,9 +22,8 @@ from ._held import settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._seam import BulkClient
-from ._sender import ClaimOutcome, send_claim, settle_claim
+from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
 
-_FATAL = (AuthenticationError, NotFoundError)
 _STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
@@ -191,7 +190,7 @@ class BulkSend:
         result: ClaimOutcome,
         claim: str | None = None,
     ) -> None:
-        if isinstance(result.error, _FATAL) and self.fatal is None:
+        if self.fatal is None and is_fatal(result.error):
             self.fatal = result.error  # the chunks after it are not sent
         ack = None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode()
         detail = None if result.error is None else error_detail(result.error)

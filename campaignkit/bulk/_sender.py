@@ -4,6 +4,7 @@ settling its claim in the ledger."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -13,7 +14,14 @@ import orjson
 from .._input.users import as_user
 from .._io import telemetry
 from .._wire import sansio as wire
-from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
+from ..errors import (
+    AmbiguousSendError,
+    AuthenticationError,
+    BadRequestError,
+    CampaignKitError,
+    NotFoundError,
+    ResponseError,
+)
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
@@ -62,6 +70,24 @@ async def send_request(
         result = ClaimOutcome("rejected", error=exc)
     telemetry.users_sent(result.outcome, len(users))
     return result
+
+
+# A 400 naming one user of the request (the sandbox says "users[3].country_code
+# must start with +") is that request's; any other 400 (the spec's "the poll id
+# is required", a body the service cannot read) would refuse every request alike.
+_NAMES_A_USER = re.compile(r"\busers\[\d+\]")
+
+
+def is_fatal(error: CampaignKitError | None) -> bool:
+    """Whether ``error`` would refuse every request of the run alike: a 401,
+    a 404 for the poll, or a 400 that refuses the request as a whole (not
+    one naming a user of it)."""
+    if isinstance(error, AuthenticationError | NotFoundError):
+        return True
+    if isinstance(error, BadRequestError):
+        said = " ".join(filter(None, (error.detail, error.error, error.message))) or error.body
+        return _NAMES_A_USER.search(said) is None
+    return False
 
 
 def claim_body(claim: Claim) -> bytes:

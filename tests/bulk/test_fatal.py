@@ -1,4 +1,5 @@
-"""A fatal answer mid-run (a 404 for the poll, a 401): every recipient read
+"""A fatal answer mid-run (a 404 for the poll, a 401, a 400 refusing the
+request as a whole): every recipient read
 and not sent is rejected with that error, in the report and in the ledger
 alike, the input is not marked finished, and ``retry_rejected`` resends them."""
 
@@ -15,7 +16,7 @@ from helpers.exchange import Reply, ScriptedExchange
 from helpers.ledgers import CONFORMING, NewLedger, ledger_factory
 
 from campaignkit import CampaignClient, User
-from campaignkit.errors import NotFoundError
+from campaignkit.errors import BadRequestError, NotFoundError
 from campaignkit.ledger import REJECTED
 from campaignkit.testing import FakeTime, Request
 
@@ -25,11 +26,16 @@ SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/(?P<poll>[^/?]+)$")
 RUN = "poll-7"
 
 
-class Service:
-    """202 to the first ``good`` requests, then 404 (the poll was deleted)."""
+POLL_GONE = Reply(status=404, payload={"detail": "Poll not found"})
 
-    def __init__(self, good: int) -> None:
+
+class Service:
+    """202 to the first ``good`` requests, then ``refusal`` (default: a 404,
+    the poll was deleted)."""
+
+    def __init__(self, good: int, refusal: Reply = POLL_GONE) -> None:
         self.good = good
+        self.refusal = refusal
         self.phones: list[str] = []
         self.answered = 0
 
@@ -37,7 +43,7 @@ class Service:
         assert request.body is not None
         n, self.answered = self.answered, self.answered + 1
         if n >= self.good:
-            return Reply(status=404, payload={"detail": "Poll not found"})
+            return self.refusal
         self.phones += [
             u["country_code"] + u["cellphone"] for u in orjson.loads(request.body)["users"]
         ]
@@ -122,3 +128,28 @@ async def test_without_a_journal_the_report_counts_every_read_input(
     assert counts["accepted"] == 100
     assert counts["accepted"] + counts["rejected"] == report.total < 1000
     assert all(isinstance(chunk.error, NotFoundError) for chunk in report.rejected)
+
+
+WHOLE_REQUEST = "The poll id is required either in the URL or in the body."
+
+
+@pytest.mark.parametrize(
+    "detail", [WHOLE_REQUEST, "El id de la encuesta es obligatorio en la URL o en el cuerpo."]
+)
+async def test_a_400_refusing_the_whole_request_ends_the_run_like_a_404(
+    client: CampaignClient, mocked: ScriptedExchange, new_ledger: NewLedger, detail: str
+) -> None:
+    service = Service(good=2, refusal=Reply(status=400, payload={"detail": detail}))
+    mocked.post(SEND, callback=service.handle, repeat=True)
+    async with new_ledger() as ledger:
+        report = await client.send_bulk(
+            7, people(1000), chunk_size=50, concurrency=4, journal=ledger
+        )
+        rejected = [r async for r in ledger.records(RUN, [REJECTED])]
+    assert isinstance(report.fatal, BadRequestError)
+    assert report.counts["accepted"] == 100
+    assert report.counts["accepted"] + report.counts["rejected"] == report.total < 1000
+    # Chunks after the first refusal were not sent: at most the ones under way.
+    assert service.answered <= 2 + 4
+    assert len(rejected) == report.counts["rejected"]
+    assert all(r.detail and r.detail.startswith("BadRequestError") for r in rejected)
