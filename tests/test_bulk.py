@@ -413,7 +413,9 @@ async def test_cancelled_send_cancels_its_pending_progress_calls(
         await asyncio.sleep(60)
 
     task = asyncio.create_task(
-        client.send_bulk(7, people(4), chunk_size=2, concurrency=1, on_progress=slow)
+        client.send_bulk(
+            7, people(4), chunk_size=2, concurrency=1, on_progress=slow, interrupt_grace=0
+        )
     )
     for _ in range(400):
         await asyncio.sleep(0.005)
@@ -517,7 +519,8 @@ def respond_by_phone(n: int, users: list[dict[str, Any]]) -> Reply:
     if users[0]["cellphone"] == "5550000002":
         return Reply(status=502, payload={"detail": "gw"})
     if users[0]["cellphone"] == "5550000004":
-        return Reply(status=400, payload={"detail": "bad"})
+        detail = "Malformed request: users[0].cellphone must be a non-empty string."
+        return Reply(status=400, payload={"detail": detail})
     return Reply(status=202, payload=ack(n))
 
 
@@ -602,14 +605,16 @@ async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
     assert "in flight" in str(report.ambiguous[0].error)
 
 
-async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
+async def test_journal_cancelled_mid_request_settles_it_ambiguous_after_the_grace(
     client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
 ) -> None:
     service = serve(mocked, FakeService())
     service.gate = asyncio.Event()
     journal = tmp_path / "run.db"
     task = asyncio.create_task(
-        client.send_bulk(7, people(6), chunk_size=2, concurrency=1, journal=journal)
+        client.send_bulk(
+            7, people(6), chunk_size=2, concurrency=1, journal=journal, interrupt_grace=0.2
+        )
     )
     for _ in range(400):
         await asyncio.sleep(0.005)
@@ -618,11 +623,46 @@ async def test_journal_cancelled_mid_request_leaves_recipients_ambiguous(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert (await ledger_counts(journal))["in_flight"] == 2
+    counts = await ledger_counts(journal)
+    assert (counts["in_flight"], counts["ambiguous"], counts["accepted"]) == (0, 2, 0)
     service.gate = None
     report = await client.send_bulk(7, people(6), chunk_size=3, concurrency=1, journal=journal)
     assert [u.cellphone for u in report.users_for("ambiguous")] == ["5550000000", "5550000001"]
     assert service.phones == [f"+1555{i:07d}" for i in (2, 3, 4, 5)]
+
+
+async def test_cancelled_mid_request_the_answer_within_the_grace_settles_it(
+    client: CampaignClient, mocked: ScriptedExchange, tmp_path: Path
+) -> None:
+    service = serve(mocked, FakeService())
+    gate = service.gate = asyncio.Event()
+    journal = tmp_path / "run.db"
+    seen: list[BulkProgress] = []
+    task = asyncio.create_task(
+        client.send_bulk(
+            7, people(8), chunk_size=2, concurrency=2, journal=journal, on_progress=seen.append
+        )
+    )
+    for _ in range(400):
+        await asyncio.sleep(0.005)
+        if service.arrived == 2:
+            break
+    task.cancel()
+    await asyncio.sleep(0.05)
+    assert not task.done()  # waiting for the two requests under way
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    # No new request started; the two under way were settled from their answers.
+    assert service.arrived == 2
+    counts = await ledger_counts(journal)
+    assert (counts["accepted"], counts["ambiguous"], counts["in_flight"]) == (4, 0, 0)
+    assert (seen[-1].accepted, seen[-1].ambiguous) == (4, 0)
+    # A rerun sends the rest, nobody twice.
+    service.gate = None
+    report = await client.send_bulk(7, people(8), chunk_size=3, concurrency=1, journal=journal)
+    assert sorted(service.phones) == [f"+1555{i:07d}" for i in range(8)]
+    assert report.counts["accepted"] == 8
 
 
 async def test_a_run_belongs_to_one_poll(

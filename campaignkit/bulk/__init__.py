@@ -66,9 +66,11 @@ from ._send import (
     send_bulk,
 )
 from ._sender import ClaimOutcome, send_claim
+from ._stopping import DEFAULT_INTERRUPT_GRACE
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_INTERRUPT_GRACE",
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",

@@ -23,6 +23,7 @@ from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
+from ._stopping import DEFAULT_INTERRUPT_GRACE, first_error, stop_gracefully
 
 _STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
@@ -43,6 +44,7 @@ class BulkSend:
     keep_accepted_users: bool
     timeout: float | None
     max_retries: int | None
+    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE
     seen: SeenPhones | None = None
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
 
@@ -61,6 +63,8 @@ class BulkSend:
         self.acks: dict[str, str] = {}
         self.progress = ProgressReporter(self.on_progress, self.planner)
         self._input_error: BaseException | None = None
+        self.stopping = False  # interrupted: no new request starts
+        self._reader: asyncio.Task[None] | None = None
 
     # -- reading
 
@@ -105,10 +109,8 @@ class BulkSend:
     # -- sending
 
     async def send(self) -> None:
-        while True:
-            chunk = await self.queue.get()
-            if chunk is None:
-                return
+        # Interrupted, the queue holds only the Nones that send the senders home.
+        while (chunk := await self.queue.get()) is not None:
             await self._send_chunk(chunk)
 
     async def _send_chunk(self, chunk: PlannedChunk) -> None:
@@ -124,6 +126,8 @@ class BulkSend:
             return
         if self.limiter is not None:
             await self.limiter.wait()
+        if self.stopping:
+            return  # interrupted: left planned, for the run's next send to take
         # Committed (durably) before the request leaves.
         claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
         by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
@@ -147,16 +151,20 @@ class BulkSend:
             await settle_claim(ledger, self.run_name, claim.token, result)
         else:
             self.progress.advance({"sent": len(users)})
-            result = await send_claim(
-                self.client,
-                ledger,
-                self.run_name,
-                self.segment,
-                claim,
-                users=users,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-            )
+            try:
+                result = await send_claim(
+                    self.client,
+                    ledger,
+                    self.run_name,
+                    self.segment,
+                    claim,
+                    users=users,
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
+            except asyncio.CancelledError:
+                self.progress.advance({"ambiguous": len(users)})  # send_claim settled them so
+                raise
         positions = (
             chunk.positions
             if len(claimed) == len(chunk.positions)
@@ -233,27 +241,35 @@ class BulkSend:
         )
         self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
 
+    async def _work(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
+        async with asyncio.TaskGroup() as group:
+            self._reader = group.create_task(self.read(users))
+            for _ in range(self.concurrency):
+                group.create_task(self.send())
+
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
+        work = asyncio.create_task(self._work(users))
         try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self.read(users))
-                for _ in range(self.concurrency):
-                    group.create_task(self.send())
-        except BaseException as failed:  # a sender's error, or cancelled
+            await asyncio.shield(work)  # an interrupt stops it gracefully
+        except asyncio.CancelledError:
+            if not work.done():
+                self.stopping = True
+                await stop_gracefully(
+                    work, self._reader, self.queue, self.concurrency, self.interrupt_grace
+                )
+                await self.progress.interrupted()
+            raise
+        except BaseException as failed:  # a sender's error
             await self.progress.cancel()
-            if not isinstance(failed, BaseExceptionGroup):
+            error = first_error(failed)
+            if error is failed:
                 raise
-            # Senders failing together (a ledger gone): the first error, the
-            # others named, rather than an ExceptionGroup nobody catches.
-            first, *others = failed.exceptions
-            for other in others:
-                first.add_note(f"send_bulk: another sender failed too: {other!r}")
-            raise first from None
+            raise error from None
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
             self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance

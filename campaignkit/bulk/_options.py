@@ -15,6 +15,7 @@ def bulk_problems(
     concurrency: object = 1,
     rate_limit: object = None,
     run: object = None,
+    interrupt_grace: object = 0.0,
 ) -> tuple[str, Problems]:
     """The poll id as a path segment, and every problem of the options."""
     problems: Problems = []
@@ -28,6 +29,14 @@ def bulk_problems(
         or not rate_limit > 0
     ):
         problems.append(("rate_limit", f"must be a number > 0 (requests/s), got {rate_limit!r}"))
+    if (
+        isinstance(interrupt_grace, bool)
+        or not isinstance(interrupt_grace, int | float)
+        or not interrupt_grace >= 0
+    ):
+        problems.append(
+            ("interrupt_grace", f"must be a number of seconds >= 0, got {interrupt_grace!r}")
+        )
     if run is not None and (not isinstance(run, str) or not run.strip()):
         problems.append(("run", f"must be a non-empty string, got {run!r}"))
     if isinstance(users, str | bytes | Mapping) or not isinstance(users, Iterable | AsyncIterable):

@@ -68,6 +68,15 @@ class ProgressReporter:
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)
 
+    async def interrupted(self) -> None:
+        """The last call of an interrupted send (where the run stands): the
+        calls still running get a second to end, then are cancelled (the
+        interrupt must go on)."""
+        self.advance(force=True)
+        if self._callbacks:
+            await asyncio.wait(set(self._callbacks), timeout=1.0)
+        await self.cancel()
+
     async def cancel(self) -> None:
         """The send has failed: leave no on_progress call running after it."""
         callbacks = set(self._callbacks)

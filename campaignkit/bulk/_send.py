@@ -14,6 +14,7 @@ from ..models import User
 from ._engine import BulkSend
 from ._options import bulk_problems
 from ._seam import BulkClient
+from ._stopping import DEFAULT_INTERRUPT_GRACE
 
 DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
@@ -49,6 +50,7 @@ async def send_bulk(
     keep_accepted_users: bool = False,
     timeout: float | None = None,
     max_retries: int | None = None,
+    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
 
@@ -65,6 +67,14 @@ async def send_bulk(
     ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
     once at the end (an exception in it is logged, not raised).
 
+    Interrupted (the task cancelled, e.g. by Ctrl-C under ``asyncio.run``):
+    no new request starts; the requests under way get ``interrupt_grace``
+    seconds to be answered and are settled from their answers, those still
+    unanswered then are settled ambiguous, a last ``on_progress`` call shows
+    where the run stands, and the cancellation goes on. Cancelled again
+    meanwhile, it stops at once. The users read and not sent are left for a
+    rerun of the same run to send (with a durable ``journal``).
+
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
     """
@@ -75,6 +85,7 @@ async def send_bulk(
         concurrency=concurrency,
         rate_limit=rate_limit,
         run=run,
+        interrupt_grace=interrupt_grace,
     )
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
@@ -105,6 +116,7 @@ async def send_bulk(
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
+            interrupt_grace=interrupt_grace,
             seen=seen,
         )
         return await bulk.run(users)

@@ -107,14 +107,26 @@ async def send_claim(
 ) -> ClaimOutcome:
     """Send the recipients of ``claim`` (already committed) and settle it.
 
+    Cancelled while waiting for the answer, the claim is settled ambiguous
+    (the request may have reached the service) before the cancellation goes on.
     ``users`` are the claim's users in its order, when the caller has them;
     otherwise they are read back from the ledger's copy (for errors' ``users``).
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
-    result = await send_request(
-        client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
-    )
+    try:
+        result = await send_request(
+            client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
+        )
+    except asyncio.CancelledError as cancelled:
+        # Stopped before the answer came: the request may have reached the service.
+        error = AmbiguousSendError(
+            "interrupted before the service answered: the request may have reached it",
+            users=users,
+            cause=cancelled,
+        )
+        await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
+        raise
     await settle_claim(ledger, run, claim.token, result)
     return result
 

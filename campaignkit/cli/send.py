@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from .. import errors
-from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport, default_run
+from ..bulk import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_INTERRUPT_GRACE,
+    BulkChunk,
+    BulkProgress,
+    BulkReport,
+    default_run,
+)
 from ..client import CampaignClient
 from ..ledger import ledger_from
-from .argtypes import positive_int
+from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
+from .interrupt import print_interrupted, terminated_cancels
 from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
 from .track import report_status, track_campaign
 
@@ -42,6 +51,14 @@ def register(add: AddCommand) -> None:
     bulk.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
     bulk.add_argument(
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
+    )
+    bulk.add_argument(
+        "--interrupt-grace",
+        type=non_negative_float,
+        default=DEFAULT_INTERRUPT_GRACE,
+        metavar="SECONDS",
+        help="on Ctrl-C or SIGTERM, how long the requests under way may take to be answered "
+        f"(default {DEFAULT_INTERRUPT_GRACE:g}); a second Ctrl-C stops at once",
     )
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -91,9 +108,12 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--run and --retry-rejected need --journal")
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
-    with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
+    last = BulkProgress()
+    with Progress(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
 
         def on_progress(p: BulkProgress) -> None:
+            nonlocal last
+            last = p
             done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
             detail = f"accepted {p.accepted}"
             for label, n in (
@@ -106,6 +126,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                     detail += f", {label} {n}"
             progress.update(done, max(total or 0, p.validated) or None, detail)
 
+        report: BulkReport | None
         try:
             report = await client.send_bulk(
                 a.poll_id,
@@ -116,11 +137,18 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 run=a.run,
                 retry_rejected=a.retry_rejected,
                 on_progress=on_progress,
+                interrupt_grace=a.interrupt_grace,
             )
+        except asyncio.CancelledError:
+            # Ctrl-C or SIGTERM: send_bulk stopped gracefully (said below the progress).
+            report = None
         except errors.ValidationError as exc:
             if any(path.startswith("users") or path == "poll_id" for path, _ in exc.problems):
                 raise
             raise UsageError(one_line(exc)) from None
+    if report is None:
+        print_interrupted(ctx, last, total, sent_at)
+        return ExitStatus.INTERRUPTED
     if ctx.json:
         ctx.emit(bulk_summary(report))
         return bulk_status(report)

@@ -50,6 +50,17 @@ def sandbox_args(sb: Sandbox) -> list[str]:
     ]
 
 
+def sandbox_env(sb: Sandbox) -> dict[str, str]:
+    """The environment of a ``campaignkit`` process wired to ``sb``."""
+    return {
+        **os.environ,
+        "CAMPAIGNKIT_API_KEY": sb.api_key,
+        "CAMPAIGNKIT_BASE_URL": sb.base_url,
+        "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
+        "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
+    }
+
+
 async def run(sb: Sandbox | None, *argv: str) -> Result:
     """``campaignkit ARGV`` in process, wired to ``sb`` when given."""
     out, err = io.StringIO(), io.StringIO()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ import redis.asyncio
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import BulkWorkers, broker_from
 from campaignkit.workers._brokers import client_name
+from helpers.cli import sandbox_env
 
 
 @contextlib.asynccontextmanager
@@ -80,13 +80,7 @@ async def worker_process(
     sb: Sandbox, broker: str, queue: str, journal: str, *options: str
 ) -> AsyncIterator[Worker]:
     """``campaignkit worker`` in a process of its own, ready; killed on exit."""
-    env = {
-        **os.environ,
-        "CAMPAIGNKIT_API_KEY": sb.api_key,
-        "CAMPAIGNKIT_BASE_URL": sb.base_url,
-        "CAMPAIGNKIT_CAMPAIGN_URL": sb.campaign_url,
-        "CAMPAIGNKIT_AGENT_URL": sb.agent_url,
-    }
+    env = sandbox_env(sb)
     argv = ["--broker", broker, "--journal", journal, "--queue", queue, *options]
     process = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).with_name("campaignkit")),

@@ -1,0 +1,93 @@
+"""An interrupted ``send --bulk`` (Ctrl-C, SIGTERM): what it did, and the
+command that resumes it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shlex
+import signal
+from collections.abc import Iterator
+from datetime import datetime
+
+from ..bulk import DEFAULT_INTERRUPT_GRACE, BulkProgress, default_run
+from .context import Ctx
+from .output import ambiguous_advice, program
+
+
+@contextlib.contextmanager
+def terminated_cancels() -> Iterator[None]:
+    """SIGTERM cancels the running command as Ctrl-C does (``asyncio.run``
+    cancels it on the first SIGINT); a second SIGTERM stops at once."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    received = 0
+
+    def terminate() -> None:
+        nonlocal received
+        received += 1
+        if received > 1 or task is None:
+            raise KeyboardInterrupt
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (ValueError, RuntimeError, NotImplementedError):
+        # Not the main thread (cli.run in a thread), or no signals (Windows).
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def print_interrupted(ctx: Ctx, last: BulkProgress, total: int | None, sent_at: datetime) -> None:
+    """What an interrupted bulk send did, and the command that resumes it."""
+    a = ctx.args
+    counts = {
+        "accepted": last.accepted,
+        "rejected": last.failed,
+        "ambiguous": last.ambiguous,
+        "invalid": last.invalid,
+        "duplicate": last.duplicates,
+    }
+    settled = sum(counts.values())
+    inputs = max(total or 0, last.validated)
+    resume = resume_command(a) if a.journal else None
+    if ctx.json:
+        ctx.emit({"interrupted": True, "counts": counts, "inputs": total, "resume": resume})
+    said = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing settled"
+    rest = f"; {inputs - settled} of {inputs} inputs not sent" if total is not None else ""
+    ctx.note(f"interrupted: {said}{rest}")
+    if last.ambiguous:
+        ctx.note(ambiguous_advice(a.poll_id, last.ambiguous, sent_at, None))
+    if resume is None:
+        ctx.note(
+            "without --journal this run cannot be resumed: sending the file again would "
+            f"send again to the {last.accepted} accepted. Use --journal FILE to make it resumable."
+        )
+        return
+    ctx.note("resume it (nobody accepted or ambiguous is sent again) with:\n  " + resume)
+    if a.api_key:
+        ctx.note("(give the API key again: --api-key, or better CAMPAIGNKIT_API_KEY)")
+
+
+def resume_command(a: argparse.Namespace) -> str:
+    """The command line that resumes an interrupted ``send --bulk``: the
+    same poll, file, ledger, run and options (never the API key), shell-quoted."""
+    argv = [program(), "send", str(a.poll_id), a.file, "--bulk"]
+    argv += ["--journal", a.journal, "--run", a.run or default_run(a.poll_id)]
+    argv += ["--chunk-size", str(a.chunk_size), "--concurrency", str(a.concurrency)]
+    if a.format:
+        argv += ["--format", a.format]
+    if a.retry_rejected:
+        argv.append("--retry-rejected")
+    if a.interrupt_grace != DEFAULT_INTERRUPT_GRACE:
+        argv += ["--interrupt-grace", f"{a.interrupt_grace:g}"]
+    for name in ("base_url", "campaign_url", "agent_url", "timeout", "max_retries"):
+        if (value := getattr(a, name)) is not None:
+            argv += ["--" + name.replace("_", "-"), str(value)]
+    argv += [flag for flag in ("--json", "--quiet", "--debug") if getattr(a, flag[2:])]
+    # program() is already quoted for the shell.
+    return " ".join([argv[0], *map(shlex.quote, argv[1:])])
