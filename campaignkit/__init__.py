@@ -1,7 +1,10 @@
 """campaignkit: async SDK for the Conversation Campaign and Session Service."""
 
+from typing import TYPE_CHECKING
+
+from ._deprecated import renamed
 from ._version import __version__
-from .bulk import BulkProgress, BulkReport, ausers_from_csv, users_from_csv
+from .bulk import BulkReport, ausers_from_csv, users_from_csv
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -52,7 +55,6 @@ __all__ = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
-    "BulkProgress",
     "BulkReport",
     "CampaignAck",
     "CampaignClient",
@@ -98,3 +100,8 @@ __all__ = [
     "users_from_csv",
     "__version__",
 ]
+
+if TYPE_CHECKING:
+    BulkProgress = ProgressUpdate
+else:
+    __getattr__ = renamed(__name__, {"BulkProgress": ("ProgressUpdate", ProgressUpdate)})

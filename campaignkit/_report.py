@@ -58,20 +58,6 @@ class BulkChunk:
     users: tuple[User, ...] | None = attrs.field(default=None, repr=False, eq=False)
 
 
-@attrs.frozen
-class BulkProgress:
-    """Counts of users so far (``validated`` counts every input read)."""
-
-    validated: int = 0
-    sent: int = 0
-    accepted: int = 0
-    failed: int = 0
-    """Users of rejected chunks."""
-    ambiguous: int = 0
-    invalid: int = 0
-    duplicates: int = 0
-
-
 @attrs.define(repr=False)
 class BulkReport:
     """Where every input of a :func:`send_bulk` call ended up.

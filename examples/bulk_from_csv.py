@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from campaignkit.bulk import BulkProgress, users_from_csv
+from campaignkit import ProgressUpdate
+from campaignkit.bulk import users_from_csv
 from campaignkit.sandbox import client_or_sandbox
 
 
@@ -32,11 +33,8 @@ def sample_csv(path: Path, count: int = 2000) -> Path:
     return path
 
 
-def show(progress: BulkProgress) -> None:
-    print(
-        f"  read {progress.validated}, accepted {progress.accepted}, "
-        f"invalid {progress.invalid}, duplicates {progress.duplicates}"
-    )
+def show(progress: ProgressUpdate) -> None:
+    print(f"  {progress.summary()}")
 
 
 async def main() -> None:

@@ -16,9 +16,10 @@ import pytest
 from helpers.exchange import Reply, ScriptedExchange, dropped_after_sending
 
 from campaignkit import (
-    BulkProgress,
     BulkReport,
     CampaignClient,
+    CampaignState,
+    ProgressUpdate,
     User,
     ausers_from_csv,
     users_from_csv,
@@ -34,6 +35,7 @@ from campaignkit.errors import (
     ValidationError,
 )
 from campaignkit.ledger import SqliteLedger
+from campaignkit.progress import run_update
 from campaignkit.testing import FakeTime, Request
 
 pytestmark = pytest.mark.timeout(20)
@@ -372,12 +374,17 @@ async def test_progress_reports_final_counts(
         return Reply(status=500 if n == 1 else 202, payload=ack(n))
 
     serve(mocked, FakeService(respond))
-    seen: list[BulkProgress] = []
+    seen: list[ProgressUpdate] = []
     users: list[Any] = [*people(9), User(cellphone="x", country_code="+1"), people(1)[0]]
     await client.send_bulk(7, users, chunk_size=3, concurrency=1, on_progress=seen.append)
-    assert seen[-1] == BulkProgress(
-        validated=11, sent=9, accepted=6, failed=0, ambiguous=3, invalid=1, duplicates=1
-    )
+    last = seen[-1]
+    assert (last.finished, last.state) == (True, CampaignState.DONE)
+    assert (last.done, last.total, last.sent, last.failed, last.skipped) == (11, 11, 6, 4, 1)
+    counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "invalid": 1, "duplicate": 1}
+    assert last.counts == {"planned": 0, "in_flight": 0, **counts}
+    # One type of progress everywhere: what the workers and the dashboard show of a run.
+    assert last == run_update(last.counts, 11, True)
+    assert all(not update.finished for update in seen[:-1])
 
 
 async def test_async_progress_callback_and_failing_callback_do_not_stop(
@@ -386,14 +393,14 @@ async def test_async_progress_callback_and_failing_callback_do_not_stop(
     serve(mocked, FakeService())
     calls: list[int] = []
 
-    async def record(progress: BulkProgress) -> None:
-        calls.append(progress.accepted)
+    async def record(progress: ProgressUpdate) -> None:
+        calls.append(progress.counts["accepted"])
 
     report = await client.send_bulk(7, people(4), chunk_size=2, on_progress=record)
     assert calls
     assert calls[-1] == 4  # the last call was awaited before send_bulk returned
 
-    def broken(progress: BulkProgress) -> None:
+    def broken(progress: ProgressUpdate) -> None:
         raise RuntimeError("callback bug")
 
     report = await client.send_bulk(7, people(4), chunk_size=2, on_progress=broken)
@@ -408,7 +415,7 @@ async def test_cancelled_send_cancels_its_pending_progress_calls(
     service.gate = asyncio.Event()
     started: list[asyncio.Task[Any]] = []
 
-    async def slow(progress: BulkProgress) -> None:
+    async def slow(progress: ProgressUpdate) -> None:
         started.append(asyncio.current_task())  # type: ignore[arg-type]
         await asyncio.sleep(60)
 
@@ -637,7 +644,7 @@ async def test_cancelled_mid_request_the_answer_within_the_grace_settles_it(
     service = serve(mocked, FakeService())
     gate = service.gate = asyncio.Event()
     journal = tmp_path / "run.db"
-    seen: list[BulkProgress] = []
+    seen: list[ProgressUpdate] = []
     task = asyncio.create_task(
         client.send_bulk(
             7, people(8), chunk_size=2, concurrency=2, journal=journal, on_progress=seen.append
@@ -657,7 +664,8 @@ async def test_cancelled_mid_request_the_answer_within_the_grace_settles_it(
     assert service.arrived == 2
     counts = await ledger_counts(journal)
     assert (counts["accepted"], counts["ambiguous"], counts["in_flight"]) == (4, 0, 0)
-    assert (seen[-1].accepted, seen[-1].ambiguous) == (4, 0)
+    assert (seen[-1].counts["accepted"], seen[-1].counts["ambiguous"]) == (4, 0)
+    assert (seen[-1].counts["planned"], seen[-1].state) == (4, CampaignState.CLAIMED)
     # A rerun sends the rest, nobody twice.
     service.gate = None
     report = await client.send_bulk(7, people(8), chunk_size=3, concurrency=1, journal=journal)

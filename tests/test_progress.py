@@ -3,6 +3,7 @@ the failure ranking, the ETA) and the throttle, on fake time."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncGenerator
 
 import attrs
@@ -198,3 +199,21 @@ def test_tracking_that_ended_before_done_is_not_called_finished() -> None:
         f"Stopped following; request {CampaignState.PENDING.description}",
         "0/0 settled (0%): no deployment shown by the service yet",
     ]
+
+
+@pytest.mark.parametrize(
+    ("module", "old"),
+    [
+        ("campaignkit", "BulkProgress"),
+        ("campaignkit.bulk", "BulkProgress"),
+        ("campaignkit.workers", "RunProgress"),
+    ],
+)
+def test_the_old_progress_types_are_deprecated_names_of_progress_update(
+    module: str, old: str
+) -> None:
+    imported = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=f"{module}.{old} is deprecated"):
+        assert getattr(imported, old) is ProgressUpdate
+    with pytest.raises(AttributeError):
+        imported.NoSuchThing  # noqa: B018

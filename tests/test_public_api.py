@@ -88,7 +88,6 @@ ALL = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
-    "BulkProgress",
     "BulkReport",
     "CampaignAck",
     "CampaignClient",

@@ -123,7 +123,7 @@ async def test_producer_and_workers_send_a_run(
         seen = [p async for p in bulk.progress(run, poll_interval=0.05)]
         report = await bulk.wait(run, timeout=30)
     assert run == "spring"
-    assert seen[-1].done
+    assert seen[-1].finished
     assert seen[-1].counts["accepted"] == VALID
     assert seen[-1].total == COUNT
     assert report.counts["accepted"] == VALID

@@ -44,16 +44,19 @@ and duplicate inputs. Accepted chunks drop their users unless
 ``keep_accepted_users=True``: ``report.users_for("accepted")`` needs it.
 """
 
+from typing import TYPE_CHECKING
+
+from .._deprecated import renamed
 from .._input.csv_files import InvalidInput, ausers_from_csv, users_from_csv
 from .._report import (
     OUTCOMES,
     BulkChunk,
-    BulkProgress,
     BulkReport,
     DuplicateUser,
     InvalidUser,
     Outcome,
 )
+from ..progress import ProgressUpdate
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
@@ -74,7 +77,6 @@ __all__ = [
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
-    "BulkProgress",
     "BulkReport",
     "ClaimOutcome",
     "DuplicateUser",
@@ -93,3 +95,10 @@ __all__ = [
     "send_claim",
     "users_from_csv",
 ]
+
+if TYPE_CHECKING:
+    BulkProgress = ProgressUpdate
+else:
+    __getattr__ = renamed(
+        __name__, {"BulkProgress": ("campaignkit.ProgressUpdate", ProgressUpdate)}
+    )

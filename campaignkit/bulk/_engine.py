@@ -12,20 +12,19 @@ from typing import Any
 import attrs
 import orjson
 
-from .._report import BulkProgress, BulkReport
+from .._report import BulkReport
 from ..errors import CampaignKitError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
+from ..progress import ProgressUpdate
 from ._held import settle_held
-from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
+from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE, first_error, stop_gracefully
-
-_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
 # Not slotted: the state built from the options is set in __attrs_post_init__.
@@ -40,7 +39,7 @@ class BulkSend:
     ledger: Ledger
     run_name: str
     retry_rejected: bool
-    on_progress: Callable[[BulkProgress], object] | None
+    on_progress: Callable[[ProgressUpdate], object] | None
     keep_accepted_users: bool
     timeout: float | None
     max_retries: int | None
@@ -145,12 +144,12 @@ class BulkSend:
             if len(claimed) == len(chunk.users)
             else tuple(chunk.users[i] for i in claimed)
         )
+        self.progress.advance({IN_FLIGHT: len(users)})
         if self.fatal is not None:
             # Not sent: filed rejected with the answer that ended the run.
             result = ClaimOutcome("rejected", error=self.fatal)
             await settle_claim(ledger, self.run_name, claim.token, result)
         else:
-            self.progress.advance({"sent": len(users)})
             try:
                 result = await send_claim(
                     self.client,
@@ -163,7 +162,7 @@ class BulkSend:
                     max_retries=self.max_retries,
                 )
             except asyncio.CancelledError:
-                self.progress.advance({"ambiguous": len(users)})  # send_claim settled them so
+                self.progress.advance({IN_FLIGHT: -len(users), AMBIGUOUS: len(users)})  # so settled
                 raise
         positions = (
             chunk.positions
@@ -204,7 +203,7 @@ class BulkSend:
         detail = None if result.error is None else error_detail(result.error)
         self._file(
             claim,
-            _STATE[result.outcome],
+            OUTCOME_STATE[result.outcome],
             positions,
             users,
             detail=detail,
@@ -239,7 +238,9 @@ class BulkSend:
                 error=error,
             )
         )
-        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
+        moved = {OUTCOME_STATE[outcome]: len(positions)}
+        # Not resumed: our own claim's users, in flight until now.
+        self.progress.advance(moved if resumed else {**moved, IN_FLIGHT: -len(positions)})
 
     async def _work(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
         async with asyncio.TaskGroup() as group:

@@ -12,7 +12,7 @@ from typing import Final
 from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, Ledger, Record
 from ..ledger._build import OUTCOME, Request
 from ..models import User
-from ._pacing import PROGRESS_FIELD
+from ._pacing import OUTCOME_STATE
 
 TWIN_PATIENCE: Final = 30.0
 """Seconds a send waits at its end for the requests another sender of its run
@@ -60,7 +60,7 @@ async def settle_held(
             settled.append(again)
             if OUTCOME[again.state] != "ambiguous":
                 size = len(again.positions)
-                advance({"ambiguous": -size, PROGRESS_FIELD[OUTCOME[again.state]]: size})
+                advance({AMBIGUOUS: -size, OUTCOME_STATE[OUTCOME[again.state]]: size})
     return settled
 
 

@@ -8,9 +8,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import attrs
+
 from .._io.transport import Sleep
 from .._redaction import sdk_logger
-from .._report import BulkProgress
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
+from ..progress import Eta, ProgressUpdate, run_update
 from ._planner import Planner
 
 logger = sdk_logger("campaignkit.bulk")
@@ -18,25 +21,34 @@ logger = sdk_logger("campaignkit.bulk")
 PROGRESS_INTERVAL: Final = 0.1
 """Seconds between two ``on_progress`` calls (the last call always happens)."""
 
-# The BulkProgress count of each chunk outcome (users of rejected chunks "failed").
-PROGRESS_FIELD: Final = {"accepted": "accepted", "rejected": "failed", "ambiguous": "ambiguous"}
+# The ledger state of each chunk outcome (its count in a ProgressUpdate).
+OUTCOME_STATE: Final = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
 class ProgressReporter:
-    """Calls ``on_progress`` at most every :data:`PROGRESS_INTERVAL` seconds.
+    """Calls ``on_progress`` with a :class:`ProgressUpdate` (the run's inputs
+    by ledger state, as a run read from its ledger shows them) at most every
+    :data:`PROGRESS_INTERVAL` seconds.
 
     An async callback runs as a task; a failed or cancelled send cancels the
     ones still running (:meth:`cancel`) rather than leave them behind.
     """
 
-    def __init__(self, on_progress: Callable[[BulkProgress], object] | None, planner: Planner):
+    def __init__(self, on_progress: Callable[[ProgressUpdate], object] | None, planner: Planner):
         self._on_progress = on_progress
         self._planner = planner
-        self._counts = dict.fromkeys(("sent", *PROGRESS_FIELD.values()), 0)
-        self._last = 0.0
+        self._counts = dict.fromkeys((IN_FLIGHT, *OUTCOME_STATE.values()), 0)
+        self._started = self._last = time.monotonic()
+        self._eta = Eta()
         self._callbacks: set[asyncio.Future[Any]] = set()
 
-    def advance(self, increments: Mapping[str, int] | None = None, force: bool = False) -> None:
+    def advance(
+        self,
+        increments: Mapping[str, int] | None = None,
+        force: bool = False,
+        finished: bool = False,
+    ) -> None:
+        """Count ``increments`` (by ledger state); call ``on_progress`` if it is time."""
         for name, value in (increments or {}).items():
             self._counts[name] += value
         if self._on_progress is None:
@@ -45,13 +57,7 @@ class ProgressReporter:
         if not force and now - self._last < PROGRESS_INTERVAL:
             return
         self._last = now
-        planner = self._planner
-        progress = BulkProgress(
-            validated=planner.total,
-            invalid=len(planner.invalid),
-            duplicates=len(planner.duplicates),
-            **self._counts,
-        )
+        progress = self._update(now, finished)
         try:
             result = self._on_progress(progress)
             if inspect.isawaitable(result):
@@ -62,9 +68,23 @@ class ProgressReporter:
             # Stopping a send half-way would leave chunks in flight: log instead.
             logger.exception("on_progress raised; the bulk send goes on")
 
+    def _update(self, now: float, finished: bool) -> ProgressUpdate:
+        planner = self._planner
+        counts = {**self._counts, "invalid": len(planner.invalid)}
+        counts["duplicate"] = len(planner.duplicates)
+        # Read and not sent (yet): planned, or still in the queue.
+        counts = {PLANNED: planner.total - sum(counts.values()), **counts}
+        # Done (DONE) when every input read is settled; an interrupt may leave some.
+        settled = finished and not counts[PLANNED] and not counts[IN_FLIGHT]
+        update = run_update(counts, None, settled)
+        rate, eta = self._eta.observe(now, update.done, update.total)
+        return attrs.evolve(
+            update, finished=finished, elapsed=now - self._started, rate=rate, eta=eta
+        )
+
     async def finish(self) -> None:
         """The last call, then wait for the async calls still running."""
-        self.advance(force=True)
+        self.advance(force=True, finished=True)
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)
 
@@ -72,7 +92,7 @@ class ProgressReporter:
         """The last call of an interrupted send (where the run stands): the
         calls still running get a second to end, then are cancelled (the
         interrupt must go on)."""
-        self.advance(force=True)
+        self.advance(force=True, finished=True)
         if self._callbacks:
             await asyncio.wait(set(self._callbacks), timeout=1.0)
         await self.cancel()

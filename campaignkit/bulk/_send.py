@@ -8,9 +8,10 @@ from typing import Any, Final, TypeAlias
 
 from .._input.csv_files import InvalidInput
 from .._input.validation import raise_problems
-from .._report import BulkProgress, BulkReport
+from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
+from ..progress import ProgressUpdate
 from ._engine import BulkSend
 from ._options import bulk_problems
 from ._seam import BulkClient
@@ -27,7 +28,7 @@ UserInput: TypeAlias = (
 )
 """What ``send_bulk`` reads: Users, wire-shaped dicts or :class:`InvalidInput`."""
 JournalPath: TypeAlias = "str | os.PathLike[str] | Ledger"
-ProgressCallback: TypeAlias = Callable[[BulkProgress], Awaitable[None] | None]
+ProgressCallback: TypeAlias = Callable[[ProgressUpdate], Awaitable[None] | None]
 
 
 def default_run(poll_id: str | int) -> str:
@@ -64,8 +65,12 @@ async def send_bulk(
     as in flight, accepted or ambiguous, whatever the input order or chunk
     size; rejected ones go again only with ``retry_rejected``. A ledger object
     is opened if it is not, and left to its owner to close.
-    ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
-    once at the end (an exception in it is logged, not raised).
+    ``on_progress`` receives a :class:`~campaignkit.ProgressUpdate` at most
+    every 0.1 s and once at the end (``finished``; an exception in it is
+    logged, not raised): the inputs read so far by ledger state (``counts``:
+    ``planned`` (read, not sent yet), ``in_flight``, ``accepted``,
+    ``rejected``, ``ambiguous``, ``invalid``, ``duplicate``), as
+    ``BulkWorkers.updates`` and the dashboard show a run.
 
     Interrupted (the task cancelled, e.g. by Ctrl-C under ``asyncio.run``):
     no new request starts; the requests under way get ``interrupt_grace``

@@ -11,7 +11,8 @@ import signal
 from collections.abc import Iterator
 from datetime import datetime
 
-from ..bulk import DEFAULT_INTERRUPT_GRACE, BulkProgress, default_run
+from ..bulk import DEFAULT_INTERRUPT_GRACE, default_run
+from ..progress import ProgressUpdate
 from .context import Ctx
 from .output import ambiguous_advice, program
 
@@ -42,30 +43,37 @@ def terminated_cancels() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-def print_interrupted(ctx: Ctx, last: BulkProgress, total: int | None, sent_at: datetime) -> None:
+SETTLED = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+"""The states of the inputs a bulk send has settled, as its progress counts them."""
+
+
+def settled(update: ProgressUpdate) -> str:
+    """``accepted 40, ambiguous 2``: the settled inputs of a bulk send's update."""
+    counts = update.counts
+    return ", ".join(f"{state} {counts[state]}" for state in SETTLED if counts.get(state))
+
+
+def print_interrupted(
+    ctx: Ctx, last: ProgressUpdate | None, total: int | None, sent_at: datetime
+) -> None:
     """What an interrupted bulk send did, and the command that resumes it."""
     a = ctx.args
-    counts = {
-        "accepted": last.accepted,
-        "rejected": last.failed,
-        "ambiguous": last.ambiguous,
-        "invalid": last.invalid,
-        "duplicate": last.duplicates,
-    }
-    settled = sum(counts.values())
-    inputs = max(total or 0, last.validated)
+    counts = {state: 0 if last is None else last.counts.get(state, 0) for state in SETTLED}
+    inputs = max(total or 0, 0 if last is None else last.total)
     resume = resume_command(a) if a.journal else None
     if ctx.json:
         ctx.emit({"interrupted": True, "counts": counts, "inputs": total, "resume": resume})
     said = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing settled"
-    rest = f"; {inputs - settled} of {inputs} inputs not sent" if total is not None else ""
+    unsent = inputs - sum(counts.values())
+    rest = f"; {unsent} of {inputs} inputs not sent" if total is not None else ""
     ctx.note(f"interrupted: {said}{rest}")
-    if last.ambiguous:
-        ctx.note(ambiguous_advice(a.poll_id, last.ambiguous, sent_at, None))
+    if counts["ambiguous"]:
+        ctx.note(ambiguous_advice(a.poll_id, counts["ambiguous"], sent_at, None))
     if resume is None:
         ctx.note(
             "without --journal this run cannot be resumed: sending the file again would "
-            f"send again to the {last.accepted} accepted. Use --journal FILE to make it resumable."
+            f"send again to the {counts['accepted']} accepted. "
+            "Use --journal FILE to make it resumable."
         )
         return
     ctx.note("resume it (nobody accepted or ambiguous is sent again) with:\n  " + resume)

@@ -12,16 +12,16 @@ from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_INTERRUPT_GRACE,
     BulkChunk,
-    BulkProgress,
     BulkReport,
     default_run,
 )
 from ..client import CampaignClient
 from ..ledger import ledger_from
+from ..progress import ProgressUpdate
 from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
-from .interrupt import print_interrupted, terminated_cancels
+from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
 from .track import report_status, track_campaign
 
@@ -108,23 +108,13 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--run and --retry-rejected need --journal")
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
-    last = BulkProgress()
+    last: ProgressUpdate | None = None
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
 
-        def on_progress(p: BulkProgress) -> None:
+        def on_progress(update: ProgressUpdate) -> None:
             nonlocal last
-            last = p
-            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
-            detail = f"accepted {p.accepted}"
-            for label, n in (
-                ("failed", p.failed),
-                ("ambiguous", p.ambiguous),
-                ("invalid", p.invalid),
-                ("duplicate", p.duplicates),
-            ):
-                if n:
-                    detail += f", {label} {n}"
-            progress.update(done, max(total or 0, p.validated) or None, detail)
+            last = update
+            progress.update(update.done, max(total or 0, update.total) or None, settled(update))
 
         report: BulkReport | None
         try:

@@ -11,8 +11,8 @@ across machines), one taskiq broker of your choice::
     await broker.startup()
     async with bulk:
         run = await bulk.submit(poll_id, users_from_csv("users.csv"), run="spring")
-        async for progress in bulk.progress(run):
-            print(progress.counts)
+        async for update in bulk.updates(run):
+            print(update.text())
         report = await bulk.wait(run)  # the BulkReport send_bulk gives
 
     # the workers: ``taskiq worker tasks:broker`` or ``campaignkit worker``
@@ -38,7 +38,16 @@ except ImportError:  # pragma: no cover - exercised only without the extra
         "campaignkit.workers needs taskiq: pip install 'campaignkit[workers]'"
     ) from None
 
-from ._brokers import broker_from
-from ._bulk_workers import TASK_NAME, BulkWorkers, RunProgress
+from typing import TYPE_CHECKING
 
-__all__ = ["TASK_NAME", "BulkWorkers", "RunProgress", "broker_from"]
+from .._deprecated import renamed
+from ..progress import ProgressUpdate
+from ._brokers import broker_from
+from ._bulk_workers import TASK_NAME, BulkWorkers
+
+__all__ = ["TASK_NAME", "BulkWorkers", "broker_from"]
+
+if TYPE_CHECKING:
+    RunProgress = ProgressUpdate
+else:
+    __getattr__ = renamed(__name__, {"RunProgress": ("campaignkit.ProgressUpdate", ProgressUpdate)})

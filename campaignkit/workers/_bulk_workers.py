@@ -8,7 +8,6 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
-import attrs
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents
 
 from .._input.validation import raise_problems
@@ -28,18 +27,6 @@ from ..progress import ProgressUpdate, check_every, run_update, throttled
 from ._chunks import ChunkSender, LedgerSide, LedgerSource
 
 TASK_NAME: Final = "campaignkit.send_chunk"
-
-
-@attrs.frozen
-class RunProgress:
-    """A run's recipients per ledger state (plus ``invalid``/``duplicate`` inputs);
-    ``total`` is the number of inputs once the producer has read them all;
-    ``done`` once every planned recipient has been settled or expired."""
-
-    run: str
-    counts: dict[str, int]
-    total: int | None
-    done: bool
 
 
 class BulkWorkers:
@@ -173,11 +160,17 @@ class BulkWorkers:
         await self.task.kiq(run, chunk)
         await ledger.mark_enqueued(run, chunk)
 
-    async def progress(self, run: str, *, poll_interval: float = 1.0) -> AsyncIterator[RunProgress]:
-        """The run's counts every ``poll_interval`` seconds, until it is done.
+    async def progress(
+        self, run: str, *, poll_interval: float = 1.0
+    ) -> AsyncGenerator[ProgressUpdate]:
+        """The run's :class:`~campaignkit.ProgressUpdate` every ``poll_interval``
+        seconds (untimed, unthrottled: see :meth:`updates`), until it is done.
 
-        Each reading first reports the recipients of expired claims (workers
-        that died mid-chunk) ambiguous.
+        ``counts``: its recipients per ledger state, plus ``invalid`` and
+        ``duplicate`` inputs; ``total``: the inputs, once the producer has
+        read them all; ``finished`` once every planned recipient has been
+        settled or expired. Each reading first reports the recipients of
+        expired claims (workers that died mid-chunk) ambiguous.
         """
         ledger = await self._producer.get()
         while True:
@@ -187,7 +180,7 @@ class BulkWorkers:
                 raise LedgerError(f"no run named {run!r} in {ledger!r}")
             counts = await ledger.counts(run)
             done = info.input_done and not counts[PLANNED] and not counts[IN_FLIGHT]
-            yield RunProgress(run, counts, info.total, done)
+            yield run_update(counts, info.total, done)
             if done:
                 return
             await asyncio.sleep(poll_interval)
@@ -197,10 +190,7 @@ class BulkWorkers:
     ) -> AsyncGenerator[ProgressUpdate]:
         """:meth:`progress` as throttled :class:`~campaignkit.ProgressUpdate`
         snapshots (as ``CampaignTracker.updates``; ``delivered``: accepted)."""
-        readings = (
-            run_update(p.counts, p.total, p.done)
-            async for p in self.progress(run, poll_interval=poll_interval)
-        )
+        readings = self.progress(run, poll_interval=poll_interval)
         return throttled(readings, check_every(every), time.monotonic, asyncio.sleep)
 
     async def counts(self, run: str) -> dict[str, int]:

@@ -51,6 +51,7 @@ PRODUCER = Path(__file__).parents[1] / "helpers" / "chaos_producer.py"
 # Short claims and redeliveries, so that the killed worker's chunks are
 # settled (ambiguous) or sent by the others within seconds.
 FAST = ("--concurrency", "2", "--claim-ttl", "3", "--redeliver-after", "1")
+LATE = {"kind": "latency", "seconds": 0.2, "route": "send_campaign", "when": "after"}
 
 
 async def first_poll(sb: Sandbox) -> int:
@@ -67,12 +68,16 @@ async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout: fl
     raise AssertionError(f"not within {timeout:g} s: {what}")
 
 
-async def senders(ledger: Ledger, run: str) -> set[int]:
-    """The pids of the workers holding claims in flight (owners are host:pid:random)."""
+async def senders(ledger: Ledger, run: str, since: float) -> set[int]:
+    """The pids of the workers holding claims in flight taken after ``since``
+    (UNIX seconds; owners are host:pid:random)."""
     assert isinstance(ledger, SqlLedger)
     async with ledger._transaction() as tx:
         rows = await tx.fetch(
-            "SELECT owner FROM campaignkit_claims WHERE run = ? AND state = 'in_flight'", run
+            "SELECT owner FROM campaignkit_claims"
+            " WHERE run = ? AND state = 'in_flight' AND claimed > ?",
+            run,
+            since,
         )
     return {int(owner.split(":")[1]) for (owner,) in rows}
 
@@ -93,11 +98,9 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
     queue, name, run = unique_name("ck-chaos-"), unique_name("ck_chaos_"), "chaos"
     dsn = with_application_name(postgres_dsn, name)
     poll = str(await first_poll(sb))
-    # Each request is processed, then answered 0.2 s later: claims stay in
-    # flight meanwhile, long enough to kill a worker with one under way.
-    await sb.set_faults(
-        {"kind": "latency", "seconds": 0.2, "route": "send_campaign", "when": "after"}
-    )
+    # Each request waits 0.2 s before the sandbox takes it: claims stay in
+    # flight meanwhile.
+    await sb.set_faults(LATE)
     env = {**os.environ, "PYTHONPATH": str(PRODUCER.parents[1])}
     argv = (sys.executable, str(PRODUCER), redis_url, queue, dsn, poll, run, str(USERS), str(CHUNK))
     kills: Counter[str] = Counter()
@@ -137,13 +140,21 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
             pids = {worker.process.pid: worker for worker in workers}
             victim: list[Worker] = []
 
+            # Answers 2 s late meanwhile: a request claimed from now on is
+            # surely still under way when its worker is killed, however loaded
+            # the machine (0.2 s could pass between seeing it and the kill).
+            await sb.set_faults({**LATE, "seconds": 2.0})
+            since = time.time()
+
             async def one_sending() -> bool:
-                victim.extend(pids[pid] for pid in await senders(ledger, run) if pid in pids)
+                found = await senders(ledger, run, since)
+                victim.extend(pids[pid] for pid in found if pid in pids)
                 return bool(victim)
 
             await until(one_sending, "a worker with a request under way")
             victim[0].process.send_signal(signal.SIGKILL)
             kills["worker SIGKILL"] += 1
+            await sb.set_faults(LATE)
             finished = await rerun
             assert "input read" in finished.out, finished.err
 

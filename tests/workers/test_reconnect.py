@@ -60,7 +60,7 @@ async def test_worker_survives_killed_redis_connections(
         async with producer(redis_url, queue, postgres_dsn) as bulk:
             run = await bulk.submit(await first_poll(sb), make_users(COUNT), chunk_size=50)
             async for progress in bulk.progress(run, poll_interval=0.1):
-                if not progress.done:
+                if not progress.finished:
                     killed += await kill_redis_clients(redis_url, queue)
             report = await bulk.wait(run, timeout=30)
         assert worker.alive, "\n".join(worker.lines)
