@@ -65,6 +65,7 @@ from ._send import (
     send_bulk,
 )
 from ._sender import ClaimOutcome, send_claim
+from ._windows import SendWindow
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -82,6 +83,7 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SendWindow",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
