@@ -162,7 +162,9 @@ class Transactional(abc.ABC):
 
 async def create_schema(tx: Transaction) -> None:
     """Create the tables if missing; refuse a schema newer than this code."""
-    for statement in SCHEMA:
+    from ._sending_sql import TABLES as SENDING_TABLES
+
+    for statement in (*SCHEMA, *SENDING_TABLES):
         await tx.execute(statement)
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:
