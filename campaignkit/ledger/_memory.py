@@ -46,8 +46,7 @@ class MemoryLedger(MemorySendingRules, Ledger):
     """
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
-        Ledger.__init__(self, claim_ttl=claim_ttl)
-        MemorySendingRules.__init__(self)
+        super().__init__(claim_ttl=claim_ttl)
         self._open = False
         self._runs: dict[str, RunState] = {}
         self._seen: dict[str, dict[str, float]] = {}

@@ -39,7 +39,8 @@ class MemorySendingRules(SendingRules):
 
     _runs: dict[str, RunState]
 
-    def __init__(self) -> None:
+    def __init__(self, *, claim_ttl: float) -> None:
+        super().__init__(claim_ttl=claim_ttl)  # type: ignore[call-arg]  # the Ledger's
         self._options: dict[str, dict[str, Any]] = {}
         self._lines: dict[str, str] = {}
         self._line_load: Counter[str] = Counter()

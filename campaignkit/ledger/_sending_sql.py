@@ -12,27 +12,6 @@ import orjson
 from ._schema import Transaction, Transactional, retried
 from ._sending import DAY, daily_limit_of, deferred_detail, over_budget, spread
 
-TABLES: Final = (
-    """CREATE TABLE IF NOT EXISTS campaignkit_run_options (
-        run TEXT PRIMARY KEY,
-        options TEXT NOT NULL,
-        saved DOUBLE PRECISION NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS campaignkit_lines (
-        phone TEXT PRIMARY KEY,
-        line TEXT NOT NULL,
-        assigned DOUBLE PRECISION NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS campaignkit_lines_line ON campaignkit_lines (line)",
-    # One row per rule that needs every claimer of the ledger in turn; the
-    # row's lock is held to the end of the transaction (SQLite's BEGIN
-    # IMMEDIATE already serialises writers).
-    """CREATE TABLE IF NOT EXISTS campaignkit_locks (
-        name TEXT PRIMARY KEY,
-        taken DOUBLE PRECISION NOT NULL
-    )""",
-)
-
 _BATCH: Final = 5000
 
 # Recipients that count against the daily limit: taken into a request within
