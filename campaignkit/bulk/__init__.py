@@ -56,6 +56,7 @@ from .._report import (
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
+from ._rules import TzFor
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -84,6 +85,7 @@ __all__ = [
     "Planner",
     "ProgressCallback",
     "SendWindow",
+    "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
