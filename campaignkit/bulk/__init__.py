@@ -56,7 +56,7 @@ from .._report import (
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
-from ._rules import TzFor
+from ._rules import SendRules, TzFor, rules_problems, zone_preparer
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -84,13 +84,16 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SendRules",
     "SendWindow",
     "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "rules_problems",
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "zone_preparer",
 ]

@@ -13,7 +13,7 @@ from typing import TypeAlias
 from taskiq import TaskiqState
 
 from .._redaction import sdk_logger
-from ..bulk import send_claim
+from ..bulk import SendRules, send_claim
 from ..client import CampaignClient
 from ..errors import ConfigurationError, LedgerError
 from ..ledger import Journal, Ledger, ledger_from
@@ -118,12 +118,15 @@ class ChunkSender:
         claim = await ledger.claim(run, chunk, owner=self.owner)
         if claim is None:
             return None, 0
+        # The producer's send window and lines, as it stored them with the run.
+        rules = SendRules.from_options(await ledger.run_options(run))
         outcome = await send_claim(
             self._client,
             ledger,
             run,
             run_info.poll,
             claim,
+            rules=rules,
             timeout=self._timeout,
             max_retries=self._max_retries,
         )
