@@ -86,10 +86,14 @@ async def send_claim(
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
-    body = await request_body(ledger, claim, rules, utc_now())
-    result = await send_request(
-        client, segment, body, users, timeout=timeout, max_retries=max_retries
-    )
+    try:
+        body = await request_body(ledger, claim, rules, utc_now())
+    except CampaignKitError as exc:  # the ledger failed to give lines: nothing left
+        result = ClaimOutcome("rejected", error=exc)
+    else:
+        result = await send_request(
+            client, segment, body, users, timeout=timeout, max_retries=max_retries
+        )
     await settle_claim(ledger, run, claim.token, result)
     return result
 

@@ -115,11 +115,12 @@ class ChunkSender:
         run_info = await ledger.run_info(run)
         if run_info is None:
             raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        # The producer's send window and lines, as it stored them with the run
+        # (read before the claim: a claim is never left in flight by a failure here).
+        rules = SendRules.from_options(await ledger.run_options(run))
         claim = await ledger.claim(run, chunk, owner=self.owner)
         if claim is None:
             return None, 0
-        # The producer's send window and lines, as it stored them with the run.
-        rules = SendRules.from_options(await ledger.run_options(run))
         outcome = await send_claim(
             self._client,
             ledger,

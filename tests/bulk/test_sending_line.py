@@ -4,6 +4,7 @@ service receives under a send window, a daily limit and sending lines."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 
 from campaignkit import CampaignClient, SendWindow, User, ValidationError, deployment_squad
 from campaignkit.bulk._windows import deployment_eta
-from campaignkit.ledger import DEFERRED, SqliteLedger
+from campaignkit.errors import LedgerError
+from campaignkit.ledger import DEFERRED, MemoryLedger, SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -179,3 +181,24 @@ async def test_lines_spread_evenly_and_stick_across_runs(
     }
     load = Counter(by_phone.values())
     assert max(load.values()) - min(load.values()) <= 1
+
+
+class LinelessLedger(MemoryLedger):
+    """A ledger that fails to give lines (its store went away mid-run)."""
+
+    async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:
+        raise LedgerError("the ledger went away")
+
+
+async def test_a_ledger_failing_to_give_lines_rejects_the_claim_unsent(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    ledger = LinelessLedger()
+    report = await client.send_bulk(
+        await poll_of(client), people(range(3)), journal=ledger, lines=["15550000101"]
+    )
+    assert report.counts["rejected"] == 3
+    assert isinstance(report.rejected[0].error, LedgerError)
+    assert await received(sb) == []
+    async with ledger:
+        assert (await ledger.counts("poll-1001"))["rejected"] == 3  # not left in flight
