@@ -108,7 +108,7 @@ class SendWindow:
     def contains(self, local: datetime) -> bool:
         """Whether the local date-time ``local`` is inside the window."""
         return (self.days is None or local.weekday() in self.days) and (
-            self.start <= local.time().replace(tzinfo=None) < self.end
+            self.start <= local.time() < self.end
         )
 
     def next_opening(self, now: datetime, zone: ZoneInfo) -> datetime | None:

@@ -100,11 +100,14 @@ class MemorySendingRules(SendingRules):
         if limit is None:
             return
         planned = sorted(
-            (recipient.position, recipient.phone, batch, offset)
-            for batch in state.by_chunk.get(chunk, ())
-            if batch.state == PLANNED and batch.recipients is not None
-            for offset, recipient in enumerate(batch.recipients)
-            if offset not in batch.dead
+            (
+                (recipient.position, recipient.phone, batch, offset)
+                for batch in state.by_chunk.get(chunk, ())
+                if batch.state == PLANNED and batch.recipients is not None
+                for offset, recipient in enumerate(batch.recipients)
+                if offset not in batch.dead
+            ),
+            key=lambda item: (item[0], item[1]),  # input order (batches do not compare)
         )
         counted, oldest = self._counted(now - DAY)
         keyed = {_key(phone): phone for _, phone, _, _ in planned}
