@@ -24,6 +24,7 @@ TZ_KEY: Final = "tz"
 """The session variable that gives a user's time zone (a CSV ``tz`` column)."""
 
 _HH_MM = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
+_MINUTE: Final = timedelta(minutes=1)
 _DAY_NAMES: Final = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
@@ -125,6 +126,13 @@ class SendWindow:
             opening = datetime.combine(day, self.start, tzinfo=zone).astimezone(UTC)
             # A start that a daylight-saving jump skips that day lands elsewhere.
             if opening > now and self.contains(opening.astimezone(zone)):
+                if opening.astimezone(zone).time() != self.start:
+                    # Skipped (02:30 on a day that jumps from 02:00 to 03:00,
+                    # read as 03:30): the window opened with the jump, at 03:00.
+                    while (earlier := opening - _MINUTE) > now and self.contains(
+                        earlier.astimezone(zone)
+                    ):
+                        opening = earlier
                 return opening
         raise AssertionError(f"{self!r} never opens in {zone}")  # pragma: no cover
 

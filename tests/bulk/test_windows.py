@@ -85,6 +85,15 @@ def test_a_closed_window_opens_next_morning_in_the_recipients_zone() -> None:
     assert deployment_eta(window, bogota, noon, None) is None
 
 
+def test_a_start_skipped_by_daylight_saving_opens_with_the_jump() -> None:
+    """02:00 jumps to 03:00 in New York on 8 March 2026: a window from 02:30
+    is open from 03:00 (not from 03:30, where 02:30 read in summer time lands)."""
+    window = SendWindow("02:30", "04:00")
+    new_york = ZoneInfo("America/New_York")
+    midnight = datetime(2026, 3, 8, 0, 0, tzinfo=new_york)
+    assert window.next_opening(midnight, new_york) == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
+
+
 def test_allowed_days_skip_the_weekend() -> None:
     window = SendWindow(time(9), time(17), days=parse_days("mon-fri"))
     madrid = ZoneInfo("Europe/Madrid")
