@@ -58,7 +58,8 @@ def test_the_eta_is_inside_the_window_never_past_and_within_a_week(
     sent_at = datetime.fromtimestamp(eta, UTC)
     assert window.contains(sent_at.astimezone(zone))
     assert sent_at >= when
-    assert sent_at - when <= timedelta(days=7)
+    # A week of the recipient's clock: one that goes back in it adds its hour.
+    assert sent_at - when <= timedelta(days=7, hours=1)
 
 
 @settings(max_examples=200, deadline=None)
