@@ -39,8 +39,8 @@ class MemorySendingRules(SendingRules):
 
     _runs: dict[str, RunState]
 
-    def __init__(self, *, claim_ttl: float) -> None:
-        super().__init__(claim_ttl=claim_ttl)  # type: ignore[call-arg]  # the Ledger's
+    def __init__(self, **ledger_options: Any) -> None:
+        super().__init__(**ledger_options)  # the Ledger's (next in a MemoryLedger's MRO)
         self._options: dict[str, dict[str, Any]] = {}
         self._lines: dict[str, str] = {}
         self._line_load: Counter[str] = Counter()
