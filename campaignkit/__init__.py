@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from ._deprecated import renamed
 from ._version import __version__
-from .bulk import BulkReport, ausers_from_csv, users_from_csv
+from .bulk import BulkReport, SendWindow, ausers_from_csv, users_from_csv
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -83,6 +83,7 @@ __all__ = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

@@ -134,6 +134,7 @@ async def test_chunks_in_input_order_with_acks(
         "accepted": 25,
         "rejected": 0,
         "ambiguous": 0,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
     }
@@ -380,7 +381,8 @@ async def test_progress_reports_final_counts(
     last = seen[-1]
     assert (last.finished, last.state) == (True, CampaignState.DONE)
     assert (last.done, last.total, last.sent, last.failed, last.skipped) == (11, 11, 6, 4, 1)
-    counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "invalid": 1, "duplicate": 1}
+    counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "deferred": 0, "invalid": 1}
+    counts["duplicate"] = 1
     assert last.counts == {"planned": 0, "in_flight": 0, **counts}
     # One type of progress everywhere: what the workers and the dashboard show of a run.
     assert last == run_update(last.counts, 11, True)
@@ -558,6 +560,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "accepted": 2,
         "rejected": 2,
         "ambiguous": 2,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
     }

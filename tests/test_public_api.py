@@ -116,6 +116,7 @@ ALL = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

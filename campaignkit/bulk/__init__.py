@@ -60,6 +60,7 @@ from ..progress import ProgressUpdate
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
+from ._rules import SendRules, TzFor, rules_problems, zone_preparer
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -70,6 +71,7 @@ from ._send import (
 )
 from ._sender import ClaimOutcome, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
+from ._windows import SendWindow
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -87,13 +89,18 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SendRules",
+    "SendWindow",
+    "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "rules_problems",
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "zone_preparer",
 ]
 
 if TYPE_CHECKING:

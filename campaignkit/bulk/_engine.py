@@ -19,9 +19,10 @@ from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
 from ..progress import ProgressUpdate
-from ._held import settle_held
+from ._held import lost_record, settle_held
 from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
+from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE, first_error, stop_gracefully
@@ -46,24 +47,22 @@ class BulkSend:
     interrupt_grace: float = DEFAULT_INTERRUPT_GRACE
     seen: SeenPhones | None = None
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
+    rules: SendRules = NO_RULES
+    prepare: Callable[[User], tuple[User | None, str | None]] | None = None
 
     def __attrs_post_init__(self) -> None:
-        transport = self.client.transport
-        self.limiter = (
-            None
-            if self.rate_limit is None
-            else RateLimiter(self.rate_limit, transport.sleep, transport.clock)
-        )
+        rate, transport = self.rate_limit, self.client.transport
+        self.limiter = RateLimiter(rate, transport.sleep, transport.clock) if rate else None
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.planner = Planner(self.chunk_size, seen=self.seen)
+        self.planner = Planner(self.chunk_size, seen=self.seen, prepare=self.prepare)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}
         self.progress = ProgressReporter(self.on_progress, self.planner)
         self._input_error: BaseException | None = None
         self.stopping = False  # interrupted: no new request starts
-        self._reader: asyncio.Task[None] | None = None
+        self.reader: asyncio.Task[None] | None = None
 
     # -- reading
 
@@ -133,9 +132,10 @@ class BulkSend:
         claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
         accounted = {by_phone[r.phone] for r in held}.union(claimed)
         lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # claimed between our plan and claim by another sender of the run
+        if lost:  # deferred by the daily limit, or taken by another sender of the run
+            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
             self._report_held(
-                chunk, [Record(chunk.phones[i], chunk.positions[i], IN_FLIGHT) for i in lost]
+                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
             )
         if claim is None:
             return
@@ -158,6 +158,7 @@ class BulkSend:
                     self.segment,
                     claim,
                     users=users,
+                    rules=self.rules,
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
@@ -244,13 +245,14 @@ class BulkSend:
 
     async def _work(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
         async with asyncio.TaskGroup() as group:
-            self._reader = group.create_task(self.read(users))
+            self.reader = group.create_task(self.read(users))
             for _ in range(self.concurrency):
                 group.create_task(self.send())
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        await self.ledger.save_run_options(self.run_name, self.rules.options())
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
@@ -259,11 +261,7 @@ class BulkSend:
             await asyncio.shield(work)  # an interrupt stops it gracefully
         except asyncio.CancelledError:
             if not work.done():
-                self.stopping = True
-                await stop_gracefully(
-                    work, self._reader, self.queue, self.concurrency, self.interrupt_grace
-                )
-                await self.progress.interrupted()
+                await stop_gracefully(self, work)
             raise
         except BaseException as failed:  # a sender's error
             await self.progress.cancel()

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, Ledger, Record
 from ..ledger._build import OUTCOME, Request
 from ..models import User
 from ._pacing import OUTCOME_STATE
@@ -93,3 +93,14 @@ def _regrouped(
         )
         for (claim, state), members in groups.items()
     ]
+
+
+def lost_record(
+    found: Mapping[str, tuple[Record, float | None]], phone: str, position: int
+) -> Record:
+    """What a chunk's recipient that its claim did not take became: deferred
+    (over the daily limit), or in flight in another sender's claim."""
+    record = found.get(phone, (None, None))[0]
+    if record is not None and record.state == DEFERRED:
+        return record
+    return Record(phone, position, IN_FLIGHT)

@@ -12,7 +12,7 @@ import attrs
 
 from .._io.transport import Sleep
 from .._redaction import sdk_logger
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED
 from ..progress import Eta, ProgressUpdate, run_update
 from ._planner import Planner
 
@@ -22,7 +22,12 @@ PROGRESS_INTERVAL: Final = 0.1
 """Seconds between two ``on_progress`` calls (the last call always happens)."""
 
 # The ledger state of each chunk outcome (its count in a ProgressUpdate).
-OUTCOME_STATE: Final = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
+OUTCOME_STATE: Final = {
+    "accepted": ACCEPTED,
+    "rejected": REJECTED,
+    "ambiguous": AMBIGUOUS,
+    "deferred": DEFERRED,
+}
 
 
 class ProgressReporter:

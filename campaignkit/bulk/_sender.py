@@ -25,6 +25,7 @@ from ..errors import (
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
+from ._rules import NO_RULES, SendRules, request_body, utc_now
 from ._seam import BulkClient
 
 _DECODE_ACK = wire.decoder(CampaignAck)
@@ -90,10 +91,6 @@ def is_fatal(error: CampaignKitError | None) -> bool:
     return False
 
 
-def claim_body(claim: Claim) -> bytes:
-    return ('{"users":[' + ",".join(r.user for r in claim.recipients) + "]}").encode()
-
-
 async def send_claim(
     client: BulkClient,
     ledger: Ledger,
@@ -102,6 +99,7 @@ async def send_claim(
     claim: Claim,
     *,
     users: Sequence[User] | None = None,
+    rules: SendRules = NO_RULES,
     timeout: float | None = None,
     max_retries: int | None = None,
 ) -> ClaimOutcome:
@@ -111,22 +109,29 @@ async def send_claim(
     (the request may have reached the service) before the cancellation goes on.
     ``users`` are the claim's users in its order, when the caller has them;
     otherwise they are read back from the ledger's copy (for errors' ``users``).
+    ``rules`` (the run's send window and lines) are applied now, just before
+    the request leaves: a run resumed days later is sent by the clock of then.
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
     try:
-        result = await send_request(
-            client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
-        )
-    except asyncio.CancelledError as cancelled:
-        # Stopped before the answer came: the request may have reached the service.
-        error = AmbiguousSendError(
-            "interrupted before the service answered: the request may have reached it",
-            users=users,
-            cause=cancelled,
-        )
-        await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
-        raise
+        body = await request_body(ledger, claim, rules, utc_now())
+    except CampaignKitError as exc:  # the ledger failed to give lines: nothing left
+        result = ClaimOutcome("rejected", error=exc)
+    else:
+        try:
+            result = await send_request(
+                client, segment, body, users, timeout=timeout, max_retries=max_retries
+            )
+        except asyncio.CancelledError as cancelled:
+            # Stopped before the answer came: the request may have reached the service.
+            error = AmbiguousSendError(
+                "interrupted before the service answered: the request may have reached it",
+                users=users,
+                cause=cancelled,
+            )
+            await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
+            raise
     await settle_claim(ledger, run, claim.token, result)
     return result
 

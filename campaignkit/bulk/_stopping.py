@@ -5,35 +5,44 @@ answered; or its senders failing."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from ._pacing import logger
+from ._pacing import ProgressReporter, logger
 
 DEFAULT_INTERRUPT_GRACE: Final = 10.0
 """Seconds the requests under way when a bulk send is interrupted get to be answered."""
 
 
-async def stop_gracefully(
-    work: asyncio.Task[None],
-    reader: asyncio.Task[None] | None,
-    queue: asyncio.Queue[Any],
-    senders: int,
-    grace: float,
-) -> None:
-    """Stop ``work`` (its senders already told to start no new request): the
-    ``reader`` is cancelled, the ``senders`` waiting on ``queue`` sent home,
-    and the requests under way get ``grace`` seconds to be answered (and are
-    settled from their answers); those still unanswered then are settled
-    ambiguous. Cancelled meanwhile, it stops at once."""
-    if reader is not None:
-        reader.cancel()
+class Sending(Protocol):
+    """What :func:`stop_gracefully` stops: a bulk send's pipeline."""
+
+    stopping: bool
+    """Set: its senders start no new request."""
+    reader: asyncio.Task[None] | None
+    queue: asyncio.Queue[Any]
+    """The chunks read, for ``concurrency`` senders (None sends one home)."""
+    concurrency: int
+    interrupt_grace: float
+    progress: ProgressReporter
+
+
+async def stop_gracefully(send: Sending, work: asyncio.Task[None]) -> None:
+    """Stop ``work``, the tasks of ``send``: no new request starts, the reader
+    is cancelled, the senders waiting for a chunk are sent home, and the
+    requests under way get ``interrupt_grace`` seconds to be answered (and
+    are settled from their answers); those still unanswered then are settled
+    ambiguous, and a last progress call says where the run stands. Cancelled
+    meanwhile, it stops at once."""
+    send.stopping = True
+    if send.reader is not None:
+        send.reader.cancel()
     # The chunks queued are not planned yet: dropped, like the unread input.
-    while not queue.empty():
-        queue.get_nowait()
-    for _ in range(senders):
-        queue.put_nowait(None)
+    while not send.queue.empty():
+        send.queue.get_nowait()
+    for _ in range(send.concurrency):
+        send.queue.put_nowait(None)
     try:
-        await asyncio.wait([work], timeout=grace)
+        await asyncio.wait([work], timeout=send.interrupt_grace)
     finally:
         # Cancelling settles the requests still unanswered ambiguous (send_claim).
         work.cancel()
@@ -41,6 +50,7 @@ async def stop_gracefully(
         if not work.cancelled() and (failed := work.exception()) is not None:
             # The interrupt goes on; a failure while stopping is not lost.
             logger.error("send_bulk: failed while stopping", exc_info=failed)
+    await send.progress.interrupted()
 
 
 def first_error(failed: BaseException) -> BaseException:

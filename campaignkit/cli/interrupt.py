@@ -43,7 +43,7 @@ def terminated_cancels() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-SETTLED = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+SETTLED = ("accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate")
 """The states of the inputs a bulk send has settled, as its progress counts them."""
 
 

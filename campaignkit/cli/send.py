@@ -18,6 +18,7 @@ from ..bulk import (
 from ..client import CampaignClient
 from ..ledger import ledger_from
 from ..progress import ProgressUpdate
+from . import sending_line
 from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
@@ -60,6 +61,7 @@ def register(add: AddCommand) -> None:
         help="on Ctrl-C or SIGTERM, how long the requests under way may take to be answered "
         f"(default {DEFAULT_INTERRUPT_GRACE:g}); a second Ctrl-C stops at once",
     )
+    sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -71,6 +73,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
             raise UsageError(f"{flag} needs --bulk")
@@ -106,6 +109,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     if (a.run or a.retry_rejected) and not a.journal:
         raise UsageError("--run and --retry-rejected need --journal")
+    rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
     last: ProgressUpdate | None = None
@@ -128,6 +132,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 retry_rejected=a.retry_rejected,
                 on_progress=on_progress,
                 interrupt_grace=a.interrupt_grace,
+                **rules,
             )
         except asyncio.CancelledError:
             # Ctrl-C or SIGTERM: send_bulk stopped gracefully (said below the progress).
@@ -156,7 +161,7 @@ def bulk_status(report: BulkReport) -> ExitStatus:
     """The exit status of a bulk send."""
     if report.ambiguous:
         return ExitStatus.AMBIGUOUS
-    if report.rejected or report.invalid:
+    if report.rejected or report.invalid or report.deferred:
         return ExitStatus.PARTIAL
     return ExitStatus.OK
 
@@ -195,6 +200,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "rejected chunks were not sent: rerun with the same --journal and "
             "--retry-rejected to retry them"
         )
+    if report.deferred:
+        ctx.note(
+            f"deferred: {report.counts['deferred']} users over the daily limit were not sent: "
+            "rerun the same command once the budget allows"
+        )
 
 
 def bulk_summary(report: BulkReport) -> dict[str, Any]:
@@ -216,4 +226,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         ],
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
+        "deferred": chunks(report.deferred),
     }

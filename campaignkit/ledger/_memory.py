@@ -20,6 +20,7 @@ from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     IN_FLIGHT,
     PLANNED,
     REJECTED,
@@ -30,9 +31,10 @@ from ._records import (
     RunInfo,
     Skipped,
 )
+from ._sending_memory import MemorySendingRules
 
 
-class MemoryLedger(Ledger):
+class MemoryLedger(MemorySendingRules, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
@@ -97,7 +99,7 @@ class MemoryLedger(Ledger):
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
+        adopt = (PLANNED, DEFERRED, REJECTED) if retry_rejected else (PLANNED, DEFERRED)
         held: list[Record] = []
         start = len(state.positions)
         joining: list[Recipient] = []
@@ -127,12 +129,13 @@ class MemoryLedger(Ledger):
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
+        token, now = uuid.uuid4().hex, time.time()
+        self._defer_over_budget(run, state, chunk, now)
         batches = [
             b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
         ]
         if not batches:
             return None
-        token, now = uuid.uuid4().hex, time.time()
         recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
@@ -144,6 +147,7 @@ class MemoryLedger(Ledger):
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
+        self._note_claim(run, token, now, recipients)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(
