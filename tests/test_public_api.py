@@ -77,7 +77,7 @@ DESIGN_NAMES = {
         "AgentPicker",
         "NoAgentAvailableError",
     ],
-    "campaignkit.workers": ["BulkWorkers", "broker_from"],
+    "campaignkit.workers": ["BulkWorkers", "broker_from", "send_chunk", "submit_run"],
     "campaignkit.sync": ["CampaignClient"],
     "campaignkit.testing": ["Exchange", "MockExchange", "Answer", "Request", "FakeTime"],
 }

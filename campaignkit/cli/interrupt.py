@@ -91,6 +91,12 @@ def resume_command(a: argparse.Namespace) -> str:
         argv += ["--format", a.format]
     if a.retry_rejected:
         argv.append("--retry-rejected")
+    for flag, value in (("--send-window", a.send_window), ("--days", a.days)):
+        argv += [flag, value] if value else []
+    if a.daily_limit is not None:
+        argv += ["--daily-limit", str(a.daily_limit)]
+    for line in a.lines or ():
+        argv += ["--line", line]
     if a.interrupt_grace != DEFAULT_INTERRUPT_GRACE:
         argv += ["--interrupt-grace", f"{a.interrupt_grace:g}"]
     for name in ("base_url", "campaign_url", "agent_url", "timeout", "max_retries"):

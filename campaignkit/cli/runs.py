@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
+import importlib
 import logging
 import os
 import signal
@@ -144,16 +145,23 @@ def _worker_logging(ctx: Ctx) -> Iterator[None]:
             logger.propagate = propagate
 
 
-async def cmd_worker(ctx: Ctx) -> ExitStatus:
+def require_workers(command: str) -> None:
+    """A ConfigurationError naming the extra when it is not installed."""
     try:
-        from taskiq import TaskiqEvents, TaskiqState
-
-        from ..workers import BulkWorkers, broker_from
+        for module in ("taskiq", "campaignkit.workers"):  # the first names what is missing
+            importlib.import_module(module)
     except ImportError as exc:
         raise ConfigurationError(
-            "campaignkit worker needs the 'workers' extra (taskiq, taskiq-redis, asyncpg): "
+            f"campaignkit {command} needs the 'workers' extra (taskiq, taskiq-redis, asyncpg): "
             f"pip install 'campaignkit[workers]' ({exc})"
         ) from exc
+
+
+async def cmd_worker(ctx: Ctx) -> ExitStatus:
+    require_workers("worker")
+    from taskiq import TaskiqEvents, TaskiqState
+
+    from ..workers import BulkWorkers, broker_from
 
     a = ctx.args
     client = ctx.client()  # configuration errors now, not at the first chunk

@@ -26,6 +26,10 @@ worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the
 workers' ledger) and is reported ambiguous, never resent; a restarted
 producer re-enqueues the chunks its predecessor planned but may not have
 enqueued, and its re-read input plans only recipients the run has not taken.
+On another task engine (Celery, arq, Dramatiq, Temporal), :func:`submit_run`
+is the producer (your ``enqueue(run, chunk)`` sends the task) and
+:func:`send_chunk` what the task awaits (README recipes).
+
 The broker must redeliver a message whose worker died before acknowledging it
 (Redis streams, RabbitMQ and NATS JetStream brokers do; a plain Redis list does
 not): otherwise that chunk stays planned until a producer is run again.
@@ -44,8 +48,17 @@ from .._deprecated import renamed
 from ..progress import ProgressUpdate
 from ._brokers import broker_from
 from ._bulk_workers import TASK_NAME, BulkWorkers
+from ._runs import ChunkResult, Enqueue, send_chunk, submit_run
 
-__all__ = ["TASK_NAME", "BulkWorkers", "broker_from"]
+__all__ = [
+    "TASK_NAME",
+    "BulkWorkers",
+    "ChunkResult",
+    "Enqueue",
+    "broker_from",
+    "send_chunk",
+    "submit_run",
+]
 
 if TYPE_CHECKING:
     RunProgress = ProgressUpdate

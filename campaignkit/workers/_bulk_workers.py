@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
     Awaitable,
     Callable,
     Sequence,
 )
-from typing import Any, Final
+from typing import Final
 
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents
 
@@ -21,21 +18,16 @@ from .._input.validation import raise_problems
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     BulkReport,
-    PlannedChunk,
-    Planner,
     SendWindow,
     TzFor,
     UserInput,
-    bulk_problems,
-    default_run,
-    rules_problems,
-    zone_preparer,
 )
 from ..client import CampaignClient
 from ..errors import LedgerError
-from ..ledger import IN_FLIGHT, PLANNED, Ledger
+from ..ledger import IN_FLIGHT, PLANNED
 from ..progress import ProgressUpdate, check_every, run_update, throttled
 from ._chunks import ChunkSender, LedgerSide, LedgerSource
+from ._runs import submit_run
 
 TASK_NAME: Final = "campaignkit.send_chunk"
 
@@ -134,51 +126,22 @@ class BulkWorkers:
         lines: Sequence[str] | None = None,
         tz_for: TzFor | None = None,
     ) -> str:
-        """Plan ``users`` into the ledger and enqueue one message per chunk; the run's name.
-
-        Call it again with the same ``run`` after a crash (with the same
-        input, or another): chunks planned but perhaps never enqueued are
-        enqueued again, and only recipients the run does not hold yet (and
-        rejected ones with ``retry_rejected``) are planned. Returns once the
-        whole input is planned; the workers may still be sending. A bad
-        ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
-
-        ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
-        ``send_bulk``: stored with the run, the workers apply them.
-        """
-        segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-        rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
-        raise_problems(problems + rule_problems)
+        """Plan ``users`` into the ledger and enqueue one message per chunk; the
+        run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it."""
         ledger = await self._producer.get()
-        run = run or default_run(segment)
-        # Chunk names are new to each producer: a re-read input never joins an older chunk.
-        input_pass = uuid.uuid4().hex[:8]
-        prefix = f"{input_pass}-"
-        await ledger.start_run(run, segment, input_pass=input_pass)
-        await ledger.save_run_options(run, rules.options())
-        for chunk in await ledger.unenqueued_chunks(run):
-            await self._enqueue(ledger, run, chunk)
-        planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
-
-        async def plan(planned: PlannedChunk | None) -> None:
-            await ledger.skip(run, planner.drain_skipped())
-            if planned is None:
-                return
-            chunk = f"{prefix}{planned.index:06d}"
-            held = await ledger.plan(run, chunk, planned.recipients, retry_rejected=retry_rejected)
-            if len(held) < len(planned.recipients):
-                await self._enqueue(ledger, run, chunk)
-
-        async for item in _items(users):
-            if (planned := planner.take(item)) is not None:
-                await plan(planned)
-        await plan(planner.flush())
-        await ledger.finish_input(run, planner.total)
-        return run
-
-    async def _enqueue(self, ledger: Ledger, run: str, chunk: str) -> None:
-        await self.task.kiq(run, chunk)
-        await ledger.mark_enqueued(run, chunk)
+        return await submit_run(
+            ledger,
+            poll_id,
+            users,
+            enqueue=self.task.kiq,
+            run=run,
+            chunk_size=chunk_size,
+            retry_rejected=retry_rejected,
+            send_window=send_window,
+            daily_limit=daily_limit,
+            lines=lines,
+            tz_for=tz_for,
+        )
 
     async def progress(
         self, run: str, *, poll_interval: float = 1.0
@@ -226,12 +189,3 @@ class BulkWorkers:
             async for _ in self.progress(run, poll_interval=poll_interval):
                 pass
         return await (await self._producer.get()).report(run)
-
-
-async def _items(users: UserInput) -> AsyncIterator[Any]:
-    if isinstance(users, AsyncIterable):
-        async for item in users:
-            yield item
-    else:
-        for item in users:
-            yield item

@@ -3,20 +3,17 @@ which logs one line per chunk."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable
 from typing import TypeAlias
 
 from taskiq import TaskiqState
 
 from .._redaction import sdk_logger
-from ..bulk import SendRules, send_claim
 from ..client import CampaignClient
-from ..errors import ConfigurationError, LedgerError
+from ..errors import ConfigurationError
 from ..ledger import Journal, Ledger, ledger_from
+from ._runs import send_chunk, worker_name
 
 log = sdk_logger("campaignkit.workers")
 
@@ -65,7 +62,7 @@ class ChunkSender:
         self.owner = ""
 
     async def startup(self, state: TaskiqState) -> None:
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = worker_name()
         await self._ledger.get()
         self._client = self._client_factory()
 
@@ -112,23 +109,13 @@ class ChunkSender:
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
         ledger = await self._ledger.get()
-        run_info = await ledger.run_info(run)
-        if run_info is None:
-            raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
-        # The producer's send window and lines, as it stored them with the run
-        # (read before the claim: a claim is never left in flight by a failure here).
-        rules = SendRules.from_options(await ledger.run_options(run))
-        claim = await ledger.claim(run, chunk, owner=self.owner)
-        if claim is None:
-            return None, 0
-        outcome = await send_claim(
+        result = await send_chunk(
             self._client,
             ledger,
             run,
-            run_info.poll,
-            claim,
-            rules=rules,
+            chunk,
+            owner=self.owner,
             timeout=self._timeout,
             max_retries=self._max_retries,
         )
-        return outcome.outcome, len(claim.recipients)
+        return (None, 0) if result is None else (result.outcome, result.users)

@@ -15,6 +15,8 @@ import pytest
 from helpers.cli import SCRIPT, first_poll, sandbox_env, users_rows, write_csv
 from helpers.processes import Finished, run_process
 
+from campaignkit.cli.interrupt import resume_command
+from campaignkit.cli.parser import parse
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -176,3 +178,22 @@ async def test_a_second_ctrl_c_stops_at_once(sb: Sandbox, tmp_path: Path) -> Non
     counts = await ledger_counts(journal, f"poll-{poll}")
     assert counts["ambiguous"] + counts["in_flight"] == 40
     assert counts["accepted"] == 0
+
+
+def test_the_resume_command_repeats_every_option_but_the_key() -> None:
+    argv = ["send", "12", "my users.csv", "--bulk", "--journal", "j.db", "--chunk-size", "50"]
+    argv += ["--send-window", "09:00-18:00", "--days", "mon-fri", "--daily-limit", "900"]
+    argv += ["--line", "573001112222", "--line", "573003334444", "--retry-rejected"]
+    argv += ["--api-key", "sk_live_secret_0123456789", "--campaign-url", "http://c.test"]
+    argv += ["--interrupt-grace", "2.5", "--quiet"]
+    resumed = shlex.split(resume_command(parse(argv)))
+    assert Path(resumed[0]).name == "campaignkit" or resumed[0] == "campaignkit"
+    again = parse(resumed[1:])
+    for name in ("poll_id", "file", "journal", "chunk_size", "send_window", "days"):
+        assert getattr(again, name) == getattr(parse(argv), name), name
+    assert (again.run, again.daily_limit) == ("poll-12", 900)
+    assert again.lines == ["573001112222", "573003334444"]
+    assert (again.retry_rejected, again.interrupt_grace, again.quiet) == (True, 2.5, True)
+    assert again.campaign_url == "http://c.test"
+    assert again.api_key is None
+    assert "sk_live" not in " ".join(resumed)

@@ -1,0 +1,83 @@
+"""``submit``: stream a users file into a bulk run for the workers
+(``campaignkit worker``), and say how to watch it."""
+
+from __future__ import annotations
+
+import shlex
+
+from ..bulk import DEFAULT_CHUNK_SIZE
+from . import sending_line
+from .argtypes import positive_int
+from .context import AddCommand, Ctx, ExitStatus
+from .input import bulk_input
+from .output import program, table
+from .runs import open_ledger, require_workers
+
+
+def register(add: AddCommand) -> None:
+    p = add(
+        "submit",
+        "stream a users file into a bulk run for the workers (extra 'workers')",
+        "Plan the users of FILE ('-' for stdin; CSV or JSON as `send` reads them) into a run "
+        "of the ledger, chunk by chunk, and enqueue one message per chunk on the broker for "
+        "`campaignkit worker` processes to send. Prints the run's name and how to watch it. "
+        "Run it again with the same --run after a crash: only who the run does not hold yet "
+        "is planned, and chunks never enqueued are enqueued again.",
+    )
+    p.add_argument("poll_id")
+    p.add_argument("file", help="users file (.csv / .json / .jsonl, or '-')")
+    p.add_argument("--format", choices=["csv", "json"], help="default: from the file name")
+    p.add_argument(
+        "--broker",
+        required=True,
+        help="the workers' broker: redis://HOST:PORT/DB, or module:attribute of a taskiq broker",
+    )
+    p.add_argument(
+        "--journal",
+        required=True,
+        help="the workers' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
+    )
+    p.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
+    p.add_argument("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE)
+    p.add_argument("--queue", default="campaignkit", help="Redis stream name (campaignkit)")
+    p.add_argument(
+        "--retry-rejected", action="store_true", help="plan again the run's rejected users"
+    )
+    sending_line.add_options(p)
+    p.set_defaults(func=cmd_submit, needs_client=False)
+
+
+async def cmd_submit(ctx: Ctx) -> ExitStatus:
+    require_workers("submit")
+    from ..workers import BulkWorkers, broker_from
+
+    a = ctx.args
+    rules = sending_line.options(a)
+    users, _ = bulk_input(a.file, a.format)
+    broker = broker_from(a.broker, queue=a.queue)
+    await broker.startup()
+    try:
+        async with BulkWorkers(broker, open_ledger(a.journal)) as bulk:
+            run = await bulk.submit(
+                a.poll_id,
+                users,
+                run=a.run,
+                chunk_size=a.chunk_size,
+                retry_rejected=a.retry_rejected,
+                **rules,
+            )
+            counts = await bulk.counts(run)
+    finally:
+        await broker.shutdown()
+    journal = shlex.quote(a.journal)
+    watch = f"{program()} runs {shlex.quote(run)} --journal {journal}"
+    if ctx.json:
+        ctx.emit({"run": run, "counts": counts, "watch": watch})
+        return ExitStatus.OK
+    ctx.print(f"run {run}: submitted for the workers")
+    ctx.print(table([(state, n) for state, n in counts.items() if n], ["state", "recipients"]))
+    ctx.note(
+        f"watch it with:\n  {watch}\n"
+        f"or on the dashboard:\n  {program()} dashboard --journal {journal}"
+    )
+    return ExitStatus.OK

@@ -1,0 +1,172 @@
+"""The two halves of a run over workers, for any task engine (taskiq,
+Celery, arq, Dramatiq, Temporal): :func:`submit_run` plans the input into the
+ledger and hands each chunk to an ``enqueue`` of yours; :func:`send_chunk`,
+the coroutine a worker's task runs, claims one chunk, sends it and settles it.
+:class:`~campaignkit.workers.BulkWorkers` is these two on taskiq."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .._input.validation import raise_problems
+from ..bulk import (
+    DEFAULT_CHUNK_SIZE,
+    PlannedChunk,
+    Planner,
+    SendRules,
+    SendWindow,
+    TzFor,
+    UserInput,
+    bulk_problems,
+    default_run,
+    rules_problems,
+    send_claim,
+    zone_preparer,
+)
+from ..client import CampaignClient
+from ..errors import CampaignKitError, LedgerError
+from ..ledger import Ledger
+from ..models import CampaignAck
+
+Enqueue = Callable[[str, str], Awaitable[object]]
+"""``enqueue(run, chunk)``: give one chunk of a run to the workers (a task message)."""
+
+
+@attrs.frozen
+class ChunkResult:
+    """What :func:`send_chunk` did with one chunk: its ``users`` were sent in
+    one request, ``accepted`` (with its ``ack``), ``rejected`` (surely not
+    taken: ``error``) or ``ambiguous`` (may have reached the service)."""
+
+    outcome: Literal["accepted", "rejected", "ambiguous"]
+    users: int
+    ack: CampaignAck | None = None
+    error: CampaignKitError | None = attrs.field(default=None, repr=False)
+
+
+def worker_name() -> str:
+    """A name for this process's claims: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+async def send_chunk(
+    client: CampaignClient,
+    ledger: Ledger,
+    run: str,
+    chunk: str,
+    *,
+    owner: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> ChunkResult | None:
+    """Claim ``chunk`` of ``run`` in ``ledger`` (open, shared with the
+    producer), send its recipients with ``client``'s send rules and the run's
+    send window and lines, and settle the claim; None when nothing was left
+    to claim (a task delivered twice, or retried after it sent).
+
+    Call it from a task of any engine, with the ``(run, chunk)`` that
+    :func:`submit_run` gave your ``enqueue``: retrying it, or running it
+    twice at once, never sends anyone twice. ``owner`` names this worker in
+    its claims (default: host, pid and a random part). Cancelled while its
+    request is under way, the claim is settled ambiguous and the
+    cancellation goes on; a worker killed then leaves a claim that expires
+    (the ledger's ``claim_ttl``) and is reported ambiguous. Raises
+    :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
+    hold (a worker given another ledger than the producer's).
+    """
+    info = await ledger.run_info(run)
+    if info is None:
+        raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+    # The producer's send window and lines, as it stored them with the run
+    # (read before the claim: a claim is never left in flight by a failure here).
+    rules = SendRules.from_options(await ledger.run_options(run))
+    claim = await ledger.claim(run, chunk, owner=owner or worker_name())
+    if claim is None:
+        return None
+    outcome = await send_claim(
+        client,
+        ledger,
+        run,
+        info.poll,
+        claim,
+        rules=rules,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+    return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
+
+
+async def submit_run(
+    ledger: Ledger,
+    poll_id: int | str,
+    users: UserInput,
+    *,
+    enqueue: Enqueue,
+    run: str | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    retry_rejected: bool = False,
+    send_window: SendWindow | None = None,
+    daily_limit: int | None = None,
+    lines: Sequence[str] | None = None,
+    tz_for: TzFor | None = None,
+) -> str:
+    """Plan ``users`` into ``ledger`` (open) and ``await enqueue(run, chunk)``
+    for each chunk, for the workers' :func:`send_chunk`; the run's name.
+
+    Call it again with the same ``run`` after a crash (with the same input,
+    or another): chunks planned but perhaps never enqueued are enqueued
+    again, and only recipients the run does not hold yet (and rejected ones
+    with ``retry_rejected``) are planned. Returns once the whole input is
+    planned; the workers may still be sending. A bad ``poll_id``,
+    ``chunk_size`` or rule raises ``ValidationError`` first.
+    ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
+    ``send_bulk``: stored with the run, the workers apply them.
+    """
+    segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    raise_problems(problems + rule_problems)
+    name = run or default_run(segment)
+    # Chunk names are new to each producer: a re-read input never joins an older chunk.
+    input_pass = uuid.uuid4().hex[:8]
+    prefix = f"{input_pass}-"
+    await ledger.start_run(name, segment, input_pass=input_pass)
+    await ledger.save_run_options(name, rules.options())
+
+    async def hand_over(chunk: str) -> None:
+        await enqueue(name, chunk)
+        await ledger.mark_enqueued(name, chunk)
+
+    for chunk in await ledger.unenqueued_chunks(name):
+        await hand_over(chunk)
+    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
+
+    async def plan(planned: PlannedChunk | None) -> None:
+        await ledger.skip(name, planner.drain_skipped())
+        if planned is None:
+            return
+        chunk = f"{prefix}{planned.index:06d}"
+        held = await ledger.plan(name, chunk, planned.recipients, retry_rejected=retry_rejected)
+        if len(held) < len(planned.recipients):
+            await hand_over(chunk)
+
+    async for item in _items(users):
+        if (planned := planner.take(item)) is not None:
+            await plan(planned)
+    await plan(planner.flush())
+    await ledger.finish_input(name, planner.total)
+    return name
+
+
+async def _items(users: UserInput) -> AsyncIterator[Any]:
+    if isinstance(users, AsyncIterable):
+        async for item in users:
+            yield item
+    else:
+        for item in users:
+            yield item

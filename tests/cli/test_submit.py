@@ -1,0 +1,89 @@
+"""``campaignkit submit`` streams a file into a run that a real ``campaignkit
+worker`` process sends, on the real Redis and PostgreSQL and the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from helpers.cli import SCRIPT, first_poll, run, sandbox_env, users_rows, write_csv
+from helpers.processes import run_process
+from helpers.workers import unique_name, worker_process
+
+from campaignkit.ledger import ACCEPTED, IN_FLIGHT, PLANNED, PostgresLedger
+from campaignkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(90)
+
+USERS = 500
+
+
+async def test_submit_streams_a_file_into_a_run_that_a_worker_sends(
+    sb: Sandbox, tmp_path: Path, postgres_dsn: str, redis_url: str
+) -> None:
+    queue = unique_name("ck-submit-")
+    rows = users_rows(USERS)
+    rows[10]["country_code"] = "57"  # invalid: no +
+    rows.append(dict(rows[3]))  # a repeated phone
+    users = write_csv(tmp_path / "users.csv", rows)
+    poll = str(await first_poll(sb))
+    async with worker_process(sb, redis_url, queue, postgres_dsn, "--concurrency", "2") as worker:
+        argv = ["submit", poll, str(users), "--broker", redis_url, "--journal", postgres_dsn]
+        argv += ["--queue", queue, "--run", "spring sale", "--chunk-size", "50"]
+        submitted = await run_process(str(SCRIPT), *argv, env=sandbox_env(sb), timeout=60)
+        assert submitted.code == 0, submitted.err
+        assert "run spring sale: submitted for the workers" in submitted.out
+        # How to watch it: a command that works, the run's name quoted.
+        watch = submitted.err.split("watch it with:\n", 1)[1].splitlines()[0]
+        assert shlex.split(watch)[1:] == ["runs", "spring sale", "--journal", postgres_dsn]
+        async with PostgresLedger(postgres_dsn) as ledger:
+            for _ in range(600):
+                counts = await ledger.counts("spring sale")
+                if counts[ACCEPTED] == USERS - 1:
+                    break
+                await asyncio.sleep(0.05)
+            report = await ledger.report("spring sale")
+        assert await worker.stop() == 0
+    assert counts[PLANNED] == counts[IN_FLIGHT] == 0
+    assert report.counts["accepted"] == USERS - 1
+    assert (report.counts["invalid"], report.counts["duplicate"]) == (1, 1)
+    assert report.total == USERS + 1  # every input accounted for
+    assert worker.count("run spring sale chunk ") == USERS // 50
+    received: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
+    assert len(received) == USERS - 1
+    assert max(received.values()) == 1
+
+    shown = await run(None, "runs", "spring sale", "--journal", postgres_dsn, "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json()["counts"]["accepted"] == USERS - 1
+
+
+async def test_submit_says_what_is_wrong_before_anything_is_planned(
+    sb: Sandbox, tmp_path: Path, postgres_dsn: str, redis_url: str
+) -> None:
+    users = write_csv(tmp_path / "users.csv", users_rows(3))
+    queue = ["--queue", unique_name("ck-submit-")]
+    base = ["submit", "7", str(users), "--broker", redis_url, "--journal", postgres_dsn, *queue]
+    missing = await run(None, *base[:3], "--journal", postgres_dsn, *queue)
+    assert missing.code == 2  # argparse's usage error: --broker is required
+    absent = await run(None, "submit", "7", str(tmp_path / "nope.csv"), *base[3:])
+    assert absent.code == 2
+    assert "no such file" in absent.err
+    bad = await run(None, *base, "--chunk-size", "0")
+    assert bad.code == 2
+    as_json = orjson.loads((await run(None, *base, "--json", "--run", "r1")).out)
+    assert as_json["run"] == "r1"
+    assert as_json["counts"][PLANNED] == 3
+
+
+async def test_submit_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "taskiq", None)  # what `import taskiq` finds uninstalled
+    monkeypatch.delitem(sys.modules, "campaignkit.workers", raising=False)
+    argv = ("submit", "7", "users.csv", "--broker", "redis://127.0.0.1:1", "--journal", "x.db")
+    result = await run(None, *argv)
+    assert result.code == 3, result.err
+    assert "campaignkit submit needs the 'workers' extra" in result.err

@@ -1,0 +1,92 @@
+"""``send_chunk`` and ``submit_run`` driven as any task engine would (Celery,
+arq, ...): the producer's ``enqueue`` puts ``(run, chunk)`` on a plain asyncio
+queue, plain asyncio tasks await ``send_chunk`` for each message, every
+message delivered twice; on the real PostgreSQL ledger and the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from helpers.bulk_child import expected_phones, make_users
+
+from campaignkit import CampaignClient
+from campaignkit.ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, PostgresLedger
+from campaignkit.sandbox import Sandbox
+from campaignkit.workers import ChunkResult, send_chunk, submit_run
+
+pytestmark = pytest.mark.timeout(60)
+
+COUNT = 1000
+
+
+async def first_poll(client: CampaignClient) -> int:
+    return (await client.list_polls())[0].id
+
+
+async def test_plain_asyncio_tasks_send_a_run_nobody_twice(sb: Sandbox, postgres_dsn: str) -> None:
+    messages: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+    results: list[ChunkResult | None] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        # Each message delivered twice, as an engine retrying a task may.
+        messages.put_nowait((run, chunk))
+        messages.put_nowait((run, chunk))
+
+    async def worker(client: CampaignClient, ledger: PostgresLedger) -> None:
+        while (message := await messages.get()) is not None:
+            results.append(await send_chunk(client, ledger, *message))
+
+    async with sb.client() as client, PostgresLedger(postgres_dsn) as ledger:
+        poll = await first_poll(client)
+        run = await submit_run(
+            ledger, poll, make_users(COUNT), enqueue=enqueue, run="engine", chunk_size=100
+        )
+        assert run == "engine"
+        for _ in range(3):
+            messages.put_nowait(None)
+        await asyncio.gather(*(worker(client, ledger) for _ in range(3)))
+        report = await ledger.report(run)
+        counts = await ledger.counts(run)
+
+    sent = [result for result in results if result is not None]
+    assert len(results) == 2 * len(sent)  # every second delivery found nothing to claim
+    assert {result.outcome for result in sent} == {"accepted"}
+    assert sum(result.users for result in sent) == len(expected_phones(COUNT))
+    assert counts[ACCEPTED] == len(expected_phones(COUNT))
+    assert counts[PLANNED] == counts[IN_FLIGHT] == 0
+    assert report.total == COUNT
+    assert sum(report.counts.values()) == COUNT
+    received: Counter[str] = Counter((await sb.snapshot())["companies"][0]["phone_counts"])
+    assert set(received) == expected_phones(COUNT)
+    assert max(received.values()) == 1
+
+
+async def test_a_task_cancelled_mid_request_settles_its_chunk_ambiguous(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    chunks: list[tuple[str, str]] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        chunks.append((run, chunk))
+
+    # The sandbox takes each request, then answers 5 s later.
+    await sb.set_faults({"kind": "latency", "route": "send_campaign", "seconds": 5})
+    async with sb.client() as client, PostgresLedger(postgres_dsn) as ledger:
+        poll = await first_poll(client)
+        await submit_run(ledger, poll, make_users(50), enqueue=enqueue, run="cut")
+        [(run, chunk)] = chunks
+        task = asyncio.create_task(send_chunk(client, ledger, run, chunk))
+        for _ in range(200):  # until the sandbox has the request
+            if (await sb.admin("GET", "/faults"))["requests"].get("send_campaign"):
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        counts = await ledger.counts(run)
+        # Run again (a retried task): nothing left to claim, nobody sent twice.
+        assert await send_chunk(client, ledger, run, chunk) is None
+    assert counts[AMBIGUOUS] == len(expected_phones(50))
+    assert counts[IN_FLIGHT] == 0
