@@ -10,6 +10,12 @@ atomic, so no two requests, processes or machines can send one recipient of a
 run. A claim whose sender dies is reported ambiguous once it expires
 (``claim_ttl``): never resent silently.
 
+Each ledger also keeps a suppression list across its runs (``suppress``,
+``unsuppress``, ``suppressed``, ``suppressions``): a number on it is filed
+``suppressed`` (the reason in its record's ``detail``) when a run plans it,
+instead of planned, unless the run ignores the list
+(``plan(..., ignore_suppression=True)``).
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
@@ -41,6 +47,13 @@ from ._records import (
     Skipped,
 )
 from ._sqlite import SqliteLedger
+from ._suppression import (
+    MANUAL,
+    OPT_OUT,
+    SUPPRESSING_STATUSES,
+    Suppression,
+    suppression_reason,
+)
 
 __all__ = [
     "ACCEPTED",
@@ -48,10 +61,13 @@ __all__ = [
     "DEFAULT_CLAIM_TTL",
     "DEFERRED",
     "IN_FLIGHT",
+    "MANUAL",
+    "OPT_OUT",
     "PLANNED",
     "REJECTED",
     "STATES",
     "SUPPRESSED",
+    "SUPPRESSING_STATUSES",
     "Claim",
     "Journal",
     "Ledger",
@@ -62,7 +78,9 @@ __all__ = [
     "RunInfo",
     "Skipped",
     "SqliteLedger",
+    "Suppression",
     "ledger_from",
+    "suppression_reason",
 ]
 
 Journal: TypeAlias = "str | os.PathLike[str] | Ledger"

@@ -16,6 +16,8 @@ import attrs
 
 from ..errors import LedgerError
 from ._memory_runs import Batch, ClaimState, RunState
+from ._memory_seen import MemorySeen
+from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -30,9 +32,10 @@ from ._records import (
     RunInfo,
     Skipped,
 )
+from ._suppression import Suppression
 
 
-class MemoryLedger(Ledger):
+class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
@@ -48,6 +51,7 @@ class MemoryLedger(Ledger):
         self._open = False
         self._runs: dict[str, RunState] = {}
         self._seen: dict[str, dict[str, float]] = {}
+        self._suppressions: dict[str, Suppression] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryLedger {len(self._runs)} runs>"
@@ -271,26 +275,3 @@ class MemoryLedger(Ledger):
     async def last_update(self, run: str) -> float | None:
         state = self._run(run)
         return max((b.updated for b in state.batches), default=None) if state else None
-
-    # -- webhook deliveries
-
-    async def first_sighting(self, namespace: str, key: str) -> bool:
-        seen = self._seen_in(namespace)
-        if key in seen:
-            return False
-        seen[key] = time.time()
-        return True
-
-    async def forget(self, namespace: str, key: str) -> None:
-        self._seen_in(namespace).pop(key, None)
-
-    async def prune_seen(self, namespace: str, before: float) -> int:
-        seen = self._seen_in(namespace)
-        old = [key for key, when in seen.items() if when < before]
-        for key in old:
-            del seen[key]
-        return len(old)
-
-    def _seen_in(self, namespace: str) -> dict[str, float]:
-        self._run("")  # open?
-        return self._seen.setdefault(namespace, {})

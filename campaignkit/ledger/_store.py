@@ -29,12 +29,13 @@ from ._records import (
     RunInfo,
 )
 from ._schema import Transaction, create_schema, retried
+from ._suppression_store import SuppressionStore
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
 
 
-class SqlLedger(ProducerBookkeeping, LedgerReads, Ledger):
+class SqlLedger(ProducerBookkeeping, LedgerReads, SuppressionStore, Ledger):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0

@@ -1,0 +1,170 @@
+"""The suppression list: the same rules in every ledger (memory, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from helpers.ledgers import NewLedger
+from hypothesis import given
+from hypothesis import strategies as st
+
+from campaignkit import DeploymentStatus, User
+from campaignkit._input.validation import ledger_phone
+from campaignkit.errors import LedgerError, ValidationError
+from campaignkit.ledger import (
+    MANUAL,
+    OPT_OUT,
+    Ledger,
+    Suppression,
+    suppression_reason,
+)
+from campaignkit.webhooks import EventKind
+
+
+async def listed(ledger: Ledger, *, page_size: int = 10_000) -> list[Suppression]:
+    return [entry async for entry in ledger.suppressions(page_size=page_size)]
+
+
+async def test_add_lookup_list_remove(ledger: Ledger) -> None:
+    before = time.time()
+    new = await ledger.suppress(
+        [
+            "+57 300-123-4567",
+            User(cellphone="(300) 765 4321", country_code="+57"),
+            {"country_code": "+1", "cellphone": "5551234"},
+        ],
+        "asked us to stop",
+        source="complaints.csv",
+    )
+    assert new == 3
+    entry = await ledger.suppression("+573001234567")
+    assert entry is not None
+    assert (entry.phone, entry.reason, entry.source) == (
+        "+573001234567",
+        "asked us to stop",
+        "complaints.csv",
+    )
+    assert before <= entry.added <= time.time()
+    # Looked up as any of the forms it was given in.
+    assert set(await ledger.suppressed(["+573007654321", "+15551234", "+573000000000"])) == {
+        "+573007654321",
+        "+15551234",
+    }
+    assert [e.phone for e in await listed(ledger)] == [
+        "+15551234",
+        "+573001234567",
+        "+573007654321",
+    ]
+    assert await ledger.unsuppress(["+57 300 123 4567", "+573000000000"]) == 1
+    assert await ledger.suppression("+573001234567") is None
+    assert [e.phone for e in await listed(ledger)] == ["+15551234", "+573007654321"]
+
+
+async def test_a_number_already_listed_keeps_its_entry(ledger: Ledger) -> None:
+    assert (
+        await ledger.suppress(["+573001234567"], "FAILURE_BY_OPTOUT_CONTACT", source="spring") == 1
+    )
+    first = await ledger.suppression("+573001234567")
+    # Again (a redelivered event, an import run twice), under another reason.
+    assert await ledger.suppress(["+573001234567", "+573001234567"], "other") == 0
+    assert await ledger.suppression("+573001234567") == first
+    assert await ledger.suppress("+573009999999") == 1  # one number, as text
+    entry = await ledger.suppression("+573009999999")
+    assert entry is not None
+    assert (entry.reason, entry.source) == (MANUAL, None)
+
+
+async def test_bad_numbers_are_named_and_nothing_is_listed(ledger: Ledger) -> None:
+    with pytest.raises(ValidationError) as caught:
+        await ledger.suppress(["+573001234567", "3001234567", 573001234567, "+57 300 abc"])
+    message = str(caught.value)
+    assert "phones[1]" in message
+    assert "phones[2]" in message
+    assert "phones[3]" in message
+    assert "phones[0]" not in message
+    assert await listed(ledger) == []
+    with pytest.raises(ValidationError, match=r"phones\[0\]\.cellphone"):
+        await ledger.unsuppress([User(cellphone="12", country_code="+57")])
+
+
+@pytest.mark.parametrize(
+    ("reason", "source", "field"),
+    [
+        ("", None, "reason"),
+        ("  ", None, "reason"),
+        (7, None, "reason"),
+        ("ok", "", "source"),
+        ("x" * 501, None, "reason"),
+    ],
+)
+async def test_bad_reason_or_source_is_refused(
+    ledger: Ledger, reason: object, source: str | None, field: str
+) -> None:
+    with pytest.raises(ValidationError, match=field):
+        await ledger.suppress(["+573001234567"], reason, source=source)  # type: ignore[arg-type]
+    assert await listed(ledger) == []
+
+
+async def test_many_at_once_and_read_page_by_page(ledger: Ledger) -> None:
+    phones = [f"+57300{n:07d}" for n in range(2500)]
+    assert await ledger.suppress(reversed(phones), "import") == 2500
+    assert [e.phone for e in await listed(ledger, page_size=700)] == phones
+    assert len(await ledger.suppressed(phones)) == 2500
+    assert await ledger.unsuppress(phones[:1200]) == 1200
+    assert [e.phone for e in await listed(ledger, page_size=700)] == phones[1200:]
+
+
+async def test_the_list_outlives_the_connection(new_ledger: NewLedger) -> None:
+    async with new_ledger() as ledger:
+        await ledger.suppress(["+573001234567"], OPT_OUT, source="run-1")
+    async with new_ledger() as reopened:
+        assert [(e.phone, e.reason, e.source) for e in await listed(reopened)] == [
+            ("+573001234567", OPT_OUT, "run-1")
+        ]
+
+
+async def test_a_closed_ledger_refuses(new_ledger: NewLedger) -> None:
+    ledger = new_ledger()
+    with pytest.raises(LedgerError):
+        await ledger.suppress(["+573001234567"])
+
+
+def test_reasons_of_statuses_and_events() -> None:
+    suppressing = {
+        DeploymentStatus.FAILURE_BY_OPTOUT_CONTACT,
+        DeploymentStatus.FAILURE_BY_BLOCKED_CONTACT,
+        DeploymentStatus.INVALID_PHONE,
+    }
+    for status in DeploymentStatus:
+        expected = status.value if status in suppressing else None
+        assert suppression_reason(status) == expected
+    with pytest.warns(RuntimeWarning, match="SOMETHING_NEW"):
+        unknown = DeploymentStatus("SOMETHING_NEW")
+    assert suppression_reason(unknown) is None
+    for kind in EventKind:
+        assert suppression_reason(kind) == (OPT_OUT if kind is EventKind.OPT_OUT else None)
+
+
+@given(
+    digits=st.text("0123456789", min_size=5, max_size=19),
+    separators=st.lists(st.sampled_from([" ", "-", "(", ")"]), max_size=19),
+)
+def test_a_written_number_is_its_digits(digits: str, separators: list[str]) -> None:
+    written = "+" + "".join(d + s for d, s in zip(digits, separators + [""] * 19, strict=False))
+    problems: list[tuple[str, str]] = []
+    assert ledger_phone(written, "phone", problems) == "+" + digits
+    assert problems == []
+
+
+@given(st.text(max_size=25))
+def test_a_phone_is_normalised_or_refused_by_name(text: str) -> None:
+    problems: list[tuple[str, str]] = []
+    phone = ledger_phone(text, "phones[4]", problems)
+    if phone is None:
+        assert [path for path, _ in problems] == ["phones[4]"]
+    else:
+        assert problems == []
+        assert phone[0] == "+"
+        assert phone[1:].isdigit()
+        assert 5 <= len(phone) - 1 <= 19
