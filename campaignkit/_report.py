@@ -12,8 +12,8 @@ import attrs
 from .errors import CampaignKitError
 from .models import CampaignAck, User
 
-Outcome = Literal["accepted", "rejected", "ambiguous", "invalid", "duplicate"]
-OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+Outcome = Literal["accepted", "rejected", "ambiguous", "invalid", "duplicate", "suppressed"]
+OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "invalid", "duplicate", "suppressed")
 
 
 @attrs.frozen
@@ -33,6 +33,17 @@ class DuplicateUser:
 
     position: int
     phone: str
+    user: User = attrs.field(repr=False, eq=False)
+
+
+@attrs.frozen
+class SuppressedUser:
+    """A user not sent because its phone is on the ledger's suppression list
+    (``reason``: why it is there)."""
+
+    position: int
+    phone: str
+    reason: str
     user: User = attrs.field(repr=False, eq=False)
 
 
@@ -70,6 +81,8 @@ class BulkProgress:
     ambiguous: int = 0
     invalid: int = 0
     duplicates: int = 0
+    suppressed: int = 0
+    """Users not sent: their phones are on the ledger's suppression list."""
 
 
 @attrs.define(repr=False)
@@ -77,8 +90,9 @@ class BulkReport:
     """Where every input of a :func:`send_bulk` call ended up.
 
     ``accepted``, ``rejected`` and ``ambiguous`` are chunks (in input order);
-    ``invalid`` and ``duplicates`` are single inputs. ``total`` counts every
-    input read; ``elapsed`` is in seconds.
+    ``invalid``, ``duplicates`` and ``suppressed`` (phones on the ledger's
+    suppression list) are single inputs. ``total`` counts every input read;
+    ``elapsed`` is in seconds.
     """
 
     poll_id: str
@@ -87,6 +101,7 @@ class BulkReport:
     ambiguous: list[BulkChunk] = attrs.Factory(list)
     invalid: list[InvalidUser] = attrs.Factory(list)
     duplicates: list[DuplicateUser] = attrs.Factory(list)
+    suppressed: list[SuppressedUser] = attrs.Factory(list)
     total: int = 0
     elapsed: float = 0.0
     keeps_accepted_users: bool = False
@@ -114,6 +129,7 @@ class BulkReport:
             "ambiguous": sum(chunk.size for chunk in self.ambiguous),
             "invalid": len(self.invalid),
             "duplicate": len(self.duplicates),
+            "suppressed": len(self.suppressed),
         }
 
     @property
@@ -132,6 +148,8 @@ class BulkReport:
             return [item.value for item in self.invalid]
         if outcome == "duplicate":
             return [item.user for item in self.duplicates]
+        if outcome == "suppressed":
+            return [item.user for item in self.suppressed]
         if outcome not in ("accepted", "rejected", "ambiguous"):
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         if outcome == "accepted" and not self.keeps_accepted_users:
@@ -150,5 +168,6 @@ class BulkReport:
             f"rejected={counts['rejected']} ({len(self.rejected)} chunks) "
             f"ambiguous={counts['ambiguous']} ({len(self.ambiguous)} chunks) "
             f"invalid={counts['invalid']} duplicate={counts['duplicate']} "
+            f"suppressed={counts['suppressed']} "
             f"elapsed={self.elapsed:.2f}s>"
         )

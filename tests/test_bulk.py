@@ -134,6 +134,7 @@ async def test_chunks_in_input_order_with_acks(
         "ambiguous": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert report.total == 25
     assert report.complete
@@ -548,6 +549,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "ambiguous": 2,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert all(chunk.resumed for chunk in second.accepted + second.rejected + second.ambiguous)
     assert second.acks == first.acks

@@ -52,6 +52,7 @@ from .._report import (
     DuplicateUser,
     InvalidUser,
     Outcome,
+    SuppressedUser,
 )
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
@@ -82,6 +83,7 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SuppressedUser",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",

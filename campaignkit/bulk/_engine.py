@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 import orjson
 
-from .._report import BulkProgress, BulkReport
+from .._report import BulkProgress, BulkReport, SuppressedUser
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
-from ..ledger._build import OUTCOME, Request, build_report
+from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, SUPPRESSED, Ledger, Record
+from ..ledger._build import OUTCOME, Request, build_report, suppressed_of
 from ..ledger._errors import error_detail
 from ..models import User
 from ._held import settle_held
@@ -40,6 +40,7 @@ class BulkSend:
     ledger: Ledger
     run_name: str
     retry_rejected: bool
+    ignore_suppression: bool
     on_progress: Callable[[BulkProgress], object] | None
     keep_accepted_users: bool
     timeout: float | None
@@ -56,6 +57,7 @@ class BulkSend:
         )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
+        self.suppressed: list[SuppressedUser] = []
         self.planner = Planner(self.chunk_size, seen=self.seen)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
@@ -117,7 +119,11 @@ class BulkSend:
         ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
-            self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
+            self.run_name,
+            chunk_id,
+            chunk.recipients,
+            retry_rejected=self.retry_rejected,
+            ignore_suppression=self.ignore_suppression,
         )
         if held:
             self._report_held(chunk, held)
@@ -166,11 +172,16 @@ class BulkSend:
         self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
-        """Report recipients of ``chunk`` the ledger already holds: not sent again."""
+        """Report recipients of ``chunk`` the ledger already holds (not sent
+        again) or has suppressed."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
         groups: dict[tuple[str | None, str], list[Record]] = {}
         for record in records:
-            groups.setdefault((record.claim, record.state), []).append(record)
+            if record.state != SUPPRESSED:
+                groups.setdefault((record.claim, record.state), []).append(record)
+        if suppressed := suppressed_of(records):
+            self.suppressed += suppressed
+            self.progress.advance({"suppressed": len(suppressed)})
         for (claim, state), group in groups.items():
             rows = [index[record.phone] for record in group]
             self._file(
@@ -264,6 +275,7 @@ class BulkSend:
             requests,
             invalid=self.planner.invalid,
             duplicates=self.planner.duplicates,
+            suppressed=self.suppressed,
             total=self.planner.total,
             elapsed=time.monotonic() - started,
             keep_accepted_users=self.keep_accepted_users,

@@ -12,11 +12,11 @@ import attrs
 import orjson
 
 from .._input.users import as_user
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
+from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser, SuppressedUser
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
 from ._errors import error_from_detail
-from ._records import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED, Record
+from ._records import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED, SUPPRESSED, Record
 
 Outcome = Literal["accepted", "rejected", "ambiguous"]
 
@@ -64,10 +64,12 @@ class Request:
 
 
 def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request]:
-    """``records`` grouped by claim and state, in order of first appearance."""
+    """``records`` grouped by claim and state, in order of first appearance
+    (suppressed ones are no request's: see :func:`suppressed_of`)."""
     groups: dict[tuple[str | None, str], list[Record]] = {}
     for record in records:
-        groups.setdefault((record.claim, record.state), []).append(record)
+        if record.state != SUPPRESSED:
+            groups.setdefault((record.claim, record.state), []).append(record)
     return [
         Request(
             claim,
@@ -78,6 +80,15 @@ def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request
             ack=acks.get(claim or "") if state == ACCEPTED else None,
         )
         for (claim, state), group in groups.items()
+    ]
+
+
+def suppressed_of(records: Iterable[Record]) -> list[SuppressedUser]:
+    """The suppressed ones of ``records``, as the report lists them."""
+    return [
+        SuppressedUser(r.position, r.phone, r.detail or "", user_of(r.user or "{}"))
+        for r in records
+        if r.state == SUPPRESSED
     ]
 
 
@@ -133,6 +144,7 @@ def build_report(
     *,
     invalid: Sequence[InvalidUser] = (),
     duplicates: Sequence[DuplicateUser] = (),
+    suppressed: Sequence[SuppressedUser] = (),
     total: int | None = None,
     elapsed: float = 0.0,
     keep_accepted_users: bool = False,
@@ -145,6 +157,7 @@ def build_report(
         getattr(report, chunk.outcome).append(chunk)
     report.invalid = sorted(invalid, key=lambda item: item.position)
     report.duplicates = sorted(duplicates, key=lambda item: item.position)
+    report.suppressed = sorted(suppressed, key=lambda item: item.position)
     counted = sum(report.counts.values())
     report.total = max(total or 0, counted)
     report.elapsed = elapsed

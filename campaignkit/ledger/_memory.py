@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
-from ._memory_runs import Batch, ClaimState, RunState
+from ._memory_runs import ClaimState, RunState
 from ._memory_seen import MemorySeen
 from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
@@ -26,6 +26,7 @@ from ._records import (
     PLANNED,
     REJECTED,
     STATES,
+    SUPPRESSED,
     Claim,
     Recipient,
     Record,
@@ -96,37 +97,26 @@ class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
         return state.info
 
     async def plan(
-        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
-        held: list[Record] = []
-        start = len(state.positions)
-        joining: list[Recipient] = []
+        listed = {} if ignore_suppression else self._listed(recipients)
+        by_reason: dict[str | None, list[Recipient]] = {}  # one batch each
         for recipient in recipients:
-            key = state.key(recipient.phone)
-            # New to the run, or only seen by its planner so far: joins.
-            number = state.index.take(key, start + len(joining))
-            if number is None:
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif number >= start:  # twice in this call: the last one (an upsert)
-                joining[number - start] = recipient
-                state.positions[number] = recipient.position
-            elif (batch := state.batch(number)).state in adopt:
-                batch.dead.add(number - batch.start)
-                state.index.put(key, start + len(joining))
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif batch.chunk != chunk:
-                held.append(state.record(number, recipient.phone))
-        if joining:
-            batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
-            state.batches.append(batch)
-            state.starts.append(start)
-            state.by_chunk.setdefault(chunk, []).append(batch)
+            entry = listed.get(recipient.phone)
+            by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
+        adopt = (PLANNED, SUPPRESSED, REJECTED) if retry_rejected else (PLANNED, SUPPRESSED)
+        held: list[Record] = []
+        for reason, group in by_reason.items():
+            held += state.file(chunk, group, adopt, reason, now)
         return held
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:

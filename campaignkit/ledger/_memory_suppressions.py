@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from ._memory_runs import RunState
+from ._records import Recipient
 from ._suppression import Suppression, SuppressionList
 
 
@@ -21,6 +22,13 @@ class MemorySuppressions(SuppressionList):
     def _list(self) -> dict[str, Suppression]:
         self._run("")  # open?
         return self._suppressions
+
+    def _listed(self, recipients: Sequence[Recipient]) -> dict[str, Suppression]:
+        """The entries of ``recipients`` on the list, by phone."""
+        kept = self._list()
+        if not kept:
+            return {}
+        return {r.phone: kept[r.phone] for r in recipients if r.phone in kept}
 
     async def _add_suppressions(
         self, phones: Sequence[str], reason: str, source: str | None, added: float

@@ -13,7 +13,7 @@ import orjson
 
 from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
-from ._build import build_report, requests_of, user_of
+from ._build import build_report, requests_of, suppressed_of, user_of
 from ._records import STATES, Claim, Recipient, Record, RunInfo, Skipped
 from ._suppression import SuppressionList
 
@@ -66,9 +66,17 @@ class Ledger(SuppressionList):
 
     @abc.abstractmethod
     async def plan(
-        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
-        """File ``recipients`` as planned in ``chunk``; the records of those it will not send."""
+        """File ``recipients`` as planned in ``chunk`` (those on the suppression
+        list as suppressed, unless ``ignore_suppression``); the records of
+        those it will not send."""
 
     @abc.abstractmethod
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
@@ -151,7 +159,8 @@ class Ledger(SuppressionList):
         if info is None:
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        requests = requests_of([record async for record in self.records(run)], acks)
+        records = [record async for record in self.records(run)]
+        requests = requests_of(records, acks)
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -167,6 +176,7 @@ class Ledger(SuppressionList):
             requests,
             invalid=invalid,
             duplicates=duplicates,
+            suppressed=suppressed_of(records),
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )

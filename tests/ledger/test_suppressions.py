@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 import pytest
 from helpers.ledgers import NewLedger
 from hypothesis import given
@@ -13,9 +14,15 @@ from campaignkit import DeploymentStatus, User
 from campaignkit._input.validation import ledger_phone
 from campaignkit.errors import LedgerError, ValidationError
 from campaignkit.ledger import (
+    ACCEPTED,
+    IN_FLIGHT,
     MANUAL,
     OPT_OUT,
+    PLANNED,
+    REJECTED,
+    SUPPRESSED,
     Ledger,
+    Recipient,
     Suppression,
     suppression_reason,
 )
@@ -168,3 +175,126 @@ def test_a_phone_is_normalised_or_refused_by_name(text: str) -> None:
         assert phone[0] == "+"
         assert phone[1:].isdigit()
         assert 5 <= len(phone) - 1 <= 19
+
+
+# -- runs honour the list
+
+RUN = "run-1"
+
+
+def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
+    return [
+        Recipient(
+            f"+57300{n:07d}",
+            position + i,
+            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
+        )
+        for i, n in enumerate(range(first, first + count))
+    ]
+
+
+async def states(ledger: Ledger) -> dict[str, tuple[str, str | None]]:
+    return {r.phone: (r.state, r.detail) async for r in ledger.records(RUN)}
+
+
+async def test_a_listed_number_is_filed_suppressed_not_planned(ledger: Ledger) -> None:
+    await ledger.suppress(["+573000000001"], "FAILURE_BY_OPTOUT_CONTACT")
+    await ledger.suppress(["+573000000003"], "asked us to stop")
+    await ledger.start_run(RUN, "poll-1")
+    not_sent = await ledger.plan(RUN, "c1", people(4))
+    assert sorted((r.phone, r.state, r.detail) for r in not_sent) == [
+        ("+573000000001", SUPPRESSED, "FAILURE_BY_OPTOUT_CONTACT"),
+        ("+573000000003", SUPPRESSED, "asked us to stop"),
+    ]
+    assert all(r.user for r in not_sent)  # kept, for exports
+    claim = await ledger.claim(RUN, "c1")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == ["+573000000000", "+573000000002"]
+    assert await ledger.claim(RUN, "c1") is None
+    assert await ledger.unenqueued_chunks(RUN) == []
+    await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
+    counts = await ledger.counts(RUN)
+    assert (counts[ACCEPTED], counts[SUPPRESSED], counts[PLANNED]) == (2, 2, 0)
+    await ledger.finish_input(RUN, 4)
+    report = await ledger.report(RUN)
+    assert report.counts["suppressed"] == 2
+    assert report.counts["accepted"] == 2
+    assert sum(report.counts.values()) == report.total == 4
+    assert [(s.position, s.phone, s.reason) for s in report.suppressed] == [
+        (1, "+573000000001", "FAILURE_BY_OPTOUT_CONTACT"),
+        (3, "+573000000003", "asked us to stop"),
+    ]
+    assert [u.cellphone for u in report.users_for("suppressed")] == ["3000000001", "3000000003"]
+    assert report.complete
+
+
+async def test_a_run_told_to_ignore_the_list_plans_everyone(ledger: Ledger) -> None:
+    await ledger.suppress(["+573000000001"], "manual")
+    await ledger.start_run(RUN, "poll-1")
+    assert await ledger.plan(RUN, "c1", people(3), ignore_suppression=True) == []
+    assert (await ledger.counts(RUN))[PLANNED] == 3
+    # And a rerun that ignores it plans a recipient suppressed before.
+    await ledger.plan(RUN, "c2", people(3, first=3))
+    await ledger.suppress(["+573000000004"])
+    assert [r.state for r in await ledger.plan(RUN, "c3", people(2, first=4))] == [SUPPRESSED]
+    assert await ledger.plan(RUN, "c4", people(1, first=4), ignore_suppression=True) == []
+    claim = await ledger.claim(RUN, "c4")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == ["+573000000004"]
+
+
+async def test_a_rerun_plans_again_a_number_taken_off_the_list(ledger: Ledger) -> None:
+    await ledger.suppress(["+573000000000", "+573000000001"], "INVALID_PHONE")
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "pass1", people(3))
+    first = await ledger.claim(RUN, "pass1")
+    assert first is not None
+    await ledger.settle(RUN, first.token, ACCEPTED, launch_request_id="L1")
+    await ledger.unsuppress(["+573000000000"])
+    await ledger.suppress(["+573000000002"], "opt_out")  # listed after it was sent
+    not_sent = await ledger.plan(RUN, "pass2", people(3))
+    assert sorted((r.phone, r.state) for r in not_sent) == [
+        ("+573000000001", SUPPRESSED),
+        ("+573000000002", ACCEPTED),  # sent already: its record is kept
+    ]
+    again = await ledger.claim(RUN, "pass2")
+    assert again is not None
+    assert [r.phone for r in again.recipients] == ["+573000000000"]
+    assert await states(ledger) == {
+        "+573000000000": (IN_FLIGHT, None),
+        "+573000000001": (SUPPRESSED, "INVALID_PHONE"),
+        "+573000000002": (ACCEPTED, None),
+    }
+
+
+async def test_planned_and_rejected_recipients_listed_since_are_suppressed(
+    ledger: Ledger,
+) -> None:
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "old", people(2))  # an interrupted producer's
+    await ledger.plan(RUN, "bad", people(1, first=2))
+    rejected = await ledger.claim(RUN, "bad")
+    assert rejected is not None
+    await ledger.settle(RUN, rejected.token, REJECTED, detail="CampaignKitError: no")
+    await ledger.suppress(["+573000000001", "+573000000002"], "FAILURE_BY_BLOCKED_CONTACT")
+    not_sent = await ledger.plan(RUN, "new", people(3), retry_rejected=True)
+    assert sorted((r.phone, r.state) for r in not_sent) == [
+        ("+573000000001", SUPPRESSED),
+        ("+573000000002", SUPPRESSED),
+    ]
+    assert await ledger.claim(RUN, "old") is None  # its recipients moved on
+    claim = await ledger.claim(RUN, "new")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == ["+573000000000"]
+    counts = await ledger.counts(RUN)
+    assert (counts[IN_FLIGHT], counts[SUPPRESSED], counts[REJECTED]) == (1, 2, 0)
+
+
+async def test_a_rejected_recipient_not_retried_keeps_its_record(ledger: Ledger) -> None:
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "c1", people(1))
+    claim = await ledger.claim(RUN, "c1")
+    assert claim is not None
+    await ledger.settle(RUN, claim.token, REJECTED, detail="CampaignKitError: no")
+    await ledger.suppress(["+573000000000"])
+    assert [r.state for r in await ledger.plan(RUN, "c2", people(1))] == [REJECTED]
