@@ -43,6 +43,11 @@ def register(add: AddCommand) -> None:
     bulk.add_argument(
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
     )
+    bulk.add_argument(
+        "--ignore-suppression",
+        action="store_true",
+        help="send to numbers on the ledger's suppression list too (this run only)",
+    )
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -54,6 +59,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        ("--ignore-suppression", a.ignore_suppression),
     ):
         if given:
             raise UsageError(f"{flag} needs --bulk")
@@ -87,20 +93,21 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 
 async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
-    if (a.run or a.retry_rejected) and not a.journal:
-        raise UsageError("--run and --retry-rejected need --journal")
+    if (a.run or a.retry_rejected or a.ignore_suppression) and not a.journal:
+        raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
 
         def on_progress(p: BulkProgress) -> None:
-            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
+            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates + p.suppressed
             detail = f"accepted {p.accepted}"
             for label, n in (
                 ("failed", p.failed),
                 ("ambiguous", p.ambiguous),
                 ("invalid", p.invalid),
                 ("duplicate", p.duplicates),
+                ("suppressed", p.suppressed),
             ):
                 if n:
                     detail += f", {label} {n}"
@@ -115,6 +122,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 journal=a.journal,
                 run=a.run,
                 retry_rejected=a.retry_rejected,
+                ignore_suppression=a.ignore_suppression,
                 on_progress=on_progress,
             )
         except errors.ValidationError as exc:
@@ -152,6 +160,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         ctx.note(f"invalid: {where}: {item.reason}")
     if len(report.invalid) > 5:
         ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+    if report.suppressed:
+        ctx.note(
+            f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
+            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+        )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
             ctx.note(
@@ -198,4 +211,8 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         ],
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
+        "suppressed": [
+            {"position": s.position, "phone": s.phone, "reason": s.reason}
+            for s in report.suppressed
+        ],
     }
