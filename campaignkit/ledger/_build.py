@@ -12,6 +12,7 @@ import attrs
 import orjson
 
 from .._input.users import as_user
+from .._input.validation import ledger_phone
 from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser, SuppressedUser
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
@@ -92,6 +93,14 @@ def suppressed_of(records: Iterable[Record]) -> list[SuppressedUser]:
     ]
 
 
+def _suppressed_users(request: Request) -> list[SuppressedUser]:
+    users = [user_of(user) for user in request.users or ()]
+    return [
+        SuppressedUser(position, ledger_phone(user, "", []) or "", request.detail or "", user)
+        for position, user in zip(request.positions, users, strict=True)
+    ]
+
+
 def user_of(user: str | User) -> User:
     if isinstance(user, User):
         return user
@@ -152,9 +161,15 @@ def build_report(
     """The report of ``requests`` and the inputs not sent; chunks in input order."""
     report = BulkReport(poll, keeps_accepted_users=keep_accepted_users)
     ordered = sorted(requests, key=lambda r: min(r.positions, default=-1))
-    for index, request in enumerate(ordered):
+    # Suppressed users were no request's: each is listed on its own.
+    sent = [request for request in ordered if request.state != SUPPRESSED]
+    for index, request in enumerate(sent):
         chunk = chunk_of(index, request, keep_accepted_users=keep_accepted_users)
         getattr(report, chunk.outcome).append(chunk)
+    suppressed = [
+        *suppressed,
+        *(user for r in ordered if r.state == SUPPRESSED for user in _suppressed_users(r)),
+    ]
     report.invalid = sorted(invalid, key=lambda item: item.position)
     report.duplicates = sorted(duplicates, key=lambda item: item.position)
     report.suppressed = sorted(suppressed, key=lambda item: item.position)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import orjson
 import pytest
 from helpers.ledgers import NewLedger
 
 from campaignkit import BulkProgress, User
-from campaignkit.ledger import SUPPRESSED, Ledger, MemoryLedger
+from campaignkit.ledger import SUPPRESSED, Claim, Ledger, MemoryLedger, Recipient
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -112,3 +113,33 @@ async def test_an_all_suppressed_input_sends_nothing(sb: Sandbox) -> None:
     assert report.total == 3
     assert report.complete
     assert await received(sb) == Counter()
+
+
+class ListedBetweenPlanAndClaim(MemoryLedger):
+    """Between a sender's plan of its first chunk and its claim, the first
+    user's number is listed and another sender of the run (a twin) plans it
+    again: the twin files it suppressed, and the claim does not take it."""
+
+    raced = False
+
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        if not self.raced:
+            self.raced = True
+            await self.suppress(["+573100000000"], "opt_out")
+            wire = orjson.dumps({"country_code": "+57", "cellphone": "3100000000"}).decode()
+            await self.plan(run, "twin", [Recipient("+573100000000", 0, wire)])
+        return await super().claim(run, chunk, owner=owner)
+
+
+async def test_a_user_a_twin_suppressed_mid_chunk_is_reported_suppressed(sb: Sandbox) -> None:
+    ledger = ListedBetweenPlanAndClaim()
+    async with sb.client() as client, ledger:
+        poll = (await client.list_polls())[0].id
+        report = await client.send_bulk(poll, people(3), journal=ledger)
+    assert report.counts["suppressed"] == 1
+    assert report.counts["accepted"] == 2
+    assert report.counts["ambiguous"] == 0
+    assert [(s.position, s.phone, s.reason) for s in report.suppressed] == [
+        (0, "+573100000000", "opt_out")
+    ]
+    assert set(await received(sb)) == {"+573100000001", "+573100000002"}
