@@ -1,7 +1,7 @@
 """campaignkit: async SDK for the Conversation Campaign and Session Service."""
 
 from ._version import __version__
-from .bulk import BulkProgress, BulkReport, ausers_from_csv, users_from_csv
+from .bulk import BulkProgress, BulkReport, SendWindow, ausers_from_csv, users_from_csv
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -81,6 +81,7 @@ __all__ = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

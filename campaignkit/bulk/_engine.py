@@ -12,15 +12,16 @@ from typing import Any
 import attrs
 import orjson
 
-from .._report import BulkProgress, BulkReport, SuppressedUser
+from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, SUPPRESSED, Ledger, Record
-from ..ledger._build import OUTCOME, Request, build_report, suppressed_of
+from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Ledger, Record
+from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
-from ._held import settle_held
+from ._held import lost_record, settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
+from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, send_claim, settle_claim
 
@@ -47,6 +48,8 @@ class BulkSend:
     max_retries: int | None
     seen: SeenPhones | None = None
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
+    rules: SendRules = NO_RULES
+    prepare: Callable[[User], tuple[User | None, str | None]] | None = None
 
     def __attrs_post_init__(self) -> None:
         transport = self.client.transport
@@ -57,8 +60,7 @@ class BulkSend:
         )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.suppressed: list[SuppressedUser] = []
-        self.planner = Planner(self.chunk_size, seen=self.seen)
+        self.planner = Planner(self.chunk_size, seen=self.seen, prepare=self.prepare)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}
@@ -137,9 +139,10 @@ class BulkSend:
         claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
         accounted = {by_phone[r.phone] for r in held}.union(claimed)
         lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # claimed between our plan and claim by another sender of the run
+        if lost:  # deferred by the daily limit, or taken by another sender of the run
+            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
             self._report_held(
-                chunk, [Record(chunk.phones[i], chunk.positions[i], IN_FLIGHT) for i in lost]
+                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
             )
         if claim is None:
             return
@@ -161,6 +164,7 @@ class BulkSend:
                 self.segment,
                 claim,
                 users=users,
+                rules=self.rules,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
@@ -173,23 +177,19 @@ class BulkSend:
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
         """Report recipients of ``chunk`` the ledger already holds (not sent
-        again) or has suppressed."""
+        again) or has suppressed (grouped by reason)."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
+        groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
         for record in records:
-            if record.state != SUPPRESSED:
-                groups.setdefault((record.claim, record.state), []).append(record)
-        if suppressed := suppressed_of(records):
-            self.suppressed += suppressed
-            self.progress.advance({"suppressed": len(suppressed)})
-        for (claim, state), group in groups.items():
+            groups.setdefault((record.claim, record.state, record.detail), []).append(record)
+        for (claim, state, detail), group in groups.items():
             rows = [index[record.phone] for record in group]
             self._file(
                 claim,
                 state,
                 [chunk.positions[i] for i in rows],
                 [chunk.users[i] for i in rows],
-                detail=group[0].detail,
+                detail=detail,
                 ack=self.acks.get(claim or "") if state == ACCEPTED else None,
                 resumed=True,
             )
@@ -228,8 +228,9 @@ class BulkSend:
         resumed: bool = False,
         error: CampaignKitError | None = None,
     ) -> None:
-        """Keep what became of these users, as the ledger keeps it, for the report."""
-        outcome = OUTCOME[state]
+        """Keep what became of these users, as the ledger keeps it, for the report
+        (suppressed ones are no request's: the report lists them one by one)."""
+        outcome = OUTCOME.get(state, state)
         keep = outcome != "accepted" or self.keep_accepted_users
         self.requests.append(
             Request(
@@ -243,11 +244,12 @@ class BulkSend:
                 error=error,
             )
         )
-        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
+        self.progress.advance({PROGRESS_FIELD.get(outcome, outcome): len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        await self.ledger.save_run_options(self.run_name, self.rules.options())
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
@@ -275,7 +277,6 @@ class BulkSend:
             requests,
             invalid=self.planner.invalid,
             duplicates=self.planner.duplicates,
-            suppressed=self.suppressed,
             total=self.planner.total,
             elapsed=time.monotonic() - started,
             keep_accepted_users=self.keep_accepted_users,

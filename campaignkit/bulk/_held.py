@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from .._input.validation import ledger_phone
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, SUPPRESSED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, SUPPRESSED, Ledger, Record
 from ..ledger._build import OUTCOME, Request
 from ..models import User
 from ._pacing import PROGRESS_FIELD
@@ -98,3 +98,15 @@ def _regrouped(
         )
         for (claim, state, detail), members in groups.items()
     ]
+
+
+def lost_record(
+    found: Mapping[str, tuple[Record, float | None]], phone: str, position: int
+) -> Record:
+    """What a chunk's recipient that its claim did not take became: deferred
+    (over the daily limit), suppressed (another sender of the run planned it
+    again, listed since), or in flight in another sender's claim."""
+    record = found.get(phone, (None, None))[0]
+    if record is not None and record.state in (DEFERRED, SUPPRESSED):
+        return record
+    return Record(phone, position, IN_FLIGHT)

@@ -22,6 +22,7 @@ from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     IN_FLIGHT,
     PLANNED,
     REJECTED,
@@ -33,10 +34,11 @@ from ._records import (
     RunInfo,
     Skipped,
 )
+from ._sending_memory import MemorySendingRules
 from ._suppression import Suppression
 
 
-class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
+class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
@@ -113,7 +115,7 @@ class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
         for recipient in recipients:
             entry = listed.get(recipient.phone)
             by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
-        adopt = (PLANNED, SUPPRESSED, REJECTED) if retry_rejected else (PLANNED, SUPPRESSED)
+        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
         held: list[Record] = []
         for reason, group in by_reason.items():
             held += state.file(chunk, group, adopt, reason, now)
@@ -121,12 +123,13 @@ class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
+        token, now = uuid.uuid4().hex, time.time()
+        self._defer_over_budget(run, state, chunk, now)
         batches = [
             b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
         ]
         if not batches:
             return None
-        token, now = uuid.uuid4().hex, time.time()
         recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
@@ -138,6 +141,7 @@ class MemoryLedger(MemorySuppressions, MemorySeen, Ledger):
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
+        self._note_claim(run, token, now, recipients)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(

@@ -15,6 +15,7 @@ from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
 from ._build import build_report, requests_of, suppressed_of, user_of
 from ._records import STATES, Claim, Recipient, Record, RunInfo, Skipped
+from ._sending import SendingRules
 from ._suppression import SuppressionList
 
 EXPIRED = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
@@ -23,7 +24,7 @@ DEFAULT_CLAIM_TTL = 600.0
 """Seconds a claim holds its recipients before it is reported ambiguous."""
 
 
-class Ledger(SuppressionList):
+class Ledger(SendingRules, SuppressionList):
     """A delivery ledger: one record per recipient of a run (see
     :mod:`campaignkit.ledger`), and the suppression list its runs honour.
     Open it (``async with`` or :meth:`open`), close it with :meth:`aclose`."""

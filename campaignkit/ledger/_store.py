@@ -31,6 +31,7 @@ from ._records import (
     RunInfo,
 )
 from ._schema import Transaction, create_schema, retried
+from ._sending_sql import SendingRulesStore
 from ._suppression import Suppression
 from ._suppression_store import SuppressionStore
 
@@ -44,7 +45,7 @@ def _filed(entry: Suppression | None) -> tuple[str, str | None]:
     return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
 
 
-class SqlLedger(ProducerBookkeeping, LedgerReads, SuppressionStore, Ledger):
+class SqlLedger(ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0
@@ -122,12 +123,13 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, SuppressionStore, Ledger):
         """File ``recipients`` as planned in ``chunk``.
 
         A recipient new to the run, or held as planned (by an earlier,
-        interrupted producer) or suppressed (by an earlier pass), joins
-        ``chunk``; a rejected one too with ``retry_rejected``. One whose
-        number is on the suppression list joins it as suppressed (the
-        reason in its detail), unless ``ignore_suppression``. Every other
-        recipient keeps its record. Returned: the records of the recipients
-        this chunk will not send (held, or suppressed).
+        interrupted producer), deferred (over the daily limit) or
+        suppressed (by an earlier pass), joins ``chunk``; a rejected one too
+        with ``retry_rejected``. One whose number is on the suppression list
+        joins it as suppressed (the reason in its detail), unless
+        ``ignore_suppression``. Every other recipient keeps its record.
+        Returned: the records of the recipients this chunk will not send
+        (held, or suppressed).
         """
         now = time.time()
         async with self._transaction() as tx:
@@ -152,7 +154,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, SuppressionStore, Ledger):
                 " position = excluded.position, user_wire = excluded.user_wire,"
                 " state = excluded.state, claim = NULL, detail = excluded.detail,"
                 " updated = excluded.updated"
-                " WHERE campaignkit_recipients.state IN ('planned', 'suppressed'"
+                " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
                 + (", 'rejected')" if retry_rejected else ")"),
                 [
                     (run, r.phone, r.position, chunk, *_filed(listed.get(r.phone)), r.user, now)
@@ -187,6 +189,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, SuppressionStore, Ledger):
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(
                 "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"
                 " WHERE run = ? AND chunk = ?"

@@ -50,6 +50,7 @@ async def test_a_second_run_does_not_message_suppressed_numbers(
             "accepted": 7,
             "rejected": 0,
             "ambiguous": 0,
+            "deferred": 0,
             "invalid": 0,
             "duplicate": 0,
             "suppressed": 3,
@@ -60,10 +61,11 @@ async def test_a_second_run_does_not_message_suppressed_numbers(
             (5, "+573100000005", "opted out by phone"),
             (9, "+573100000009", "FAILURE_BY_BLOCKED_CONTACT"),
         ]
+        # The users as given, for a deliberate send.
         assert [u.cellphone for u in second.users_for("suppressed")] == [
-            "3100000001",
-            "3100000005",
-            "3100000009",
+            "310 0000001",
+            "310 0000005",
+            "310 0000009",
         ]
         assert updates[-1].suppressed == 3
         # The ledger's report of the run says the same.
