@@ -110,12 +110,14 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
+        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
         listed = {} if ignore_suppression else self._listed(recipients)
-        by_reason: dict[str | None, list[Recipient]] = {}  # one batch each
+        if not listed:
+            return state.file(chunk, recipients, adopt, None, now)
+        by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
         for recipient in recipients:
             entry = listed.get(recipient.phone)
             by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
-        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
         held: list[Record] = []
         for reason, group in by_reason.items():
             held += state.file(chunk, group, adopt, reason, now)
