@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
 
 import orjson
 import pytest
 from helpers.ledgers import NewLedger
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaignkit import DeploymentStatus, User
@@ -298,3 +300,60 @@ async def test_a_rejected_recipient_not_retried_keeps_its_record(ledger: Ledger)
     await ledger.settle(RUN, claim.token, REJECTED, detail="CampaignKitError: no")
     await ledger.suppress(["+573000000000"])
     assert [r.state for r in await ledger.plan(RUN, "c2", people(1))] == [REJECTED]
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    order=st.permutations(range(10)),
+    lists=st.lists(st.sets(st.integers(0, 9)), min_size=2, max_size=2),
+    ignoring=st.lists(st.booleans(), min_size=2, max_size=2),
+    chunk_size=st.integers(1, 5),
+)
+def test_two_passes_never_send_a_listed_number_and_send_it_once_unlisted(
+    new_ledger: NewLedger,
+    order: list[int],
+    lists: list[set[int]],
+    ignoring: list[bool],
+    chunk_size: int,
+) -> None:
+    """Whatever the list holds in each pass of a run, and whether a pass
+    ignores it: nobody is claimed twice, a listed number only by a pass that
+    ignores the list, and at the end everyone is accepted or suppressed."""
+    everyone = people(10)
+    by_number = {n: everyone[n] for n in range(10)}
+    run = f"run-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with new_ledger() as ledger:
+            await ledger.start_run(run, "poll-1")
+            claimed: set[str] = set()
+            for number, (listed, ignore) in enumerate(zip(lists, ignoring, strict=True)):
+                await ledger.unsuppress([r.phone for r in everyone])
+                await ledger.suppress([by_number[n].phone for n in listed], f"list {number}")
+                listed_phones = {by_number[n].phone for n in listed}
+                unsent = {r.phone for r in everyone} - claimed
+                for start in range(0, 10, chunk_size):
+                    chunk = f"pass{number}-{start}"
+                    recipients = [by_number[n] for n in order[start : start + chunk_size]]
+                    await ledger.plan(run, chunk, recipients, ignore_suppression=ignore)
+                    claim = await ledger.claim(run, chunk)
+                    taken = set() if claim is None else {r.phone for r in claim.recipients}
+                    assert not taken & claimed  # nobody twice
+                    assert ignore or not taken & listed_phones
+                    claimed |= taken
+                    if claim is not None:
+                        await ledger.settle(run, claim.token, ACCEPTED, launch_request_id="L")
+                # Everyone not sent yet was sent by this pass, unless listed.
+                expected = unsent if ignore else unsent - listed_phones
+                assert expected <= claimed
+            counts = await ledger.counts(run)
+            assert counts[ACCEPTED] == len(claimed)
+            assert counts[ACCEPTED] + counts[SUPPRESSED] == 10
+            async for record in ledger.records(run, [SUPPRESSED]):
+                assert record.detail == "list 1"
+
+    asyncio.run(scenario())
