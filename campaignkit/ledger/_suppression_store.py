@@ -24,6 +24,9 @@ class SuppressionStore(SuppressionList, Transactional):
         self, phones: Sequence[str], reason: str, source: str | None, added: float
     ) -> int:
         new = 0
+        # In one order whoever adds them: two writers of overlapping numbers
+        # wait for each other rather than deadlock.
+        phones = sorted(phones)
         async with self._transaction() as tx:
             for start in range(0, len(phones), _ROWS):
                 batch = phones[start : start + _ROWS]

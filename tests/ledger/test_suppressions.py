@@ -357,3 +357,14 @@ def test_two_passes_never_send_a_listed_number_and_send_it_once_unlisted(
                 assert record.detail == "list 1"
 
     asyncio.run(scenario())
+
+
+async def test_two_writers_of_overlapping_numbers_count_each_once(new_ledger: NewLedger) -> None:
+    phones = [f"+57300{n:07d}" for n in range(3000)]
+    async with new_ledger() as one, new_ledger() as two:
+        new = await asyncio.gather(
+            one.suppress(phones[:2000], "one"), two.suppress(phones[1000:][::-1], "two")
+        )
+        assert sum(new) == 3000
+        assert [e.phone for e in await listed(one)] == phones
+        assert {e.reason async for e in two.suppressions()} <= {"one", "two"}
