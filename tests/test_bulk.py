@@ -137,6 +137,7 @@ async def test_chunks_in_input_order_with_acks(
         "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert report.total == 25
     assert report.complete
@@ -382,7 +383,7 @@ async def test_progress_reports_final_counts(
     assert (last.finished, last.state) == (True, CampaignState.DONE)
     assert (last.done, last.total, last.sent, last.failed, last.skipped) == (11, 11, 6, 4, 1)
     counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "deferred": 0, "invalid": 1}
-    counts["duplicate"] = 1
+    counts |= {"suppressed": 0, "duplicate": 1}
     assert last.counts == {"planned": 0, "in_flight": 0, **counts}
     # One type of progress everywhere: what the workers and the dashboard show of a run.
     assert last == run_update(last.counts, 11, True)
@@ -563,6 +564,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert all(chunk.resumed for chunk in second.accepted + second.rejected + second.ambiguous)
     assert second.acks == first.acks

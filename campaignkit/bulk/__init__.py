@@ -55,6 +55,7 @@ from .._report import (
     DuplicateUser,
     InvalidUser,
     Outcome,
+    SuppressedUser,
 )
 from ..progress import ProgressUpdate
 from ._options import bulk_problems
@@ -91,6 +92,7 @@ __all__ = [
     "ProgressCallback",
     "SendRules",
     "SendWindow",
+    "SuppressedUser",
     "TzFor",
     "UserInput",
     "ausers_from_csv",

@@ -25,7 +25,7 @@ from ._planner import PlannedChunk, Planner, SeenPhones
 from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
-from ._stopping import DEFAULT_INTERRUPT_GRACE, first_error, stop_gracefully
+from ._stopping import DEFAULT_INTERRUPT_GRACE, until_done
 
 
 # Not slotted: the state built from the options is set in __attrs_post_init__.
@@ -40,6 +40,7 @@ class BulkSend:
     ledger: Ledger
     run_name: str
     retry_rejected: bool
+    ignore_suppression: bool
     on_progress: Callable[[ProgressUpdate], object] | None
     keep_accepted_users: bool
     timeout: float | None
@@ -116,7 +117,11 @@ class BulkSend:
         ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
-            self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
+            self.run_name,
+            chunk_id,
+            chunk.recipients,
+            retry_rejected=self.retry_rejected,
+            ignore_suppression=self.ignore_suppression,
         )
         if held:
             self._report_held(chunk, held)
@@ -173,19 +178,20 @@ class BulkSend:
         self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
-        """Report recipients of ``chunk`` the ledger already holds: not sent again."""
+        """Report recipients of ``chunk`` the ledger already holds (not sent
+        again) or has suppressed (grouped by reason)."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
+        groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
         for record in records:
-            groups.setdefault((record.claim, record.state), []).append(record)
-        for (claim, state), group in groups.items():
+            groups.setdefault((record.claim, record.state, record.detail), []).append(record)
+        for (claim, state, detail), group in groups.items():
             rows = [index[record.phone] for record in group]
             self._file(
                 claim,
                 state,
                 [chunk.positions[i] for i in rows],
                 [chunk.users[i] for i in rows],
-                detail=group[0].detail,
+                detail=detail,
                 ack=self.acks.get(claim or "") if state == ACCEPTED else None,
                 resumed=True,
             )
@@ -224,8 +230,9 @@ class BulkSend:
         resumed: bool = False,
         error: CampaignKitError | None = None,
     ) -> None:
-        """Keep what became of these users, as the ledger keeps it, for the report."""
-        outcome = OUTCOME[state]
+        """Keep what became of these users, as the ledger keeps it, for the report
+        (suppressed ones are no request's: the report lists them one by one)."""
+        outcome = OUTCOME.get(state, state)
         keep = outcome != "accepted" or self.keep_accepted_users
         self.requests.append(
             Request(
@@ -256,19 +263,7 @@ class BulkSend:
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
-        work = asyncio.create_task(self._work(users))
-        try:
-            await asyncio.shield(work)  # an interrupt stops it gracefully
-        except asyncio.CancelledError:
-            if not work.done():
-                await stop_gracefully(self, work)
-            raise
-        except BaseException as failed:  # a sender's error
-            await self.progress.cancel()
-            error = first_error(failed)
-            if error is failed:
-                raise
-            raise error from None
+        await until_done(self, asyncio.create_task(self._work(users)))
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
             self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance

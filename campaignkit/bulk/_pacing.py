@@ -12,7 +12,7 @@ import attrs
 
 from .._io.transport import Sleep
 from .._redaction import sdk_logger
-from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, SUPPRESSED
 from ..progress import Eta, ProgressUpdate, run_update
 from ._planner import Planner
 
@@ -27,6 +27,7 @@ OUTCOME_STATE: Final = {
     "rejected": REJECTED,
     "ambiguous": AMBIGUOUS,
     "deferred": DEFERRED,
+    "suppressed": SUPPRESSED,
 }
 
 

@@ -1,6 +1,6 @@
-"""How a bulk send stops early: interrupted (Ctrl-C, its task cancelled),
-no new request starts and the requests under way get a grace period to be
-answered; or its senders failing."""
+"""How a bulk send's tasks end early: interrupted (Ctrl-C, its task
+cancelled), no new request starts and the requests under way get a grace
+period to be answered; or its senders failing."""
 
 from __future__ import annotations
 
@@ -53,13 +53,23 @@ async def stop_gracefully(send: Sending, work: asyncio.Task[None]) -> None:
     await send.progress.interrupted()
 
 
-def first_error(failed: BaseException) -> BaseException:
-    """The error to raise for ``failed``: senders failing together (a ledger
-    gone) give the first error, the others named in its notes, rather than
-    an ExceptionGroup nobody catches."""
-    if not isinstance(failed, BaseExceptionGroup):
-        return failed
-    first, *others = failed.exceptions
-    for other in others:
-        first.add_note(f"send_bulk: another sender failed too: {other!r}")
-    return first
+async def until_done(send: Sending, work: asyncio.Task[None]) -> None:
+    """Wait for ``work``, the tasks of ``send``. Interrupted, stop it
+    gracefully (:func:`stop_gracefully`), then the cancellation goes on;
+    failed (its senders failing together, a ledger gone), raise the first
+    error, the others named in its notes, rather than an ExceptionGroup
+    nobody catches."""
+    try:
+        await asyncio.shield(work)  # an interrupt stops it gracefully
+    except asyncio.CancelledError:
+        if not work.done():
+            await stop_gracefully(send, work)
+        raise
+    except BaseException as failed:
+        await send.progress.cancel()
+        if not isinstance(failed, BaseExceptionGroup):
+            raise
+        first, *others = failed.exceptions
+        for other in others:
+            first.add_note(f"send_bulk: another sender failed too: {other!r}")
+        raise first from None

@@ -43,7 +43,7 @@ def terminated_cancels() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-SETTLED = ("accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate")
+SETTLED = ("accepted", "rejected", "ambiguous", "deferred", "suppressed", "invalid", "duplicate")
 """The states of the inputs a bulk send has settled, as its progress counts them."""
 
 
@@ -89,8 +89,11 @@ def resume_command(a: argparse.Namespace) -> str:
     argv += ["--chunk-size", str(a.chunk_size), "--concurrency", str(a.concurrency)]
     if a.format:
         argv += ["--format", a.format]
-    if a.retry_rejected:
-        argv.append("--retry-rejected")
+    argv += [
+        flag
+        for flag in ("--retry-rejected", "--ignore-suppression")
+        if getattr(a, flag[2:].replace("-", "_"))
+    ]
     for flag, value in (("--send-window", a.send_window), ("--days", a.days)):
         argv += [flag, value] if value else []
     if a.daily_limit is not None:

@@ -23,6 +23,7 @@ from ..ledger import (
     AMBIGUOUS,
     DEFAULT_CLAIM_TTL,
     STATES,
+    SUPPRESSED,
     Ledger,
     Record,
     RunInfo,
@@ -78,14 +79,18 @@ def register(add: AddCommand) -> None:
         "runs",
         "the runs of a delivery ledger, or one run's counts",
         "List the runs of the ledger, or show RUN's recipients per state (expired claims, "
-        "of senders that died, are first reported ambiguous). --export writes RUN's rejected "
-        "or ambiguous users as a CSV file that `send` reads, for a deliberate retry.",
+        "of senders that died, are first reported ambiguous). --export writes RUN's rejected, "
+        "ambiguous or suppressed users as a CSV file that `send` reads, for a deliberate retry.",
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    p.add_argument("--export", choices=["rejected", "ambiguous"], help="write these users as CSV")
+    p.add_argument(
+        "--export",
+        choices=["rejected", "ambiguous", "suppressed"],
+        help="write these users as CSV",
+    )
     p.add_argument("-o", "--output", type=Path, help="CSV file for --export (default: stdout)")
     p.set_defaults(func=cmd_runs, needs_client=False)
 
@@ -277,11 +282,10 @@ async def export_run(ctx: Ctx, ledger: Ledger, run: str, state: str, output: Pat
         return count
 
     count = await write(ctx.out) if output is None else await write_atomically(output, write)
-    advice = (
-        "they may have been received: check before sending them again"
-        if state == AMBIGUOUS
-        else "send them again with `campaignkit send POLL FILE --bulk`"
-    )
+    advice = {
+        AMBIGUOUS: "they may have been received: check before sending them again",
+        SUPPRESSED: "their numbers were on the suppression list (`campaignkit suppress list`)",
+    }.get(state, "send them again with `campaignkit send POLL FILE --bulk`")
     ctx.note(
         f"wrote {count} {state} users of run {run}{f' to {output}' if output else ''}: {advice}"
     )

@@ -61,6 +61,11 @@ def register(add: AddCommand) -> None:
         help="on Ctrl-C or SIGTERM, how long the requests under way may take to be answered "
         f"(default {DEFAULT_INTERRUPT_GRACE:g}); a second Ctrl-C stops at once",
     )
+    bulk.add_argument(
+        "--ignore-suppression",
+        action="store_true",
+        help="send to numbers on the ledger's suppression list too (this run only)",
+    )
     sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -73,6 +78,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        ("--ignore-suppression", a.ignore_suppression),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -107,8 +113,8 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 
 async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
-    if (a.run or a.retry_rejected) and not a.journal:
-        raise UsageError("--run and --retry-rejected need --journal")
+    if (a.run or a.retry_rejected or a.ignore_suppression) and not a.journal:
+        raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
@@ -130,6 +136,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 journal=a.journal,
                 run=a.run,
                 retry_rejected=a.retry_rejected,
+                ignore_suppression=a.ignore_suppression,
                 on_progress=on_progress,
                 interrupt_grace=a.interrupt_grace,
                 **rules,
@@ -175,6 +182,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         ctx.note(f"invalid: {where}: {item.reason}")
     if len(report.invalid) > 5:
         ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+    if report.suppressed:
+        ctx.note(
+            f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
+            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+        )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
             ctx.note(
@@ -227,4 +239,8 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
         "deferred": chunks(report.deferred),
+        "suppressed": [
+            {"position": s.position, "phone": s.phone, "reason": s.reason}
+            for s in report.suppressed
+        ],
     }

@@ -43,6 +43,11 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--retry-rejected", action="store_true", help="plan again the run's rejected users"
     )
+    p.add_argument(
+        "--ignore-suppression",
+        action="store_true",
+        help="send to numbers on the ledger's suppression list too (this run only)",
+    )
     sending_line.add_options(p)
     p.set_defaults(func=cmd_submit, needs_client=False)
 
@@ -64,6 +69,7 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
                 run=a.run,
                 chunk_size=a.chunk_size,
                 retry_rejected=a.retry_rejected,
+                ignore_suppression=a.ignore_suppression,
                 **rules,
             )
             counts = await bulk.counts(run)

@@ -111,6 +111,7 @@ async def submit_run(
     run: str | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     retry_rejected: bool = False,
+    ignore_suppression: bool = False,
     send_window: SendWindow | None = None,
     daily_limit: int | None = None,
     lines: Sequence[str] | None = None,
@@ -122,7 +123,9 @@ async def submit_run(
     Call it again with the same ``run`` after a crash (with the same input,
     or another): chunks planned but perhaps never enqueued are enqueued
     again, and only recipients the run does not hold yet (and rejected ones
-    with ``retry_rejected``) are planned. Returns once the whole input is
+    with ``retry_rejected``) are planned. A recipient whose phone is on the
+    ledger's suppression list when it is planned is filed suppressed, never
+    sent, unless ``ignore_suppression`` (this call only). Returns once the whole input is
     planned; the workers may still be sending. A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
     ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
@@ -151,7 +154,13 @@ async def submit_run(
         if planned is None:
             return
         chunk = f"{prefix}{planned.index:06d}"
-        held = await ledger.plan(name, chunk, planned.recipients, retry_rejected=retry_rejected)
+        held = await ledger.plan(
+            name,
+            chunk,
+            planned.recipients,
+            retry_rejected=retry_rejected,
+            ignore_suppression=ignore_suppression,
+        )
         if len(held) < len(planned.recipients):
             await hand_over(chunk)
 
