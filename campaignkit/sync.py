@@ -140,8 +140,11 @@ class CampaignClient:
             self.loop.close()
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run ``work`` on the client's loop and wait for it; an interrupt
-        (Ctrl-C) cancels it there."""
+        """Run ``work`` on the client's loop and wait for it. An interrupt
+        (Ctrl-C) cancels it there and waits for it to end as a cancelled task
+        does (a bulk send gives its requests under way their grace); a
+        second one cancels it again (a bulk send stops at once) and stops
+        waiting."""
         if self._closed:
             work.close()
             raise CampaignKitError("the client is closed")
@@ -151,9 +154,18 @@ class CampaignClient:
         answers = getattr(self._recorder, "answers", None)
         if answers is not None:
             work = _recorded(work, answers)
-        future = asyncio.run_coroutine_threadsafe(work, self.loop)
+        running = _Cancellable(work)
+        future = asyncio.run_coroutine_threadsafe(running.run(), self.loop)
         try:
             return future.result()
+        except KeyboardInterrupt:
+            self.loop.call_soon_threadsafe(running.cancel)
+            try:
+                with contextlib.suppress(Exception):
+                    future.result()
+            except KeyboardInterrupt:
+                self.loop.call_soon_threadsafe(running.cancel)
+            raise
         except BaseException:
             future.cancel()
             raise
@@ -199,6 +211,28 @@ async def _next(items: AsyncIterator[T]) -> T | object:
         return await anext(items)
     except StopAsyncIteration:
         return _DONE
+
+
+class _Cancellable(Generic[T]):
+    """A coroutine run as a task of the client's loop that another thread
+    can cancel (through ``call_soon_threadsafe``), before it starts too."""
+
+    def __init__(self, work: Coroutine[Any, Any, T]) -> None:
+        self._work = work
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    async def run(self) -> T:
+        if self._cancelled:  # before it started
+            self._work.close()
+            raise asyncio.CancelledError
+        self._task = asyncio.current_task()
+        return await self._work
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._task is not None:
+            self._task.cancel()
 
 
 async def _recorded(work: Coroutine[Any, Any, T], answers: list[RawAnswer]) -> T:

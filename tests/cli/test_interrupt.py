@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import signal
+import sys
 from pathlib import Path
 
 import orjson
@@ -40,11 +41,13 @@ async def ledger_counts(journal: Path, run: str) -> dict[str, int]:
         return await ledger.counts(run)
 
 
-async def interrupted(sb: Sandbox, argv: list[str], how: signal.Signals) -> Finished:
-    """Run ``campaignkit ARGV``, signal it with ``how`` once requests are under
-    way (some answered, more sent), and wait for it to end."""
+async def interrupted(
+    sb: Sandbox, argv: list[str], how: signal.Signals, program: tuple[str, ...] = (str(SCRIPT),)
+) -> Finished:
+    """Run ``campaignkit ARGV`` (or ``program``), signal it with ``how`` once
+    requests are under way (some answered, more sent), and wait for it to end."""
     process = await asyncio.create_subprocess_exec(
-        str(SCRIPT),
+        *program,
         *argv,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -197,3 +200,32 @@ def test_the_resume_command_repeats_every_option_but_the_key() -> None:
     assert again.campaign_url == "http://c.test"
     assert again.api_key is None
     assert "sk_live" not in " ".join(resumed)
+
+
+BLOCKING = """
+import sys
+from campaignkit.sync import CampaignClient
+
+users = [{"country_code": "+57", "cellphone": f"300{i:07d}"} for i in range(300)]
+with CampaignClient() as client:
+    try:
+        client.send_bulk(sys.argv[1], users, chunk_size=10, journal=sys.argv[2], run="sync")
+    except KeyboardInterrupt:
+        print("interrupted")
+        sys.exit(130)
+"""
+
+
+async def test_ctrl_c_in_the_blocking_client_waits_for_the_requests_under_way(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    journal = tmp_path / "run.db"
+    poll = str(await first_poll(sb))
+    await sb.set_faults({"kind": "latency", "route": "send_campaign", "seconds": LATENCY})
+    program = (sys.executable, "-c", BLOCKING)
+    first = await interrupted(sb, [poll, str(journal)], signal.SIGINT, program)
+    assert (first.code, first.out.strip()) == (130, "interrupted"), first.err
+    counts = await ledger_counts(journal, "sync")
+    # Settled from their answers within the grace, not left in flight.
+    assert counts["in_flight"] == counts["ambiguous"] == 0
+    assert await sends_seen(sb) * 10 == counts["accepted"] >= 80
