@@ -778,3 +778,15 @@ async def test_empty_input_sends_nothing(client: CampaignClient, mocked: Scripte
     assert report.total == 0
     assert report.complete
     assert report.counts == dict.fromkeys(report.counts, 0)
+
+
+async def test_cancelled_before_it_starts_sending_it_stops_at_once(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    service = serve(mocked, FakeService())
+    task = asyncio.create_task(client.send_bulk(7, people(100), chunk_size=2, concurrency=2))
+    await asyncio.sleep(0)  # into send_bulk: its pipeline's tasks made, not started
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2)  # not the 10 s grace: nothing was under way
+    assert len(service.requests) == 0
