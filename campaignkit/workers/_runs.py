@@ -6,8 +6,10 @@ the coroutine a worker's task runs, claims one chunk, sends it and settles it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -15,6 +17,7 @@ from typing import Any, Literal
 import attrs
 
 from .._input.validation import raise_problems
+from .._redaction import sdk_logger
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     PlannedChunk,
@@ -31,8 +34,12 @@ from ..bulk import (
 )
 from ..client import CampaignClient
 from ..errors import CampaignKitError, LedgerError
-from ..ledger import Ledger
+from ..ledger import Claim, Ledger
+from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
+from ._brokers import reconnect_delay
+
+log = sdk_logger("campaignkit.workers")
 
 Enqueue = Callable[[str, str], Awaitable[object]]
 """``enqueue(run, chunk)``: give one chunk of a run to the workers (a task message)."""
@@ -86,7 +93,7 @@ async def send_chunk(
     # The producer's send window and lines, as it stored them with the run
     # (read before the claim: a claim is never left in flight by a failure here).
     rules = SendRules.from_options(await ledger.run_options(run))
-    claim = await ledger.claim(run, chunk, owner=owner or worker_name())
+    claim = await _claim(ledger, run, chunk, owner or worker_name())
     if claim is None:
         return None
     outcome = await send_claim(
@@ -100,6 +107,27 @@ async def send_chunk(
         max_retries=max_retries,
     )
     return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
+
+
+async def _claim(ledger: Ledger, run: str, chunk: str, owner: str) -> Claim | None:
+    """``ledger.claim``, tried again while the ledger's connection is lost (for
+    its ``reconnect_timeout``) rather than fail the task: an engine would
+    acknowledge a failed task, and its chunk would stay planned. A claim is
+    atomic: one that committed before its connection was lost leaves nothing
+    to claim again (its recipients are reported ambiguous once it expires),
+    never a chunk claimed twice."""
+    deadline = time.monotonic() + getattr(ledger, "reconnect_timeout", 0.0)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await ledger.claim(run, chunk, owner=owner)
+        except LedgerUnavailable as lost:
+            if time.monotonic() >= deadline:
+                raise
+            delay = reconnect_delay(attempt)
+            log.warning("%s: claiming %s again in %.1f s (attempt %d)", lost, chunk, delay, attempt)
+            await asyncio.sleep(delay)
 
 
 async def submit_run(

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import asyncpg
 import pytest
 from helpers.bulk_child import expected_phones, make_users
+from helpers.workers import terminate_postgres, unique_name, with_application_name
 
 from campaignkit import CampaignClient
 from campaignkit.ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, PostgresLedger
@@ -90,3 +92,48 @@ async def test_a_task_cancelled_mid_request_settles_its_chunk_ambiguous(
         assert await send_chunk(client, ledger, run, chunk) is None
     assert counts[AMBIGUOUS] == len(expected_phones(50))
     assert counts[IN_FLIGHT] == 0
+
+
+@pytest.mark.parametrize("table", ["campaignkit_run_options", "campaignkit_claims"])
+async def test_a_ledger_session_terminated_mid_chunk_does_not_fail_it(
+    sb: Sandbox, postgres_dsn: str, table: str
+) -> None:
+    """The worker's ledger session is terminated while it reads the run's
+    options (or claims the chunk): the read or claim is made again on a new
+    connection and the chunk is sent; a failed task would be acknowledged by
+    its engine and its chunk left planned for ever."""
+    chunks: list[tuple[str, str]] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        chunks.append((run, chunk))
+
+    name = unique_name("ck_chunk_")
+    async with PostgresLedger(postgres_dsn) as producer:
+        poll = (await sb.snapshot())["companies"][0]["polls"][0]["id"]
+        await submit_run(producer, poll, make_users(50), enqueue=enqueue, run="cut")
+    [(run, chunk)] = chunks
+    blocker = await asyncpg.connect(postgres_dsn)
+    async with (
+        sb.client() as client,
+        PostgresLedger(with_application_name(postgres_dsn, name)) as ledger,
+    ):
+        try:
+            # The worker's statement waits behind this lock; its session is terminated there.
+            tx = blocker.transaction()
+            await tx.start()
+            await blocker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            sending = asyncio.create_task(send_chunk(client, ledger, run, chunk))
+            terminated = 0
+            for _ in range(200):
+                if terminated := await terminate_postgres(postgres_dsn, name, waiting=True):
+                    break
+                await asyncio.sleep(0.05)
+            await tx.rollback()
+            assert terminated >= 1
+            result = await asyncio.wait_for(sending, 30)
+        finally:
+            await blocker.close()
+        counts = await ledger.counts(run)
+    assert result is not None
+    assert (result.outcome, result.users) == ("accepted", len(expected_phones(50)))
+    assert counts[ACCEPTED] == len(expected_phones(50))
