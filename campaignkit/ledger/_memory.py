@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from array import array
 from collections.abc import AsyncIterator, Sequence
 
 import attrs
 
 from ..errors import LedgerError
-from ._memory_runs import Batch, ClaimState, RunState
+from ._memory_runs import Batch, ClaimState, RunState, compact_positions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -30,6 +31,10 @@ from ._records import (
     RunInfo,
     Skipped,
 )
+
+
+def _input_order(recipient: Recipient) -> tuple[int, str]:
+    return recipient.position, recipient.phone
 
 
 class MemoryLedger(Ledger):
@@ -99,27 +104,32 @@ class MemoryLedger(Ledger):
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
         held: list[Record] = []
-        start = len(state.positions)
+        index, pending = state.index, state.pending
+        start = len(index.keys)
         joining: list[Recipient] = []
+        positions: array[int] = array("Q")
         for recipient in recipients:
             key = state.key(recipient.phone)
-            # New to the run, or only seen by its planner so far: joins.
-            number = state.index.take(key, start + len(joining))
-            if number is None:
-                joining.append(recipient)
-                state.positions.append(recipient.position)
+            slot, found = index.find(key)
+            number = found - 1
+            if not found:  # new to the run, or only seen by its planner so far
+                pending.discard(key)
             elif number >= start:  # twice in this call: the last one (an upsert)
                 joining[number - start] = recipient
-                state.positions[number] = recipient.position
+                positions[number - start] = recipient.position
+                continue
             elif (batch := state.batch(number)).state in adopt:
-                batch.dead.add(number - batch.start)
-                state.index.put(key, start + len(joining))
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif batch.chunk != chunk:
-                held.append(state.record(number, recipient.phone))
+                batch.kill(number - batch.start)
+            else:
+                if batch.chunk != chunk:
+                    held.append(state.record(number, recipient.phone))
+                continue
+            index.new_record(slot, key)
+            joining.append(recipient)
+            positions.append(recipient.position)
         if joining:
-            batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
+            size, kept = len(joining), compact_positions(positions)
+            batch = Batch(chunk, start, size, kept, tuple(joining), updated=now)
             state.batches.append(batch)
             state.starts.append(start)
             state.by_chunk.setdefault(chunk, []).append(batch)
@@ -127,9 +137,7 @@ class MemoryLedger(Ledger):
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
-        batches = [
-            b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
-        ]
+        batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
         if not batches:
             return None
         token, now = uuid.uuid4().hex, time.time()
@@ -138,8 +146,13 @@ class MemoryLedger(Ledger):
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
             assert batch.recipients is not None
             dead = batch.dead
-            recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
-        recipients.sort(key=lambda r: (r.position, r.phone))  # input order
+            if dead:
+                recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
+            else:
+                recipients += batch.recipients
+        if len(batches) > 1 or not isinstance(batches[0].positions, range):
+            # Not one batch planned in input order (its positions one run).
+            recipients.sort(key=_input_order)
         expires = now + self.claim_ttl
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
@@ -186,7 +199,7 @@ class MemoryLedger(Ledger):
             for batch in found.batches:
                 if batch.state == IN_FLIGHT:
                     batch.state, batch.detail, batch.updated = AMBIGUOUS, EXPIRED, now
-                    expired += batch.size - len(batch.dead)
+                    expired += batch.live
         return expired
 
     async def finish_input(self, run: str, total: int) -> None:
@@ -203,7 +216,7 @@ class MemoryLedger(Ledger):
         state = self._run(run)
         if state is None:
             return []
-        waiting = {b.chunk for b in state.batches if b.state == PLANNED and len(b.dead) < b.size}
+        waiting = {b.chunk for b in state.batches if b.state == PLANNED and b.live}
         pending = [(created, c) for c, (created, done) in state.chunks.items() if not done]
         return [chunk for _, chunk in sorted(pending) if chunk in waiting]
 
@@ -234,7 +247,7 @@ class MemoryLedger(Ledger):
         if state is None:
             return counts
         for batch in state.batches:
-            counts[batch.state] += batch.size - len(batch.dead)
+            counts[batch.state] += batch.live
         for item in state.skipped.get(state.input_pass, {}).values():
             counts[item.kind] += 1
         return counts

@@ -1,7 +1,9 @@
 """The memory ledger's state of one run, in a compact shape: the recipients
 planned together form one *batch* (contiguous record numbers sharing chunk,
-claim and state), so a recipient costs its phone and input position (8 bytes
-each) and a slot of the phone index."""
+claim and state). A recipient costs its phone's 8-byte key, a 4-byte slot of
+the phone index (at most half full) and, when its batch's input positions are
+not one unbroken run, its position (8 bytes): about 16 to 24 bytes in all.
+"""
 
 from __future__ import annotations
 
@@ -15,94 +17,94 @@ from ._records import IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _BITS64 = (1 << 64) - 1
-PENDING = 0xFFFF_FFFF
-"""The index value of a phone the planner has seen but the run not yet planned."""
 _LONG = 1 << 63  # keys of phones too long for an int key (never below it)
 
 
 class Index:
-    """Phone key -> record number, open addressing at most half full."""
+    """Each record's phone key (``keys``, by record number) and, for each
+    phone, its current record: an open-addressing table of record numbers + 1
+    (0 is empty), at most half full, that reads the keys it compares from
+    ``keys``."""
 
-    __slots__ = ("_keys", "_mask", "_shift", "_size", "_values")
+    __slots__ = ("_mask", "_shift", "_size", "_table", "keys")
 
     def __init__(self, bits: int = 10) -> None:
-        self._keys = array("Q", bytes(8 << bits))
-        self._values = array("I", bytes(4 << bits))
+        self.keys = array("Q")
+        self._table = array("I", bytes(4 << bits))
         self._mask = (1 << bits) - 1
         self._shift = 64 - bits
         self._size = 0
 
-    def _slot(self, key: int) -> int:
-        keys, mask = self._keys, self._mask
+    def find(self, key: int) -> tuple[int, int]:
+        """Where ``key`` is, or the empty slot where it would go, and its
+        current record number + 1 (0 if it has none)."""
+        table, keys, mask = self._table, self.keys, self._mask
         index = ((key * _GOLDEN) & _BITS64) >> self._shift
-        while keys[index] and keys[index] != key:
+        while (found := table[index]) and keys[found - 1] != key:
             index = (index + 1) & mask
-        return index
-
-    def setdefault(self, key: int, value: int) -> int | None:
-        """The value of ``key``, or None after adding it with ``value``."""
-        slot = self._slot(key)
-        if self._keys[slot]:
-            return self._values[slot]
-        self._keys[slot] = key
-        self._values[slot] = value
-        self._size += 1
-        if self._size * 2 > len(self._keys):
-            self._grow()
-        return None
-
-    def take(self, key: int, value: int) -> int | None:
-        """Set ``key`` to ``value`` if it is absent or pending (then None);
-        otherwise its value, unchanged."""
-        slot = self._slot(key)
-        if self._keys[slot]:
-            found = self._values[slot]
-            if found != PENDING:
-                return found
-            self._values[slot] = value
-            return None
-        self._keys[slot] = key
-        self._values[slot] = value
-        self._size += 1
-        if self._size * 2 > len(self._keys):
-            self._grow()
-        return None
+        return index, found
 
     def get(self, key: int) -> int | None:
-        slot = self._slot(key)
-        return self._values[slot] if self._keys[slot] else None
+        """The current record number of ``key``."""
+        found = self.find(key)[1]
+        return found - 1 if found else None
 
-    def put(self, key: int, value: int) -> None:
-        slot = self._slot(key)
-        if not self._keys[slot]:
-            self._keys[slot] = key
+    def new_record(self, slot: int, key: int) -> int:
+        """A new record of ``key`` (``slot`` is :meth:`find`'s answer for it),
+        now its current one: its number."""
+        keys = self.keys
+        keys.append(key)
+        number = len(keys) - 1
+        table = self._table
+        if not table[slot]:
             self._size += 1
-        self._values[slot] = value
-        if self._size * 2 > len(self._keys):
+        table[slot] = number + 1
+        if self._size * 2 > len(table):
             self._grow()
+        return number
 
     def items(self) -> Iterator[tuple[int, int]]:
-        """Every key and its value."""
-        for key, value in zip(self._keys, self._values, strict=True):
-            if key:
-                yield key, value
+        """Every key and its current record number."""
+        keys = self.keys
+        for found in self._table:
+            if found:
+                yield keys[found - 1], found - 1
 
     def _grow(self) -> None:
-        keys, values = self._keys, self._values
+        old = self._table
         bits = 64 - self._shift + 1
-        self.__init__(bits)  # type: ignore[misc]
-        for key, value in zip(keys, values, strict=True):
-            if key:
-                self.put(key, value)
+        self._table = table = array("I", bytes(4 << bits))
+        self._mask = mask = (1 << bits) - 1
+        self._shift = shift = 64 - bits
+        keys = self.keys
+        for found in old:
+            if found:
+                index = ((keys[found - 1] * _GOLDEN) & _BITS64) >> shift
+                while table[index]:
+                    index = (index + 1) & mask
+                table[index] = found
+
+
+def compact_positions(positions: array[int]) -> Sequence[int]:
+    """``positions`` as a ``range`` when they are one unbroken run (a chunk of
+    an input without invalid or duplicate items), which costs no memory a
+    recipient."""
+    if positions and positions[-1] - positions[0] == len(positions) - 1:
+        run = range(positions[0], positions[-1] + 1)
+        if positions == array("Q", run):
+            return run
+    return positions
 
 
 @attrs.define(eq=False)
 class Batch:
-    """Recipients planned together into one chunk: records ``start`` to ``start + len``."""
+    """Recipients planned together into one chunk: records ``start`` to ``start + size``."""
 
     chunk: str
     start: int
     size: int
+    positions: Sequence[int]
+    """Each record's input position (a ``range`` or an array)."""
     recipients: tuple[Recipient, ...] | None
     """As planned (in input order); dropped once accepted."""
     state: str = PLANNED
@@ -110,8 +112,17 @@ class Batch:
     launch_request_id: str | None = None
     detail: str | None = None
     updated: float = 0.0
-    dead: set[int] = attrs.Factory(set)
+    dead: set[int] | None = None
     """Offsets of records planned again since, into a later batch."""
+
+    @property
+    def live(self) -> int:
+        return self.size - (len(self.dead) if self.dead else 0)
+
+    def kill(self, offset: int) -> None:
+        if self.dead is None:
+            self.dead = set()
+        self.dead.add(offset)
 
 
 @attrs.define(eq=False)
@@ -133,9 +144,10 @@ class RunState:
     """None while recipients were planned but the run not started (as in SQL)."""
     input_pass: str = ""
     index: Index = attrs.Factory(Index)
+    pending: set[int] = attrs.Factory(set)
+    """Keys of phones the run's planner has seen and the run not yet planned."""
     long_keys: dict[str, int] = attrs.Factory(dict)
     long_phones: dict[int, str] = attrs.Factory(dict)
-    positions: array[int] = attrs.Factory(lambda: array("Q"))
     batches: list[Batch] = attrs.Factory(list)
     starts: array[int] = attrs.Factory(lambda: array("Q"))
     by_chunk: dict[str, list[Batch]] = attrs.Factory(dict)
@@ -148,6 +160,9 @@ class RunState:
         digits = phone[1:]
         if len(digits) <= 18 and digits.isdigit():
             return int("1" + digits)
+        return self.long_key(phone)
+
+    def long_key(self, phone: str) -> int:
         key = self.long_keys.get(phone)
         if key is None:
             key = self.long_keys[phone] = _LONG + len(self.long_keys)
@@ -165,7 +180,7 @@ class RunState:
         offset = number - batch.start
         return Record(
             phone,
-            self.positions[number],
+            batch.positions[offset],
             batch.state,
             batch.launch_request_id,
             batch.detail,
@@ -176,16 +191,19 @@ class RunState:
     def add(self, phone: str) -> bool:
         """For the planner of the run's one pass: True if ``phone`` is new to the
         run (it is then held as seen, and planned later), False if seen before."""
-        return self.index.setdefault(self.key(phone), PENDING) is None
+        key = self.key(phone)
+        if key in self.pending or self.index.find(key)[1]:
+            return False
+        self.pending.add(key)
+        return True
 
     def current(self, states: set[str]) -> list[tuple[int, str, int]]:
         """``(position, phone, number)`` of the records in ``states``, in input order."""
-        # The index holds each phone's current record.
-        found = [
-            (self.positions[number], self.phone(key), number)
-            for key, number in self.index.items()
-            if number != PENDING and self.batch(number).state in states
-        ]
+        found = []
+        for key, number in self.index.items():
+            batch = self.batch(number)
+            if batch.state in states:
+                found.append((batch.positions[number - batch.start], self.phone(key), number))
         found.sort()
         return found
 
@@ -194,7 +212,7 @@ class RunState:
         found: dict[str, tuple[Record, float | None]] = {}
         for phone in phones:
             number = self.index.get(self.key(phone))
-            if number is None or number == PENDING:
+            if number is None:
                 continue
             record = self.record(number, phone)
             claim = self.claims.get(record.claim or "")
