@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from array import array
 from collections.abc import AsyncIterator, Sequence
 
 import attrs
 
 from ..errors import LedgerError
-from ._memory_runs import Batch, ClaimState, RunState, compact_positions
+from ._memory_runs import ClaimState, RunState
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -103,37 +102,7 @@ class MemoryLedger(Ledger):
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
-        held: list[Record] = []
-        index, pending = state.index, state.pending
-        start = len(index.keys)
-        joining: list[Recipient] = []
-        positions: array[int] = array("Q")
-        for recipient in recipients:
-            key = state.key(recipient.phone)
-            slot, found = index.find(key)
-            number = found - 1
-            if not found:  # new to the run, or only seen by its planner so far
-                pending.discard(key)
-            elif number >= start:  # twice in this call: the last one (an upsert)
-                joining[number - start] = recipient
-                positions[number - start] = recipient.position
-                continue
-            elif (batch := state.batch(number)).state in adopt:
-                batch.kill(number - batch.start)
-            else:
-                if batch.chunk != chunk:
-                    held.append(state.record(number, recipient.phone))
-                continue
-            index.new_record(slot, key)
-            joining.append(recipient)
-            positions.append(recipient.position)
-        if joining:
-            size, kept = len(joining), compact_positions(positions)
-            batch = Batch(chunk, start, size, kept, tuple(joining), updated=now)
-            state.batches.append(batch)
-            state.starts.append(start)
-            state.by_chunk.setdefault(chunk, []).append(batch)
-        return held
+        return state.plan(chunk, recipients, adopt, now)
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)

@@ -188,6 +188,43 @@ class RunState:
             batch.claim,
         )
 
+    def plan(
+        self, chunk: str, recipients: Sequence[Recipient], adopt: tuple[str, ...], now: float
+    ) -> list[Record]:
+        """File ``recipients`` as a new batch of ``chunk`` (see ``Ledger.plan``);
+        a recipient whose record is in a state not in ``adopt`` is held."""
+        held: list[Record] = []
+        index, pending = self.index, self.pending
+        start = len(index.keys)
+        joining: list[Recipient] = []
+        positions: array[int] = array("Q")
+        for recipient in recipients:
+            key = self.key(recipient.phone)
+            slot, found = index.find(key)
+            number = found - 1
+            if not found:  # new to the run, or only seen by its planner so far
+                pending.discard(key)
+            elif number >= start:  # twice in this call: the last one (an upsert)
+                joining[number - start] = recipient
+                positions[number - start] = recipient.position
+                continue
+            elif (batch := self.batch(number)).state in adopt:
+                batch.kill(number - batch.start)
+            else:
+                if batch.chunk != chunk:
+                    held.append(self.record(number, recipient.phone))
+                continue
+            index.new_record(slot, key)
+            joining.append(recipient)
+            positions.append(recipient.position)
+        if joining:
+            size, kept = len(joining), compact_positions(positions)
+            batch = Batch(chunk, start, size, kept, tuple(joining), updated=now)
+            self.batches.append(batch)
+            self.starts.append(start)
+            self.by_chunk.setdefault(chunk, []).append(batch)
+        return held
+
     def add(self, phone: str) -> bool:
         """For the planner of the run's one pass: True if ``phone`` is new to the
         run (it is then held as seen, and planned later), False if seen before."""
