@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from itertools import chain
 from typing import Any, TypeVar, overload
 
@@ -104,17 +105,15 @@ _CHUNK = 256  # models made at once: few enough that the GC never sees them pile
 
 
 class OnAccess(Sequence[T]):
-    """A read-only sequence of ``T`` made from records when read (``many`` is
-    ``list[T]``). It equals, hashes, shows and pickles as the tuple of its items."""
+    """A read-only sequence of ``T`` made from records when read (``make``
+    makes the items of a slice of them). It equals, hashes, shows and pickles
+    as the tuple of its items."""
 
-    __slots__ = ("_many", "_records")
+    __slots__ = ("_make", "_records")
 
-    def __init__(self, many: type[list[T]], records: list[Any]) -> None:
-        self._many = many  # list[cls]: made once by the caller, not per answer (row 3)
+    def __init__(self, make: Callable[[list[Any]], list[T]], records: list[Any]) -> None:
+        self._make = make
         self._records = records
-
-    def _made(self, records: list[Any]) -> list[T]:
-        return msgspec.convert(records, self._many, from_attributes=True)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -127,13 +126,13 @@ class OnAccess(Sequence[T]):
 
     def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
         if isinstance(index, slice):
-            return tuple(self._made(self._records[index]))
-        return self._made([self._records[index]])[0]
+            return tuple(self._make(self._records[index]))
+        return self._make([self._records[index]])[0]
 
     def __iter__(self) -> Iterator[T]:
         records = self._records
         chunks = range(0, len(records), _CHUNK)
-        return chain.from_iterable(self._made(records[i : i + _CHUNK]) for i in chunks)
+        return chain.from_iterable(self._make(records[i : i + _CHUNK]) for i in chunks)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, OnAccess | tuple):
@@ -169,7 +168,7 @@ class CampaignStatusRecord(msgspec.Struct, gc=False):
 
 
 _read_campaign_status = msgspec.json.Decoder(CampaignStatusRecord).decode
-_DEPLOYMENTS = list[Deployment]
+_made_deployments = partial(msgspec.convert, type=list[Deployment], from_attributes=True)
 
 
 def _decode_campaign_status(body: bytes, status: int, headers: Mapping[str, str]) -> CampaignStatus:
@@ -177,7 +176,7 @@ def _decode_campaign_status(body: bytes, status: int, headers: Mapping[str, str]
         read = _read_campaign_status(body)
     except msgspec.MsgspecError:  # the converter names the first problem, as for any model
         return structure(parse_json(body, status, headers), CampaignStatus)
-    deployments = OnAccess(_DEPLOYMENTS, read.deployments)
+    deployments = OnAccess(_made_deployments, read.deployments)
     return CampaignStatus(read.launch_request_id, read.status, read.poll_id, deployments)
 
 
@@ -202,7 +201,7 @@ class SessionPageRecord(msgspec.Struct, gc=False):
 
 
 _read_session_page = msgspec.json.Decoder(SessionPageRecord).decode
-_SESSIONS = list[SessionMeta]
+_made_sessions = partial(msgspec.convert, type=list[SessionMeta], from_attributes=True)
 
 
 _fromisoformat = datetime.fromisoformat
@@ -222,7 +221,7 @@ def _decode_session_page(body: bytes, status: int, headers: Mapping[str, str]) -
                 r.finished_at = _fromisoformat(r.finished_at + "+00:00")
     except (msgspec.MsgspecError, TypeError, ValueError):
         return structure(parse_json(body, status, headers), SessionPage)
-    return SessionPage(OnAccess(_SESSIONS, read.results), read.next_id)
+    return SessionPage(OnAccess(_made_sessions, read.results), read.next_id)
 
 
 _decoders: dict[Any, Decode[Any]] = {
