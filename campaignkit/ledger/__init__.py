@@ -22,7 +22,9 @@ from __future__ import annotations
 import os
 from typing import TypeAlias
 
+from .._funnel import Funnel
 from ._memory import MemoryLedger
+from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
 from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
@@ -53,15 +55,18 @@ __all__ = [
     "STATES",
     "SUPPRESSED",
     "Claim",
+    "Funnel",
     "Journal",
     "Ledger",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
+    "RecipientOutcome",
     "Record",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
+    "StatusRow",
     "ledger_from",
 ]
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
+from ._memory_outcomes import MemoryOutcomes
 from ._memory_runs import Batch, ClaimState, RunState
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
@@ -32,7 +33,7 @@ from ._records import (
 )
 
 
-class MemoryLedger(Ledger):
+class MemoryLedger(MemoryOutcomes, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from ._memory_outcomes import RunOutcomes
 from ._records import IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -143,6 +144,7 @@ class RunState:
     """Each chunk's creation time and whether it was enqueued."""
     claims: dict[str, ClaimState] = attrs.Factory(dict)
     skipped: dict[str, dict[int, Skipped]] = attrs.Factory(dict)
+    outcomes: RunOutcomes = attrs.Factory(RunOutcomes)
 
     def key(self, phone: str) -> int:
         digits = phone[1:]

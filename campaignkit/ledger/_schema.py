@@ -12,6 +12,7 @@ import tenacity
 
 from .._redaction import sdk_logger
 from ..errors import LedgerError
+from ._outcomes import OUTCOME_TABLES
 
 
 class Transaction(Protocol):
@@ -93,6 +94,7 @@ SCHEMA: Final = (
         seen DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (namespace, key)
     )""",
+    *OUTCOME_TABLES,
 )
 
 

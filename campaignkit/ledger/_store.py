@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import Final
 
 from ..errors import LedgerError
+from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
 from ._protocol import EXPIRED, Ledger
 from ._reads import LedgerReads
@@ -34,7 +35,7 @@ from ._schema import Transaction, create_schema, retried
 _BATCH: Final = 5000
 
 
-class SqlLedger(ProducerBookkeeping, LedgerReads, Ledger):
+class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, Ledger):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0
