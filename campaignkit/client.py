@@ -152,6 +152,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         keep_accepted_users: bool = False,
         timeout: float | None = None,
         max_retries: int | None = None,
+        follow: bool = False,
     ) -> _bulk.BulkReport:
         """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
         see :func:`campaignkit.bulk.send_bulk`."""
@@ -169,6 +170,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
+            follow=follow,
         )
 
     # -- tracking (campaignkit.tracker) ---------------------------------------

@@ -53,6 +53,7 @@ from .._report import (
     InvalidUser,
     Outcome,
 )
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
@@ -68,6 +69,7 @@ from ._sender import ClaimOutcome, send_claim
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_FOLLOW_CONCURRENCY",
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
@@ -86,6 +88,7 @@ __all__ = [
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "follow_run",
     "send_bulk",
     "send_claim",
     "users_from_csv",

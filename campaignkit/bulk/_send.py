@@ -11,7 +11,9 @@ from .._input.validation import raise_problems
 from .._report import BulkProgress, BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
+from ..tracker import TrackOptions
 from ._engine import BulkSend
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_open
 from ._options import bulk_problems
 from ._seam import BulkClient
 
@@ -49,6 +51,7 @@ async def send_bulk(
     keep_accepted_users: bool = False,
     timeout: float | None = None,
     max_retries: int | None = None,
+    follow: bool = False,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
 
@@ -64,6 +67,11 @@ async def send_bulk(
     is opened if it is not, and left to its owner to close.
     ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
     once at the end (an exception in it is logged, not raised).
+    ``follow``: once sent, track every accepted launch until it settles
+    (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time) and write each
+    recipient's outcome into the ledger before returning (see
+    :func:`follow_run`). The report's ``funnel`` is read from the ledger at
+    the end either way.
 
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
@@ -107,7 +115,13 @@ async def send_bulk(
             max_retries=max_retries,
             seen=seen,
         )
-        return await bulk.run(users)
+        report = await bulk.run(users)
+        if follow:
+            await follow_open(
+                client, ledger, run_name, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
+            )
+        report.funnel = await ledger.funnel(run_name)
+        return report
     finally:
         if owned:
             await ledger.aclose()

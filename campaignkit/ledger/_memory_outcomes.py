@@ -34,10 +34,11 @@ class _Row:
 
 @attrs.define
 class RunOutcomes:
-    """A run's outcomes, by phone, and the launches followed until they settled."""
+    """A run's outcomes, by phone, and the launches followed until every
+    deployment of theirs was final."""
 
     rows: dict[str, _Row] = attrs.Factory(dict)
-    settled: set[str] = attrs.Factory(set)
+    final: set[str] = attrs.Factory(set)
 
 
 class MemoryOutcomes:
@@ -50,7 +51,7 @@ class MemoryOutcomes:
         def _state(self, run: str) -> RunState: ...
 
     async def record_statuses(
-        self, run: str, rows: Sequence[StatusRow], *, settled: Sequence[str] = ()
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
     ) -> None:
         outcomes = self._state(run).outcomes
         kept = outcomes.rows
@@ -61,7 +62,7 @@ class MemoryOutcomes:
             elif row.status != status:  # the same status seen again keeps its time
                 row.launch_request_id, row.conversation_id = launch, conversation
                 row.status, row.status_at = status, at
-        outcomes.settled.update(settled)
+        outcomes.final.update(final)
         await asyncio.sleep(0)
 
     async def record_event(self, event: WebhookEvent) -> None:
@@ -111,6 +112,6 @@ class MemoryOutcomes:
         )
         return [(*key, n) for key, n in groups.items()]
 
-    async def settled_launches(self, run: str) -> set[str]:
+    async def final_launches(self, run: str) -> set[str]:
         state = self._run(run)
-        return set() if state is None else set(state.outcomes.settled)
+        return set() if state is None else set(state.outcomes.final)

@@ -41,17 +41,17 @@ class OutcomeStore(Transactional):
 
     @retried
     async def record_statuses(
-        self, run: str, rows: Sequence[StatusRow], *, settled: Sequence[str] = ()
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
     ) -> None:
         async with self._transaction() as tx:
             if rows:
                 await tx.executemany(_STATUS_UPSERT, [(run, *row) for row in rows])
-            if settled:
+            if final:
                 now = time.time()
                 await tx.executemany(
-                    "INSERT INTO campaignkit_followed (run, launch_request_id, settled)"
+                    "INSERT INTO campaignkit_followed (run, launch_request_id, final_at)"
                     " VALUES (?, ?, ?) ON CONFLICT (run, launch_request_id) DO NOTHING",
-                    [(run, launch, now) for launch in settled],
+                    [(run, launch, now) for launch in final],
                 )
 
     @retried
@@ -105,7 +105,7 @@ class OutcomeStore(Transactional):
         return [(s, bool(d), bool(r), bool(a), bool(o), int(n)) for s, d, r, a, o, n in rows]
 
     @retried
-    async def settled_launches(self, run: str) -> set[str]:
+    async def final_launches(self, run: str) -> set[str]:
         async with self._transaction() as tx:
             rows = await tx.fetch(
                 "SELECT launch_request_id FROM campaignkit_followed WHERE run = ?", run

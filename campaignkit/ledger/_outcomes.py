@@ -159,11 +159,11 @@ OUTCOME_TABLES: Final = (
         opted_out_at DOUBLE PRECISION,
         PRIMARY KEY (run, phone)
     )""",
-    # The launches whose every deployment has settled: not tracked again.
+    # The launches followed until every deployment was final: not tracked again.
     """CREATE TABLE IF NOT EXISTS campaignkit_followed (
         run TEXT NOT NULL,
         launch_request_id TEXT NOT NULL,
-        settled DOUBLE PRECISION NOT NULL,
+        final_at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (run, launch_request_id)
     )""",
 )

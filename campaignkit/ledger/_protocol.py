@@ -183,10 +183,10 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     async def record_statuses(
-        self, run: str, rows: Sequence[StatusRow], *, settled: Sequence[str] = ()
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
     ) -> None:
         """Record the deployment statuses tracking saw, and (in the same
-        transaction) the launches whose every deployment has ``settled``."""
+        transaction) the launches whose every deployment is ``final``."""
 
     @abc.abstractmethod
     async def record_event(self, event: WebhookEvent) -> None:
@@ -204,8 +204,9 @@ class Ledger(abc.ABC):
         """The run's outcomes counted by status and known webhook facts."""
 
     @abc.abstractmethod
-    async def settled_launches(self, run: str) -> set[str]:
-        """The launches of the run already followed until they settled."""
+    async def final_launches(self, run: str) -> set[str]:
+        """The launches of the run followed until every deployment was final:
+        not tracked again."""
 
     async def funnel(self, run: str) -> Funnel:
         """The run's :class:`~campaignkit.Funnel`: planned → accepted →

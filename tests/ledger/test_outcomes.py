@@ -70,7 +70,7 @@ async def test_statuses_keep_the_last_one_and_its_time(ledger: Ledger) -> None:
     await accept(ledger, RUN, "c1", range(3), "L1")
     await ledger.record_statuses(RUN, [status(0, S.RECEIVED, 1.0), status(1, S.SUCCESS, 1.0)])
     await ledger.record_statuses(
-        RUN, [status(0, S.DELIVERED, 2.0), status(1, S.SUCCESS, 5.0)], settled=["L1"]
+        RUN, [status(0, S.DELIVERED, 2.0), status(1, S.SUCCESS, 5.0)], final=["L1"]
     )
     by_phone = {o.phone: o for o in await ledger.outcomes(RUN)}
     assert set(by_phone) == {"+573000000000", "+573000000001"}
@@ -79,8 +79,8 @@ async def test_statuses_keep_the_last_one_and_its_time(ledger: Ledger) -> None:
     assert (first.launch_request_id, first.conversation_id) == ("L1", "conv-0")
     # The same status seen again (a launch followed again) keeps its first time.
     assert by_phone["+573000000001"].status_at == datetime.fromtimestamp(1.0, UTC)
-    assert await ledger.settled_launches(RUN) == {"L1"}
-    assert await ledger.settled_launches("another") == set()
+    assert await ledger.final_launches(RUN) == {"L1"}
+    assert await ledger.final_launches("another") == set()
 
 
 async def test_many_statuses_are_written_at_once(ledger: Ledger) -> None:
