@@ -213,14 +213,14 @@ class Ledger(abc.ABC):
         delivered → read → replied, failures by status, and the rest."""
         return build_funnel(await self.counts(run), await self.outcome_groups(run))
 
-    async def follow_up_users(
+    async def follow_up_records(
         self, run: str, statuses: Iterable[DeploymentStatus | str]
-    ) -> AsyncIterator[User]:
-        """The users of ``run`` whose deployment ended in one of ``statuses``
-        (failure statuses, e.g. ``FAILURE_BY_UNABLE_TO_CONTACT``), in input
-        order, and no one else: the input of a follow-up run (send them under
-        another ``run=``). Needs the run's outcomes (``follow``) and a ledger
-        that keeps accepted users (SQLite, PostgreSQL)."""
+    ) -> AsyncIterator[Record]:
+        """The records of ``run``'s recipients whose deployment ended in one of
+        ``statuses`` (failure statuses, e.g. ``FAILURE_BY_UNABLE_TO_CONTACT``),
+        in input order, and no one else's. Needs the run's outcomes
+        (``follow``) and a ledger that keeps accepted users (SQLite,
+        PostgreSQL): the memory ledger raises :class:`LedgerError`."""
         chosen = failure_statuses(statuses)
         phones = {o.phone for o in await self.outcomes(run) if o.status in chosen}
         if not phones:
@@ -232,7 +232,15 @@ class Ledger(abc.ABC):
                         f"{self!r} keeps no users of accepted recipients: a follow-up "
                         "run needs a durable journal (an SQLite file or PostgreSQL)"
                     )
-                yield user_of(record.user)
+                yield record
+
+    async def follow_up_users(
+        self, run: str, statuses: Iterable[DeploymentStatus | str]
+    ) -> AsyncIterator[User]:
+        """The users of :meth:`follow_up_records`: the input of a follow-up
+        run (``send_bulk`` them under another ``run=``)."""
+        async for record in self.follow_up_records(run, statuses):
+            yield user_of(record.user or "{}")
 
     # -- webhook deliveries
 
