@@ -7,8 +7,8 @@ deployment is final (delivered or failed) is marked so in the same
 transaction as its last statuses, and is never tracked again; following
 again (after an interruption, or later to learn which ``SUCCESS`` became
 ``DELIVERED``) tracks only the others. Statuses are written in bulk: the
-latest one per recipient since the last write, every ``FLUSH_ROWS`` changes
-and at the end of each launch.
+latest one per deployment of a launch since its last write, every
+``FLUSH_ROWS`` deployments and at the end of the launch.
 """
 
 from __future__ import annotations
@@ -30,68 +30,118 @@ from ._seam import BulkClient
 log = sdk_logger("campaignkit.bulk")
 
 FLUSH_ROWS: Final = 5000
-"""Status changes held before they are written (and at the end of each launch)."""
+"""Deployments of a launch whose changes are held before they are written
+(and at the end of the launch)."""
 DEFAULT_FOLLOW_CONCURRENCY: Final = 8
 """Launches tracked at once."""
 
 
-def _digits(text: str) -> str:
-    return text if text.isdigit() else "".join(char for char in text if char.isdigit())
+_TAIL: Final = 7
+"""Digits a recipient is filed under: the last seven (every cellphone has more)."""
 
 
 class LaunchPhones:
     """The recipients of one launch, found by a deployment's ``cellphone``.
 
     A deployment names its user by the cellphone, without the country code
-    (or with it): each recipient is filed under its digits after every
-    possible country code (1 to 4 digits) and under all of them; a number two
-    recipients would share is nobody's (not guessed).
+    (or with it): the recipient whose phone (``+``, a country code of 1 to 4
+    digits, the cellphone) ends with those digits. A number two recipients
+    of the launch could have is nobody's (not guessed).
     """
 
-    __slots__ = ("_by_digits",)
+    __slots__ = ("_by_tail",)
 
     def __init__(self, phones: Iterable[str]) -> None:
-        by_digits: dict[str, str | None] = {}
+        by_tail: dict[str, str | list[str]] = {}
         for phone in phones:
-            digits = phone[1:]
-            for national in (digits, *(digits[k:] for k in range(1, 5))):
-                found = by_digits.setdefault(national, phone)
-                if found is not None and found != phone:
-                    by_digits[national] = None
-        self._by_digits = by_digits
+            found = by_tail.setdefault(phone[-_TAIL:], phone)
+            if found is not phone:  # rare: kept apart, told apart by the whole number
+                by_tail[phone[-_TAIL:]] = [*([found] if isinstance(found, str) else found), phone]
+        self._by_tail = by_tail
 
     def phone_of(self, cellphone: str) -> str | None:
-        return self._by_digits.get(_digits(cellphone))
+        found = self._by_tail.get(cellphone[-_TAIL:])
+        if type(found) is str and found.endswith(cellphone):  # the usual case
+            return found if 1 <= len(found) - len(cellphone) <= 5 else None
+        digits = "".join(char for char in cellphone if char.isdigit())
+        if digits != cellphone:
+            found = self._by_tail.get(digits[-_TAIL:])
+        if found is None:
+            return None
+        matches = [
+            phone
+            for phone in ([found] if isinstance(found, str) else found)
+            if phone.endswith(digits) and 1 <= len(phone) - len(digits) <= 5
+        ]
+        return matches[0] if len(matches) == 1 else None
 
 
 class _Writer:
-    """The latest status of each recipient since the last write, written in
-    one statement (serialised: a launch is marked final only after every
-    change read before it is written)."""
+    """Writes the launches' outcomes, grouping the writes that wait on one
+    another into one transaction (a durable ledger commits each to disk):
+    whoever takes the turn writes every row handed in by then."""
 
     def __init__(self, ledger: Ledger, run: str) -> None:
         self._ledger = ledger
         self._run = run
-        self._pending: dict[str, StatusRow] = {}
-        self._lock = asyncio.Lock()
-        self.written = 0
+        self._turn = asyncio.Lock()
+        self._open: _Group | None = None
 
-    def add(self, phone: str, launch: str, change: DeploymentChange) -> bool:
-        """Hold one change; True when enough are held to write them."""
-        self._pending[phone] = StatusRow(
-            phone,
-            launch,
-            change.deployment.conversation_id or None,
-            change.current.value,
-            change.observed_at.timestamp(),
-        )
-        return len(self._pending) >= FLUSH_ROWS
+    async def write(self, rows: Sequence[StatusRow], final: Sequence[str]) -> None:
+        """Return once ``rows`` are written (``final`` launches marked with them)."""
+        group = self._open = self._open or _Group()
+        group.rows += rows
+        group.final += final
+        async with self._turn:
+            if group is self._open:  # not written yet: ours to write
+                self._open = None
+                try:
+                    await self._ledger.record_statuses(self._run, group.rows, final=group.final)
+                except BaseException as exc:
+                    group.failure = exc
+                    raise
+            elif group.failure is not None:
+                raise LedgerError(
+                    f"the outcomes of run {self._run!r} could not be written"
+                ) from group.failure
 
-    async def flush(self, final: Sequence[str] = ()) -> None:
-        async with self._lock:
-            rows, self._pending = list(self._pending.values()), {}
-            await self._ledger.record_statuses(self._run, rows, final=final)
-            self.written += len(rows)
+
+class _Group:
+    __slots__ = ("failure", "final", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[StatusRow] = []
+        self.final: list[str] = []
+        self.failure: BaseException | None = None
+
+
+class _LaunchOutcomes:
+    """One launch being followed: the latest change of each of its
+    deployments (by cellphone) since the last write, each matched to its
+    recipient when written."""
+
+    def __init__(self, writer: _Writer, launch: str, phones: Sequence[str]) -> None:
+        self._writer = writer
+        self._launch = launch
+        self._recipients = LaunchPhones(phones)
+        self.latest: dict[str, DeploymentChange] = {}
+        self.unmatched = 0
+
+    async def write(self, *, final: bool = False) -> None:
+        """Write the changes held (and, with ``final``, mark the launch final)."""
+        latest, self.latest = self.latest, {}
+        phone_of, launch = self._recipients.phone_of, self._launch
+        rows = []
+        for cellphone, change in latest.items():
+            phone = phone_of(cellphone)
+            if phone is None:
+                self.unmatched += 1
+                continue
+            conversation = change.deployment.conversation_id or None
+            at = change.observed_at.timestamp()
+            # _value_, not .value: the wire text without the enum's descriptor.
+            rows.append(StatusRow(phone, launch, conversation, change.current._value_, at))
+        await self._writer.write(rows, [launch] if final else ())
 
 
 async def _accepted_launches(
@@ -105,11 +155,7 @@ async def _accepted_launches(
             launch = CampaignAck(**orjson.loads(ack))
             if launch.launch_request_id not in final:
                 acks.append(launch)
-    phones: dict[str, list[str]] = {ack.launch_request_id: [] for ack in acks}
-    if acks:
-        async for record in ledger.records(run, [ACCEPTED]):
-            if record.launch_request_id in phones:
-                phones[record.launch_request_id].append(record.phone)
+    phones = await ledger.launch_phones(run, {ack.launch_request_id for ack in acks})
     return acks, phones
 
 
@@ -121,59 +167,61 @@ async def follow_launches(
     phones: dict[str, list[str]],
     options: TrackOptions,
     concurrency: int,
-) -> int:
+) -> None:
     """Track ``acks`` until they settle, writing the outcomes into ``ledger``
-    (with None, only consume the changes: the benchmark's baseline); the
-    number of changes read."""
+    (with None, only consume the changes: the benchmark's baseline)."""
     queue: asyncio.Queue[CampaignAck] = asyncio.Queue()
     for ack in acks:
         queue.put_nowait(ack)
     writer = None if ledger is None else _Writer(ledger, run)
-    changes = 0
 
-    async def follow_one(ack: CampaignAck) -> None:
-        nonlocal changes
-        launch = ack.launch_request_id
-        recipients = LaunchPhones(phones.get(launch, ()))
-        unmatched = 0
-        tracker = CampaignTracker(source, ack, options)
+    async def consume(tracker: CampaignTracker) -> None:
+        async for _ in tracker:
+            pass
+
+    async def follow_one(tracker: CampaignTracker, outcomes: _LaunchOutcomes) -> None:
+        completed = False
         try:
+            latest = outcomes.latest
             async for change in tracker:
-                changes += 1
-                if writer is None:
-                    continue
-                phone = recipients.phone_of(change.deployment.cellphone)
-                if phone is None:
-                    unmatched += 1
-                elif writer.add(phone, launch, change):
-                    await writer.flush()
+                latest[change.deployment.cellphone] = change
+                if len(latest) >= FLUSH_ROWS:
+                    await outcomes.write()
+                    latest = outcomes.latest
+            completed = True
         finally:
-            await tracker.aclose()
-        if unmatched:
-            log.warning(
-                "follow: %d status change(s) of launch %s matched no recipient of run %s",
-                unmatched,
-                launch,
-                run,
+            # A launch left at SUCCESS (sent, delivery not yet confirmed) is
+            # settled but not final: following again polls it once more.
+            final = completed and all(
+                status is not None and status.is_final for status in tracker.held_counts()
             )
-        if writer is not None:
-            # A launch with deployments only SUCCESS (sent, delivery not yet
-            # confirmed) is settled but not final: following again polls it.
-            done = all(status is not None and status.is_final for status in tracker.held_counts())
-            await writer.flush(final=[launch] if done else ())
+            # What was read is kept, even when cancelled.
+            await asyncio.shield(outcomes.write(final=final))
 
     async def work() -> None:
         while not queue.empty():
-            await follow_one(queue.get_nowait())
+            ack = queue.get_nowait()
+            launch = ack.launch_request_id
+            tracker = CampaignTracker(source, ack, options)
+            try:
+                if writer is None:
+                    await consume(tracker)
+                    continue
+                outcomes = _LaunchOutcomes(writer, launch, phones.get(launch, ()))
+                await follow_one(tracker, outcomes)
+            finally:
+                await tracker.aclose()
+            if outcomes.unmatched:
+                log.warning(
+                    "follow: %d deployment(s) of launch %s matched no recipient of run %s",
+                    outcomes.unmatched,
+                    launch,
+                    run,
+                )
 
-    try:
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(acks))):
-                group.create_task(work())
-    finally:
-        if writer is not None:
-            await asyncio.shield(writer.flush())  # what was read is kept, even on a cancel
-    return changes
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(acks))):
+            group.create_task(work())
 
 
 async def follow_run(

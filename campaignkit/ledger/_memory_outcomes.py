@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -19,17 +19,23 @@ if TYPE_CHECKING:
     from ._memory_runs import RunState
 
 
-@attrs.define(slots=True)
-class _Row:
-    launch_request_id: str | None = None
-    conversation_id: str | None = None
-    status: str | None = None
-    status_at: float | None = None
-    delivered_at: float | None = None
-    read_at: float | None = None
-    replied_at: float | None = None
-    answer: str | None = None
-    opted_out_at: float | None = None
+Row = tuple[
+    str | None,  # launch_request_id
+    str | None,  # conversation_id
+    str | None,  # status
+    float | None,  # status_at
+    float | None,  # delivered_at
+    float | None,  # read_at
+    float | None,  # replied_at
+    str | None,  # answer
+    float | None,  # opted_out_at
+]
+"""One recipient's outcome, the columns of the SQL table: a tuple (cheap to
+make, and of no concern to the garbage collector), replaced on each change."""
+
+_EMPTY: Row = (None,) * 9
+_STATUS, _ANSWER = 2, 7
+_FACT_AT = {"delivered_at": 4, "read_at": 5, "replied_at": 6, "opted_out_at": 8}
 
 
 @attrs.define
@@ -37,7 +43,7 @@ class RunOutcomes:
     """A run's outcomes, by phone, and the launches followed until every
     deployment of theirs was final."""
 
-    rows: dict[str, _Row] = attrs.Factory(dict)
+    rows: dict[str, Row] = attrs.Factory(dict)
     final: set[str] = attrs.Factory(set)
 
 
@@ -55,13 +61,11 @@ class MemoryOutcomes:
     ) -> None:
         outcomes = self._state(run).outcomes
         kept = outcomes.rows
+        get = kept.get
         for phone, launch, conversation, status, at in rows:
-            row = kept.get(phone)
-            if row is None:
-                kept[phone] = _Row(launch, conversation, status, at)
-            elif row.status != status:  # the same status seen again keeps its time
-                row.launch_request_id, row.conversation_id = launch, conversation
-                row.status, row.status_at = status, at
+            row = get(phone, _EMPTY)
+            if row[_STATUS] != status:  # the same status seen again keeps its time
+                kept[phone] = (launch, conversation, status, at, *row[4:])
         outcomes.final.update(final)
         await asyncio.sleep(0)
 
@@ -81,18 +85,33 @@ class MemoryOutcomes:
                 break
         else:
             return
-        row = state.outcomes.rows.setdefault(found.phone, _Row())
-        if getattr(row, found.fact) is None:
-            setattr(row, found.fact, found.at)
-        row.conversation_id = row.conversation_id or found.conversation_id
-        row.answer = row.answer or found.answer
+        kept = state.outcomes.rows
+        row = list(kept.get(found.phone, _EMPTY))
+        at = _FACT_AT[found.fact]
+        row[at] = found.at if row[at] is None else row[at]
+        row[1] = row[1] or found.conversation_id
+        row[_ANSWER] = row[_ANSWER] or found.answer
+        kept[found.phone] = tuple(row)  # type: ignore[assignment]
+
+    async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
+        from ._memory_runs import PENDING  # that module holds a RunOutcomes: imported late
+
+        phones: dict[str, list[str]] = {launch: [] for launch in launches}
+        state = self._run(run)
+        if state is None or not phones:
+            return phones
+        for key, number in state.index.items():
+            batch = state.batch(number) if number != PENDING else None
+            if batch is not None and batch.state == ACCEPTED and batch.launch_request_id in phones:
+                phones[batch.launch_request_id].append(state.phone(key))
+        return phones
 
     async def outcomes(self, run: str) -> list[RecipientOutcome]:
         state = self._run(run)
         if state is None:
             return []
         return [
-            RecipientOutcome.of_row(phone, *attrs.astuple(row, recurse=False))
+            RecipientOutcome.of_row(phone, *row)
             for phone, row in sorted(state.outcomes.rows.items())
         ]
 
@@ -101,14 +120,8 @@ class MemoryOutcomes:
         if state is None:
             return []
         groups = Counter(
-            (
-                row.status,
-                row.delivered_at is not None,
-                row.read_at is not None,
-                row.replied_at is not None,
-                row.opted_out_at is not None,
-            )
-            for row in state.outcomes.rows.values()
+            (status, delivered is not None, read is not None, replied is not None, out is not None)
+            for _, _, status, _, delivered, read, replied, _, out in state.outcomes.rows.values()
         )
         return [(*key, n) for key, n in groups.items()]
 

@@ -4,7 +4,7 @@ run: written in bulk by tracking, one by one by the webhooks."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Final
 
 from .._funnel import OutcomeGroup
@@ -84,6 +84,22 @@ class OutcomeStore(Transactional):
                 found.at,
                 found.answer,
             )
+
+    @retried
+    async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
+        phones: dict[str, list[str]] = {launch: [] for launch in launches}
+        if not phones:
+            return phones
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT launch_request_id, phone FROM campaignkit_recipients"
+                " WHERE run = ? AND state = 'accepted'",
+                run,
+            )
+        for launch, phone in rows:
+            if launch in phones:
+                phones[launch].append(phone)
+        return phones
 
     @retried
     async def outcomes(self, run: str) -> list[RecipientOutcome]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import abc
 import warnings
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Self
 
 import orjson
@@ -194,6 +194,10 @@ class Ledger(abc.ABC):
         recipient: the phone's in the most recent run holding it as accepted
         (other events, and phones of no accepted recipient, are not recorded).
         This makes every ledger a webhook handler's ``ledger=``."""
+
+    @abc.abstractmethod
+    async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
+        """The phones of the run's accepted recipients, by launch, for those ``launches``."""
 
     @abc.abstractmethod
     async def outcomes(self, run: str) -> list[RecipientOutcome]:
