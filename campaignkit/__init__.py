@@ -2,7 +2,14 @@
 
 from ._funnel import Funnel
 from ._version import __version__
-from .bulk import BulkProgress, BulkReport, ausers_from_csv, follow_run, users_from_csv
+from .bulk import (
+    BulkProgress,
+    BulkReport,
+    SendWindow,
+    ausers_from_csv,
+    follow_run,
+    users_from_csv,
+)
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -83,6 +90,7 @@ __all__ = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

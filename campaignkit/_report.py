@@ -13,8 +13,8 @@ from ._funnel import Funnel
 from .errors import CampaignKitError
 from .models import CampaignAck, User
 
-Outcome = Literal["accepted", "rejected", "ambiguous", "invalid", "duplicate"]
-OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+Outcome = Literal["accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate"]
+OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate")
 
 
 @attrs.frozen
@@ -50,7 +50,7 @@ class BulkChunk:
 
     index: int
     chunk_id: str | None = attrs.field(repr=lambda v: (v or "")[:12])
-    outcome: Literal["accepted", "rejected", "ambiguous"]
+    outcome: Literal["accepted", "rejected", "ambiguous", "deferred"]
     size: int
     ack: CampaignAck | None = None
     error: CampaignKitError | None = attrs.field(default=None, repr=False)
@@ -71,6 +71,8 @@ class BulkProgress:
     ambiguous: int = 0
     invalid: int = 0
     duplicates: int = 0
+    deferred: int = 0
+    """Users over the daily limit, left for a rerun."""
 
 
 @attrs.define(repr=False)
@@ -86,6 +88,9 @@ class BulkReport:
     accepted: list[BulkChunk] = attrs.Factory(list)
     rejected: list[BulkChunk] = attrs.Factory(list)
     ambiguous: list[BulkChunk] = attrs.Factory(list)
+    deferred: list[BulkChunk] = attrs.Factory(list)
+    """Users over the daily limit (``daily_limit=``): not sent, a rerun sends
+    them once the budget allows."""
     invalid: list[InvalidUser] = attrs.Factory(list)
     duplicates: list[DuplicateUser] = attrs.Factory(list)
     total: int = 0
@@ -117,6 +122,7 @@ class BulkReport:
             "accepted": sum(chunk.size for chunk in self.accepted),
             "rejected": sum(chunk.size for chunk in self.rejected),
             "ambiguous": sum(chunk.size for chunk in self.ambiguous),
+            "deferred": sum(chunk.size for chunk in self.deferred),
             "invalid": len(self.invalid),
             "duplicate": len(self.duplicates),
         }
@@ -124,7 +130,7 @@ class BulkReport:
     @property
     def complete(self) -> bool:
         """Whether every valid, unique user is known to be accepted."""
-        return not self.rejected and not self.ambiguous
+        return not self.rejected and not self.ambiguous and not self.deferred
 
     def users_for(self, outcome: Outcome) -> list[Any]:
         """The inputs of one outcome, in input order, for a deliberate retry.
@@ -137,7 +143,7 @@ class BulkReport:
             return [item.value for item in self.invalid]
         if outcome == "duplicate":
             return [item.user for item in self.duplicates]
-        if outcome not in ("accepted", "rejected", "ambiguous"):
+        if outcome not in ("accepted", "rejected", "ambiguous", "deferred"):
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         if outcome == "accepted" and not self.keeps_accepted_users:
             raise ValueError(
@@ -154,6 +160,7 @@ class BulkReport:
             f"accepted={counts['accepted']} ({len(self.accepted)} chunks) "
             f"rejected={counts['rejected']} ({len(self.rejected)} chunks) "
             f"ambiguous={counts['ambiguous']} ({len(self.ambiguous)} chunks) "
+            f"deferred={counts['deferred']} "
             f"invalid={counts['invalid']} duplicate={counts['duplicate']} "
             f"elapsed={self.elapsed:.2f}s>"
         )

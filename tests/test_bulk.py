@@ -132,6 +132,7 @@ async def test_chunks_in_input_order_with_acks(
         "accepted": 25,
         "rejected": 0,
         "ambiguous": 0,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
     }
@@ -546,6 +547,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "accepted": 2,
         "rejected": 2,
         "ambiguous": 2,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
     }

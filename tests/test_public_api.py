@@ -119,6 +119,7 @@ ALL = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

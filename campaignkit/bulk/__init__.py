@@ -57,6 +57,7 @@ from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
+from ._rules import SendRules, TzFor, rules_problems, zone_preparer
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -66,6 +67,7 @@ from ._send import (
     send_bulk,
 )
 from ._sender import ClaimOutcome, send_claim
+from ._windows import SendWindow
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -84,12 +86,17 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SendRules",
+    "SendWindow",
+    "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
     "follow_run",
+    "rules_problems",
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "zone_preparer",
 ]

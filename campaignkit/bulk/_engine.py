@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from array import array
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -14,13 +14,14 @@ import orjson
 
 from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, REJECTED, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
 from ._held import settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
+from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, send_claim, settle_claim
 
@@ -46,6 +47,8 @@ class BulkSend:
     max_retries: int | None
     seen: SeenPhones | None = None
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
+    rules: SendRules = NO_RULES
+    prepare: Callable[[User], tuple[User | None, str | None]] | None = None
 
     def __attrs_post_init__(self) -> None:
         transport = self.client.transport
@@ -56,7 +59,7 @@ class BulkSend:
         )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.planner = Planner(self.chunk_size, seen=self.seen)
+        self.planner = Planner(self.chunk_size, seen=self.seen, prepare=self.prepare)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}
@@ -131,9 +134,10 @@ class BulkSend:
         claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
         accounted = {by_phone[r.phone] for r in held}.union(claimed)
         lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # claimed between our plan and claim by another sender of the run
+        if lost:  # deferred by the daily limit, or taken by another sender of the run
+            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
             self._report_held(
-                chunk, [Record(chunk.phones[i], chunk.positions[i], IN_FLIGHT) for i in lost]
+                chunk, [_lost(found, chunk.phones[i], chunk.positions[i]) for i in lost]
             )
         if claim is None:
             return
@@ -155,6 +159,7 @@ class BulkSend:
                 self.segment,
                 claim,
                 users=users,
+                rules=self.rules,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
@@ -237,6 +242,7 @@ class BulkSend:
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        await self.ledger.save_run_options(self.run_name, self.rules.options())
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
@@ -282,3 +288,12 @@ class BulkSend:
             )
             raise error
         return report
+
+
+def _lost(found: Mapping[str, tuple[Record, float | None]], phone: str, position: int) -> Record:
+    """What a chunk's recipient that its claim did not take became: deferred
+    (over the daily limit), or in flight in another sender's claim."""
+    record = found.get(phone, (None, None))[0]
+    if record is not None and record.state == DEFERRED:
+        return record
+    return Record(phone, position, IN_FLIGHT)

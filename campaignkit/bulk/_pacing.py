@@ -19,7 +19,12 @@ PROGRESS_INTERVAL: Final = 0.1
 """Seconds between two ``on_progress`` calls (the last call always happens)."""
 
 # The BulkProgress count of each chunk outcome (users of rejected chunks "failed").
-PROGRESS_FIELD: Final = {"accepted": "accepted", "rejected": "failed", "ambiguous": "ambiguous"}
+PROGRESS_FIELD: Final = {
+    "accepted": "accepted",
+    "rejected": "failed",
+    "ambiguous": "ambiguous",
+    "deferred": "deferred",
+}
 
 
 class ProgressReporter:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from .._input.csv_files import InvalidInput
@@ -15,7 +15,9 @@ from ..tracker import TrackOptions
 from ._engine import BulkSend
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_open
 from ._options import bulk_problems
+from ._rules import TzFor, rules_problems, zone_preparer
 from ._seam import BulkClient
+from ._windows import SendWindow
 
 DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
@@ -51,6 +53,10 @@ async def send_bulk(
     keep_accepted_users: bool = False,
     timeout: float | None = None,
     max_retries: int | None = None,
+    send_window: SendWindow | None = None,
+    daily_limit: int | None = None,
+    lines: Sequence[str] | None = None,
+    tz_for: TzFor | None = None,
     follow: bool = False,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
@@ -73,6 +79,16 @@ async def send_bulk(
     :func:`follow_run`). The report's ``funnel`` is read from the ledger at
     the end either way.
 
+    Protecting the sending line (kept with the run, so the workers apply them
+    too): ``send_window`` sends each recipient outside it with a
+    ``deployment_eta`` at its next opening in their time zone (their ``tz``
+    session variable, e.g. a CSV ``tz`` column; ``tz_for(user)`` when it gives
+    one; else their number's zone); ``daily_limit`` caps the unique recipients
+    claimed per rolling 24 h over every run of the ledger (the rest are
+    ``deferred``: a rerun sends them once the budget allows); ``lines`` (the
+    sending numbers, country code included, digits only) spreads new people
+    round robin through ``deployment_squad``, each person kept on their line.
+
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
     """
@@ -84,6 +100,8 @@ async def send_bulk(
         rate_limit=rate_limit,
         run=run,
     )
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    problems += rule_problems
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
     raise_problems(problems)
@@ -114,6 +132,8 @@ async def send_bulk(
             timeout=timeout,
             max_retries=max_retries,
             seen=seen,
+            rules=rules,
+            prepare=zone_preparer(rules, tz_for),
         )
         report = await bulk.run(users)
         if follow:

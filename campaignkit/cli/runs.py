@@ -3,40 +3,32 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import csv
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
-
-import orjson
+from typing import Any
 
 from .._funnel import Funnel
 from .._redaction import redact
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY, follow_run
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError
 from ..ledger import (
-    AMBIGUOUS,
     DEFAULT_CLAIM_TTL,
-    REJECTED,
     STATES,
     Ledger,
-    Record,
     RunInfo,
     SqliteLedger,
     ledger_from,
 )
-from ..ledger._outcomes import failure_statuses
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError
-from .files import write_atomically
 from .output import table
+from .run_export import export_run, failure_status_list
 
 
 def register(add: AddCommand) -> None:
@@ -98,7 +90,7 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--export-status",
         metavar="STATUS",
-        type=_statuses,
+        type=failure_status_list,
         action="extend",
         help="write the users whose deployment ended in these failure statuses as CSV "
         "(comma-separated, or repeated; e.g. FAILURE_BY_UNABLE_TO_CONTACT; needs the run's "
@@ -119,16 +111,6 @@ def register(add: AddCommand) -> None:
         help=f"launches tracked at once with --follow ({DEFAULT_FOLLOW_CONCURRENCY})",
     )
     p.set_defaults(func=cmd_runs, needs_client=False)
-
-
-def _statuses(text: str) -> list[str]:
-    """``--export-status``: failure statuses, comma-separated."""
-    names = [name.strip().upper() for name in text.split(",") if name.strip()]
-    try:
-        failure_statuses(names)
-    except ValidationError as exc:
-        raise argparse.ArgumentTypeError(exc.problems[0][1]) from None
-    return names
 
 
 def open_ledger(journal: str, *, claim_ttl: float | None = None, existing: bool = False) -> Ledger:
@@ -314,47 +296,3 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
         for info, counts in runs
     ]
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
-
-
-async def export_run(
-    ctx: Ctx,
-    records: Callable[[], AsyncIterator[Record]],
-    run: str,
-    state: str,
-    output: Path | None,
-) -> None:
-    """Write the users of ``records()`` (the run's, in ``state``) as a CSV
-    that ``send`` reads; read twice (the columns, then the rows), never held."""
-    keys: dict[str, None] = {}
-    async for record in records():
-        keys.update(dict.fromkeys(k["key"] for k in _stored(record)["user_session_keys"]))
-    columns = ["country_code", "cellphone", "deployment_eta", *keys]
-
-    async def write(f: TextIO) -> int:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        count = 0
-        async for record in records():
-            user = _stored(record)
-            row = {k["key"]: k["value"] for k in user["user_session_keys"]}
-            row.update((name, user.get(name, "")) for name in columns[:3])
-            writer.writerow(row)
-            count += 1
-        f.flush()
-        return count
-
-    count = await write(ctx.out) if output is None else await write_atomically(output, write)
-    if state == AMBIGUOUS:
-        advice = "they may have been received: check before sending them again"
-    elif state == REJECTED:
-        advice = "send them again with `campaignkit send POLL FILE --bulk`"
-    else:
-        advice = "send them in a follow-up run with `campaignkit send POLL FILE --bulk --run NEW`"
-    ctx.note(
-        f"wrote {count} {state} users of run {run}{f' to {output}' if output else ''}: {advice}"
-    )
-
-
-def _stored(record: Record) -> dict[str, Any]:
-    user: dict[str, Any] = orjson.loads(record.user or "{}")
-    return user

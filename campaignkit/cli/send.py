@@ -10,6 +10,7 @@ from .. import errors
 from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport, default_run
 from ..client import CampaignClient
 from ..ledger import ledger_from
+from . import sending_line
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
@@ -43,6 +44,7 @@ def register(add: AddCommand) -> None:
     bulk.add_argument(
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
     )
+    sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -54,6 +56,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
             raise UsageError(f"{flag} needs --bulk")
@@ -89,18 +92,20 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     if (a.run or a.retry_rejected) and not a.journal:
         raise UsageError("--run and --retry-rejected need --journal")
+    rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
 
         def on_progress(p: BulkProgress) -> None:
-            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
+            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates + p.deferred
             detail = f"accepted {p.accepted}"
             for label, n in (
                 ("failed", p.failed),
                 ("ambiguous", p.ambiguous),
                 ("invalid", p.invalid),
                 ("duplicate", p.duplicates),
+                ("deferred", p.deferred),
             ):
                 if n:
                     detail += f", {label} {n}"
@@ -116,6 +121,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 run=a.run,
                 retry_rejected=a.retry_rejected,
                 on_progress=on_progress,
+                **rules,
             )
         except errors.ValidationError as exc:
             if any(path.startswith("users") or path == "poll_id" for path, _ in exc.problems):
@@ -138,7 +144,7 @@ def bulk_status(report: BulkReport) -> ExitStatus:
     """The exit status of a bulk send."""
     if report.ambiguous:
         return ExitStatus.AMBIGUOUS
-    if report.rejected or report.invalid:
+    if report.rejected or report.invalid or report.deferred:
         return ExitStatus.PARTIAL
     return ExitStatus.OK
 
@@ -177,6 +183,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "rejected chunks were not sent: rerun with the same --journal and "
             "--retry-rejected to retry them"
         )
+    if report.deferred:
+        ctx.note(
+            f"deferred: {report.counts['deferred']} users over the daily limit were not sent: "
+            "rerun the same command once the budget allows"
+        )
 
 
 def bulk_summary(report: BulkReport) -> dict[str, Any]:
@@ -198,4 +209,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         ],
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
+        "deferred": chunks(report.deferred),
     }

@@ -10,6 +10,12 @@ atomic, so no two requests, processes or machines can send one recipient of a
 run. A claim whose sender dies is reported ambiguous once it expires
 (``claim_ttl``): never resent silently.
 
+A ledger also keeps each run's options (``save_run_options``: the workers
+read the producer's send window and lines there), enforces a run's
+``daily_limit`` at claim time (the rest of a chunk is filed ``deferred``,
+and planned again by a rerun), and remembers each person's sending line
+(``assign_lines``) across runs.
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps

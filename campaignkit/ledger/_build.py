@@ -16,9 +16,9 @@ from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
 from ._errors import error_from_detail
-from ._records import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED, Record
+from ._records import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, Record
 
-Outcome = Literal["accepted", "rejected", "ambiguous"]
+Outcome = Literal["accepted", "rejected", "ambiguous", "deferred"]
 
 OUTCOME: Final[dict[str, Outcome]] = {
     PLANNED: "rejected",
@@ -26,6 +26,7 @@ OUTCOME: Final[dict[str, Outcome]] = {
     ACCEPTED: "accepted",
     REJECTED: "rejected",
     AMBIGUOUS: "ambiguous",
+    DEFERRED: "deferred",
 }
 _UNSETTLED: Final = {
     PLANNED: "not sent: still planned (no sender has claimed it yet)",
@@ -96,7 +97,9 @@ def chunk_of(index: int, request: Request, *, keep_accepted_users: bool = False)
     keep = outcome != "accepted" or keep_accepted_users
     users = tuple(user_of(u) for u in request.users) if keep and request.users else ()
     error = request.error
-    if error is None and outcome != "accepted":
+    if outcome == "deferred":
+        error = CampaignKitError(request.detail or "deferred: over the daily limit")
+    elif error is None and outcome != "accepted":
         detail = request.detail or _UNSETTLED[request.state]
         error = error_from_detail(detail, users=users)
         if outcome == "ambiguous" and request.resumed:

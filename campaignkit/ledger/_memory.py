@@ -21,6 +21,7 @@ from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     IN_FLIGHT,
     PLANNED,
     REJECTED,
@@ -31,17 +32,17 @@ from ._records import (
     RunInfo,
     Skipped,
 )
+from ._sending_memory import MemorySendingRules
 
 
-class MemoryLedger(MemoryOutcomes, Ledger):
+class MemoryLedger(MemoryOutcomes, MemorySendingRules, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
-    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
-    read the run back (``report``, ``records``) or to rerun it in the same
-    process. It is gone with the process: a crash loses it, so it resumes
-    nothing after one. It keeps no users of accepted recipients (their
-    records' ``user`` is None). Closing it keeps its contents (like a file);
-    operations need it open.
+    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
+    back (``report``, ``records``, ``outcomes``) or to rerun it in the same process. It is
+    gone with the process: a crash loses it, so it resumes nothing after one. It keeps no
+    users of accepted recipients (their records' ``user`` is None). Closing it keeps its
+    contents (like a file); operations need it open.
     """
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
@@ -98,7 +99,7 @@ class MemoryLedger(MemoryOutcomes, Ledger):
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
+        adopt = (PLANNED, DEFERRED, REJECTED) if retry_rejected else (PLANNED, DEFERRED)
         held: list[Record] = []
         start = len(state.positions)
         joining: list[Recipient] = []
@@ -128,12 +129,13 @@ class MemoryLedger(MemoryOutcomes, Ledger):
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
+        token, now = uuid.uuid4().hex, time.time()
+        self._defer_over_budget(run, state, chunk, now)
         batches = [
             b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
         ]
         if not batches:
             return None
-        token, now = uuid.uuid4().hex, time.time()
         recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
@@ -145,6 +147,7 @@ class MemoryLedger(MemoryOutcomes, Ledger):
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
+        self._note_claim(run, token, now, recipients)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(

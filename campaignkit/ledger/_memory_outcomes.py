@@ -94,17 +94,8 @@ class MemoryOutcomes:
         kept[found.phone] = tuple(row)  # type: ignore[assignment]
 
     async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
-        from ._memory_runs import PENDING  # that module holds a RunOutcomes: imported late
-
-        phones: dict[str, list[str]] = {launch: [] for launch in launches}
         state = self._run(run)
-        if state is None or not phones:
-            return phones
-        for key, number in state.index.items():
-            batch = state.batch(number) if number != PENDING else None
-            if batch is not None and batch.state == ACCEPTED and batch.launch_request_id in phones:
-                phones[batch.launch_request_id].append(state.phone(key))
-        return phones
+        return {launch: [] for launch in launches} if state is None else state.accepted(launches)
 
     async def outcomes(self, run: str) -> list[RecipientOutcome]:
         state = self._run(run)

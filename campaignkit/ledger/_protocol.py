@@ -19,6 +19,7 @@ from ..status import DeploymentStatus
 from ._build import build_report, requests_of, user_of
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._records import ACCEPTED, STATES, Claim, Recipient, Record, RunInfo, Skipped
+from ._sending import SendingRules
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
@@ -29,7 +30,7 @@ DEFAULT_CLAIM_TTL = 600.0
 """Seconds a claim holds its recipients before it is reported ambiguous."""
 
 
-class Ledger(abc.ABC):
+class Ledger(SendingRules, abc.ABC):
     """A delivery ledger: one record per recipient of a run (see
     :mod:`campaignkit.ledger`). Open it (``async with`` or :meth:`open`),
     close it with :meth:`aclose`."""

@@ -30,12 +30,13 @@ from ._records import (
     RunInfo,
 )
 from ._schema import Transaction, create_schema, retried
+from ._sending_sql import SendingRulesStore
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
 
 
-class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, Ledger):
+class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, Ledger):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0
@@ -112,9 +113,10 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, Ledger):
         """File ``recipients`` as planned in ``chunk``.
 
         A recipient new to the run, or held as planned (by an earlier,
-        interrupted producer), joins ``chunk``; a rejected one too with
-        ``retry_rejected``. Every other recipient keeps its record, and those
-        records are returned: the recipients this chunk will not send.
+        interrupted producer) or deferred (over the daily limit), joins
+        ``chunk``; a rejected one too with ``retry_rejected``. Every other
+        recipient keeps its record, and those records are returned: the
+        recipients this chunk will not send.
         """
         now = time.time()
         async with self._transaction() as tx:
@@ -133,7 +135,7 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, Ledger):
                 " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
                 " position = excluded.position, user_wire = excluded.user_wire,"
                 " state = 'planned', claim = NULL, detail = NULL, updated = excluded.updated"
-                " WHERE campaignkit_recipients.state = 'planned'"
+                " WHERE campaignkit_recipients.state IN ('planned', 'deferred')"
                 + (" OR campaignkit_recipients.state = 'rejected'" if retry_rejected else ""),
                 [(run, r.phone, r.position, chunk, r.user, now) for r in recipients],
             )
@@ -164,6 +166,7 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, Ledger):
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(
                 "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"
                 " WHERE run = ? AND chunk = ?"

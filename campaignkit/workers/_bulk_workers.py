@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Sequence,
+)
 from typing import Any, Final
 
 import attrs
@@ -17,9 +24,13 @@ from ..bulk import (
     BulkReport,
     PlannedChunk,
     Planner,
+    SendWindow,
+    TzFor,
     UserInput,
     bulk_problems,
     default_run,
+    rules_problems,
+    zone_preparer,
 )
 from ..client import CampaignClient
 from ..errors import LedgerError
@@ -131,6 +142,10 @@ class BulkWorkers:
         run: str | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         retry_rejected: bool = False,
+        send_window: SendWindow | None = None,
+        daily_limit: int | None = None,
+        lines: Sequence[str] | None = None,
+        tz_for: TzFor | None = None,
     ) -> str:
         """Plan ``users`` into the ledger and enqueue one message per chunk; the run's name.
 
@@ -140,18 +155,23 @@ class BulkWorkers:
         rejected ones with ``retry_rejected``) are planned. Returns once the
         whole input is planned; the workers may still be sending. A bad
         ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
+
+        ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
+        ``send_bulk``: stored with the run, the workers apply them.
         """
         segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-        raise_problems(problems)
+        rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+        raise_problems(problems + rule_problems)
         ledger = await self._producer.get()
         run = run or default_run(segment)
         # Chunk names are new to each producer: a re-read input never joins an older chunk.
         input_pass = uuid.uuid4().hex[:8]
         prefix = f"{input_pass}-"
         await ledger.start_run(run, segment, input_pass=input_pass)
+        await ledger.save_run_options(run, rules.options())
         for chunk in await ledger.unenqueued_chunks(run):
             await self._enqueue(ledger, run, chunk)
-        planner = Planner(chunk_size)
+        planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
 
         async def plan(planned: PlannedChunk | None) -> None:
             await ledger.skip(run, planner.drain_skipped())

@@ -212,6 +212,7 @@ async def test_the_ledger_reports_a_run_as_send_bulk_did(
         "accepted": 10,
         "rejected": 0,
         "ambiguous": 0,
+        "deferred": 0,
         "invalid": 1,
         "duplicate": 2,
     }
