@@ -44,6 +44,12 @@ def register(add: AddCommand) -> None:
     bulk.add_argument(
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
     )
+    bulk.add_argument(
+        "--follow",
+        action="store_true",
+        help="then track the accepted launches until they settle, writing each person's "
+        "outcome into the journal, and show the run's funnel",
+    )
     sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -56,6 +62,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        ("--follow", a.follow),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -121,6 +128,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 run=a.run,
                 retry_rejected=a.retry_rejected,
                 on_progress=on_progress,
+                follow=a.follow,
                 **rules,
             )
         except errors.ValidationError as exc:
@@ -137,6 +145,8 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)
+    if a.follow and report.funnel is not None:
+        ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
     return bulk_status(report)
 
 
@@ -210,4 +220,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
         "deferred": chunks(report.deferred),
+        "funnel": None if report.funnel is None else report.funnel.to_json(),
     }

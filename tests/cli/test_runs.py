@@ -237,3 +237,23 @@ async def test_export_status_needs_failure_statuses(
     assert bad.code == 2
     assert "'DELIVERED' is not a failure status" in capsys.readouterr().err
     assert (await run(None, "runs", "--journal", journal, "--follow")).code == 2
+
+
+async def test_send_bulk_follow_reports_the_funnel(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await poll_of(sb)
+    users = tmp_path / "users.csv"
+    with users.open("w", newline="") as f:
+        rows = [("+52", phone) for phone in ("5510000001", "5510009928")]
+        csv.writer(f).writerows([("country_code", "cellphone"), *rows])
+    sent = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--json")
+    assert sent.code == 0, sent.err
+    funnel = sent.json()["funnel"]
+    assert (funnel["planned"], funnel["accepted"]) == (2, 2)
+    assert funnel["failed"] == {"FAILURE_BY_UNABLE_TO_CONTACT": 1}
+    shown = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--run", "x")
+    assert shown.code == 2  # --run needs --journal
+    table = await run(sb, "send", poll, str(users), "--bulk", "--follow")
+    assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +1$", table.out, re.MULTILINE)
+    single = await run(sb, "send", poll, str(users), "--follow")
+    assert single.code == 2
+    assert "--follow needs --bulk" in single.err
