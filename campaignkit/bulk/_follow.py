@@ -37,7 +37,7 @@ DEFAULT_FOLLOW_CONCURRENCY: Final = 8
 
 
 _TAIL: Final = 7
-"""Digits a recipient is filed under: the last seven (every cellphone has more)."""
+"""Digits a recipient is filed under: the last seven."""
 
 
 class LaunchPhones:
@@ -49,28 +49,32 @@ class LaunchPhones:
     of the launch could have is nobody's (not guessed).
     """
 
-    __slots__ = ("_by_tail",)
+    __slots__ = ("_by_tail", "_phones")
 
     def __init__(self, phones: Iterable[str]) -> None:
+        self._phones = list(phones)
         by_tail: dict[str, str | list[str]] = {}
-        for phone in phones:
-            found = by_tail.setdefault(phone[-_TAIL:], phone)
-            if found is not phone:  # rare: kept apart, told apart by the whole number
-                by_tail[phone[-_TAIL:]] = [*([found] if isinstance(found, str) else found), phone]
+        for phone in self._phones:
+            tail = phone[1:][-_TAIL:]
+            found = by_tail.setdefault(tail, phone)
+            if found != phone:  # rare: kept apart, told apart by the whole number
+                by_tail[tail] = [*([found] if isinstance(found, str) else found), phone]
         self._by_tail = by_tail
 
     def phone_of(self, cellphone: str) -> str | None:
         found = self._by_tail.get(cellphone[-_TAIL:])
-        if type(found) is str and found.endswith(cellphone):  # the usual case
+        if type(found) is str and len(cellphone) >= _TAIL and found.endswith(cellphone):
+            # The usual case: the only recipient whose number ends so.
             return found if 1 <= len(found) - len(cellphone) <= 5 else None
         digits = "".join(char for char in cellphone if char.isdigit())
-        if digits != cellphone:
+        if len(digits) < _TAIL:  # a short number: any recipient's may end with it
+            candidates: Iterable[str] = self._phones
+        else:
             found = self._by_tail.get(digits[-_TAIL:])
-        if found is None:
-            return None
+            candidates = () if found is None else [found] if isinstance(found, str) else found
         matches = [
             phone
-            for phone in ([found] if isinstance(found, str) else found)
+            for phone in candidates
             if phone.endswith(digits) and 1 <= len(phone) - len(digits) <= 5
         ]
         return matches[0] if len(matches) == 1 else None
@@ -247,8 +251,13 @@ async def follow_run(
     where it stopped (after an interruption), and learns which ``SUCCESS``
     became ``DELIVERED`` (one poll per such launch).
     """
+    problems = []
+    if not isinstance(run, str) or not run.strip():
+        problems.append(("run", f"must be a non-empty string, got {run!r}"))
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValidationError([("concurrency", f"must be an int >= 1, got {concurrency!r}")])
+        problems.append(("concurrency", f"must be an int >= 1, got {concurrency!r}"))
+    if problems:
+        raise ValidationError(problems)
     options = TrackOptions("settled", poll_interval, max_interval, timeout)
     ledger = ledger_from(journal)
     owned = ledger is not journal

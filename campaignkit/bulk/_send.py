@@ -104,6 +104,8 @@ async def send_bulk(
     problems += rule_problems
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
+    if not isinstance(follow, bool):
+        problems.append(("follow", f"must be True or False, got {follow!r}"))
     raise_problems(problems)
     # Without a journal, the same pipeline runs over a ledger in memory, whose
     # index of the run's phones is also the planner's dedupe set.

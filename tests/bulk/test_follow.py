@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from typing import Any
 
 import pytest
 from helpers.servers import serving
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from campaignkit import CampaignClient, DeploymentStatus, User, follow_run
-from campaignkit.errors import LedgerError
+from campaignkit.bulk._follow import LaunchPhones
+from campaignkit.errors import LedgerError, ValidationError
 from campaignkit.ledger import ACCEPTED, Ledger
+from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
 from campaignkit.sandbox._outcomes import STATUSES
+from campaignkit.status import KNOWN_WIRE_STATUSES
 from campaignkit.webhooks import webhook_app
 
 pytestmark = pytest.mark.timeout(60)
@@ -165,3 +171,58 @@ async def test_webhook_events_reach_the_ledgers_funnel(
     assert replied.status is S.DELIVERED
     assert replied.delivered_at is not None
     assert replied.read_at is not None
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"concurrency": True}, "concurrency"),
+        ({"run": ""}, "run"),
+        ({"poll_interval": -1}, "poll_interval"),
+        ({"timeout": 0}, "timeout"),
+    ],
+)
+async def test_follow_run_options_are_checked_before_anything(
+    client: CampaignClient, options: dict[str, Any], field: str
+) -> None:
+    arguments = {"run": "r1", **options}
+    with pytest.raises(ValidationError) as raised:
+        # No ledger is opened: the journal names a directory that does not exist.
+        await follow_run(client, "/nonexistent/dir/run.db", **arguments)
+    assert [path for path, _ in raised.value.problems] == [field]
+
+
+async def test_send_bulk_follow_must_be_a_bool(client: CampaignClient) -> None:
+    with pytest.raises(ValidationError, match="follow"):
+        await client.send_bulk(1001, EVERYONE, follow="yes")  # type: ignore[arg-type]
+
+
+_CODES = st.from_regex(r"\+[1-9][0-9]{0,3}", fullmatch=True)
+_CELLPHONES = st.from_regex(r"[0-9]{4,15}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30))
+def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str]]) -> None:
+    phones = list(dict.fromkeys(code + cellphone for code, cellphone in people))
+    found = LaunchPhones(phones)
+    for code, cellphone in people:
+        phone = code + cellphone
+        # Never someone else; the one recipient it can be, when no other can.
+        candidates = [
+            p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5
+        ]
+        expected = phone if candidates == [phone] else None
+        assert found.phone_of(cellphone) == expected
+        assert found.phone_of(phone[1:]) in (phone, None)  # given with its country code
+
+
+@given(st.text(max_size=40))
+def test_follow_up_statuses_other_than_failures_are_refused(name: str) -> None:
+    status = KNOWN_WIRE_STATUSES.get(name)
+    if status is not None and status.is_failure:
+        assert failure_statuses([name]) == {status}
+    else:
+        with pytest.raises(ValidationError, match="statuses"):
+            failure_statuses([name])
