@@ -21,7 +21,7 @@ import orjson
 
 from .._funnel import Funnel
 from .._redaction import sdk_logger
-from ..errors import LedgerError, ValidationError
+from ..errors import CampaignKitError, LedgerError, ValidationError
 from ..ledger import ACCEPTED, Journal, Ledger, StatusRow, ledger_from
 from ..models import CampaignAck
 from ..tracker import CampaignTracker, DeploymentChange, StatusSource, TrackOptions
@@ -173,11 +173,18 @@ async def follow_launches(
     concurrency: int,
 ) -> None:
     """Track ``acks`` until they settle, writing the outcomes into ``ledger``
-    (with None, only consume the changes: the benchmark's baseline)."""
+    (with None, only consume the changes: the benchmark's baseline).
+
+    A launch whose tracking fails (after the tracker's own retries: a
+    launch the service no longer knows, a timeout) does not stop the
+    others: once they are followed, the first such error is raised, with
+    the count.
+    """
     queue: asyncio.Queue[CampaignAck] = asyncio.Queue()
     for ack in acks:
         queue.put_nowait(ack)
     writer = None if ledger is None else _Writer(ledger, run)
+    failures: list[CampaignKitError] = []
 
     async def consume(tracker: CampaignTracker) -> None:
         async for _ in tracker:
@@ -213,6 +220,14 @@ async def follow_launches(
                     continue
                 outcomes = _LaunchOutcomes(writer, launch, phones.get(launch, ()))
                 await follow_one(tracker, outcomes)
+            except CampaignKitError as exc:
+                if isinstance(exc, LedgerError):
+                    raise  # the ledger's trouble is every launch's
+                log.warning(
+                    "follow: launch %s of run %s could not be followed: %s", launch, run, exc
+                )
+                failures.append(exc)
+                continue
             finally:
                 await tracker.aclose()
             if outcomes.unmatched:
@@ -226,6 +241,13 @@ async def follow_launches(
     async with asyncio.TaskGroup() as group:
         for _ in range(min(concurrency, len(acks))):
             group.create_task(work())
+    if failures:
+        first = failures[0]
+        first.add_note(
+            f"follow: {len(failures)} of {len(acks)} launch(es) of run {run!r} could not be "
+            "followed; the others were (following again retries those)"
+        )
+        raise first
 
 
 async def follow_run(
@@ -237,14 +259,18 @@ async def follow_run(
     poll_interval: float = 1.0,
     max_interval: float = 30.0,
     timeout: float | None = None,
+    not_found_grace: float = 30.0,
 ) -> Funnel:
     """Track every accepted launch of ``run`` until it settles, write each
     recipient's outcome into the ledger, and return the run's :class:`Funnel`.
 
     ``journal`` is the run's ledger (an SQLite path, a ``postgresql://`` DSN
     or a ledger object, left open for its owner). ``concurrency`` launches
-    are tracked at once; ``poll_interval``, ``max_interval`` and ``timeout``
-    (per launch) are those of :meth:`CampaignClient.track`. A launch is
+    are tracked at once; ``poll_interval``, ``max_interval``, ``timeout``
+    (per launch) and ``not_found_grace`` are those of
+    :meth:`CampaignClient.track`. A launch that cannot be followed (the
+    service no longer knows it, a timeout) does not stop the others: its
+    error is raised once they are followed. A launch is
     settled once no deployment is in progress; ``SUCCESS`` (sent, delivery
     not confirmed yet) is settled but not final. Launches whose every
     deployment is final are not tracked again, so calling it again resumes
@@ -258,7 +284,7 @@ async def follow_run(
         problems.append(("concurrency", f"must be an int >= 1, got {concurrency!r}"))
     if problems:
         raise ValidationError(problems)
-    options = TrackOptions("settled", poll_interval, max_interval, timeout)
+    options = TrackOptions("settled", poll_interval, max_interval, timeout, not_found_grace)
     ledger = ledger_from(journal)
     owned = ledger is not journal
     try:

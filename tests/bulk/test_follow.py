@@ -9,15 +9,17 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import attrs
+import orjson
 import pytest
 from helpers.servers import serving
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignkit import CampaignClient, DeploymentStatus, User, follow_run
+from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
 from campaignkit.bulk._follow import LaunchPhones
-from campaignkit.errors import LedgerError, ValidationError
-from campaignkit.ledger import ACCEPTED, Ledger
+from campaignkit.errors import LedgerError, NotFoundError, ValidationError
+from campaignkit.ledger import ACCEPTED, Ledger, Recipient
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
 from campaignkit.sandbox._outcomes import STATUSES
@@ -226,3 +228,21 @@ def test_follow_up_statuses_other_than_failures_are_refused(name: str) -> None:
     else:
         with pytest.raises(ValidationError, match="statuses"):
             failure_statuses([name])
+
+
+async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
+    client: CampaignClient, ledger: Ledger
+) -> None:
+    await client.send_bulk(await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1")
+    # A launch of the run the service does not know (forgotten by it, say).
+    ghost = CampaignAck("ok", "x", "x", "ghost-launch", "/v2/send-campaign/ghost-launch")
+    await ledger.plan("r1", "ghost", [Recipient("+573119999999", 99, "{}")])
+    claim = await ledger.claim("r1", "ghost")
+    assert claim is not None
+    ack = orjson.dumps(attrs.asdict(ghost)).decode()
+    await ledger.settle("r1", claim.token, ACCEPTED, launch_request_id="ghost-launch", ack=ack)
+    with pytest.raises(NotFoundError) as raised:
+        await follow_run(client, ledger, "r1", poll_interval=0.05, not_found_grace=0.2)
+    assert "1 of 4 launch(es)" in "".join(raised.value.__notes__)
+    # The others were followed all the same.
+    assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 3
