@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Final
 
 import orjson
@@ -24,7 +25,7 @@ from .._redaction import sdk_logger
 from ..errors import CampaignKitError, LedgerError, ValidationError
 from ..ledger import ACCEPTED, Journal, Ledger, StatusRow, ledger_from
 from ..models import CampaignAck
-from ..tracker import CampaignTracker, DeploymentChange, StatusSource, TrackOptions
+from ..tracker import CampaignTracker, StatusSource, TrackOptions
 from ._seam import BulkClient
 
 log = sdk_logger("campaignkit.bulk")
@@ -128,7 +129,10 @@ class _LaunchOutcomes:
         self._writer = writer
         self._launch = launch
         self._recipients = LaunchPhones(phones)
-        self.latest: dict[str, DeploymentChange] = {}
+        self.latest: dict[str, tuple[str, str, datetime]] = {}
+        """By cellphone: conversation id, status (wire value) and when seen;
+        plain values, not the changes (held long, they would cost the garbage
+        collector more than they save)."""
         self.unmatched = 0
 
     async def write(self, *, final: bool = False) -> None:
@@ -136,15 +140,12 @@ class _LaunchOutcomes:
         latest, self.latest = self.latest, {}
         phone_of, launch = self._recipients.phone_of, self._launch
         rows = []
-        for cellphone, change in latest.items():
+        for cellphone, (conversation, status, seen) in latest.items():
             phone = phone_of(cellphone)
             if phone is None:
                 self.unmatched += 1
                 continue
-            conversation = change.deployment.conversation_id or None
-            at = change.observed_at.timestamp()
-            # _value_, not .value: the wire text without the enum's descriptor.
-            rows.append(StatusRow(phone, launch, conversation, change.current._value_, at))
+            rows.append(StatusRow(phone, launch, conversation or None, status, seen.timestamp()))
         await self._writer.write(rows, [launch] if final else ())
 
 
@@ -195,7 +196,13 @@ async def follow_launches(
         try:
             latest = outcomes.latest
             async for change in tracker:
-                latest[change.deployment.cellphone] = change
+                deployment = change.deployment
+                # _value_, not .value: the wire text without the enum's descriptor.
+                latest[deployment.cellphone] = (
+                    deployment.conversation_id,
+                    change.current._value_,
+                    change.observed_at,
+                )
                 if len(latest) >= FLUSH_ROWS:
                     await outcomes.write()
                     latest = outcomes.latest
