@@ -9,11 +9,22 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from ._funnel import Funnel
 from .errors import CampaignKitError
 from .models import CampaignAck, User
 
-Outcome = Literal["accepted", "rejected", "ambiguous", "invalid", "duplicate"]
-OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "invalid", "duplicate")
+Outcome = Literal[
+    "accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate", "suppressed"
+]
+OUTCOMES: Final = (
+    "accepted",
+    "rejected",
+    "ambiguous",
+    "deferred",
+    "invalid",
+    "duplicate",
+    "suppressed",
+)
 
 
 @attrs.frozen
@@ -37,6 +48,17 @@ class DuplicateUser:
 
 
 @attrs.frozen
+class SuppressedUser:
+    """A user not sent because its phone is on the ledger's suppression list
+    (``reason``: why it is there)."""
+
+    position: int
+    phone: str
+    reason: str
+    user: User = attrs.field(repr=False, eq=False)
+
+
+@attrs.frozen
 class BulkChunk:
     """One chunk of users and what became of it.
 
@@ -49,7 +71,7 @@ class BulkChunk:
 
     index: int
     chunk_id: str | None = attrs.field(repr=lambda v: (v or "")[:12])
-    outcome: Literal["accepted", "rejected", "ambiguous"]
+    outcome: Literal["accepted", "rejected", "ambiguous", "deferred"]
     size: int
     ack: CampaignAck | None = None
     error: CampaignKitError | None = attrs.field(default=None, repr=False)
@@ -70,6 +92,10 @@ class BulkProgress:
     ambiguous: int = 0
     invalid: int = 0
     duplicates: int = 0
+    deferred: int = 0
+    """Users over the daily limit, left for a rerun."""
+    suppressed: int = 0
+    """Users not sent: their phones are on the ledger's suppression list."""
 
 
 @attrs.define(repr=False)
@@ -77,16 +103,21 @@ class BulkReport:
     """Where every input of a :func:`send_bulk` call ended up.
 
     ``accepted``, ``rejected`` and ``ambiguous`` are chunks (in input order);
-    ``invalid`` and ``duplicates`` are single inputs. ``total`` counts every
-    input read; ``elapsed`` is in seconds.
+    ``invalid``, ``duplicates`` and ``suppressed`` (phones on the ledger's
+    suppression list) are single inputs. ``total`` counts every input read;
+    ``elapsed`` is in seconds.
     """
 
     poll_id: str
     accepted: list[BulkChunk] = attrs.Factory(list)
     rejected: list[BulkChunk] = attrs.Factory(list)
     ambiguous: list[BulkChunk] = attrs.Factory(list)
+    deferred: list[BulkChunk] = attrs.Factory(list)
+    """Users over the daily limit (``daily_limit=``): not sent, a rerun sends
+    them once the budget allows."""
     invalid: list[InvalidUser] = attrs.Factory(list)
     duplicates: list[DuplicateUser] = attrs.Factory(list)
+    suppressed: list[SuppressedUser] = attrs.Factory(list)
     total: int = 0
     elapsed: float = 0.0
     keeps_accepted_users: bool = False
@@ -95,6 +126,10 @@ class BulkReport:
     every input read was sent before it or is ``rejected`` with it; the input
     after the first ``total`` items was not read (and a ledger does not mark
     the run's input finished)."""
+    funnel: Funnel | None = None
+    """How far the run's recipients got (planned → accepted → delivered →
+    read → replied, failures by status), read from its ledger when the
+    report was made: with ``follow=True``, once every launch has settled."""
 
     @property
     def acks(self) -> list[CampaignAck]:
@@ -112,14 +147,16 @@ class BulkReport:
             "accepted": sum(chunk.size for chunk in self.accepted),
             "rejected": sum(chunk.size for chunk in self.rejected),
             "ambiguous": sum(chunk.size for chunk in self.ambiguous),
+            "deferred": sum(chunk.size for chunk in self.deferred),
             "invalid": len(self.invalid),
             "duplicate": len(self.duplicates),
+            "suppressed": len(self.suppressed),
         }
 
     @property
     def complete(self) -> bool:
         """Whether every valid, unique user is known to be accepted."""
-        return not self.rejected and not self.ambiguous
+        return not self.rejected and not self.ambiguous and not self.deferred
 
     def users_for(self, outcome: Outcome) -> list[Any]:
         """The inputs of one outcome, in input order, for a deliberate retry.
@@ -132,7 +169,9 @@ class BulkReport:
             return [item.value for item in self.invalid]
         if outcome == "duplicate":
             return [item.user for item in self.duplicates]
-        if outcome not in ("accepted", "rejected", "ambiguous"):
+        if outcome == "suppressed":
+            return [item.user for item in self.suppressed]
+        if outcome not in ("accepted", "rejected", "ambiguous", "deferred"):
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         if outcome == "accepted" and not self.keeps_accepted_users:
             raise ValueError(
@@ -149,6 +188,8 @@ class BulkReport:
             f"accepted={counts['accepted']} ({len(self.accepted)} chunks) "
             f"rejected={counts['rejected']} ({len(self.rejected)} chunks) "
             f"ambiguous={counts['ambiguous']} ({len(self.ambiguous)} chunks) "
+            f"deferred={counts['deferred']} "
             f"invalid={counts['invalid']} duplicate={counts['duplicate']} "
+            f"suppressed={counts['suppressed']} "
             f"elapsed={self.elapsed:.2f}s>"
         )

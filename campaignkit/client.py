@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -148,10 +148,16 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         journal: _bulk.JournalPath | None = None,
         run: str | None = None,
         retry_rejected: bool = False,
+        ignore_suppression: bool = False,
         on_progress: _bulk.ProgressCallback | None = None,
         keep_accepted_users: bool = False,
         timeout: float | None = None,
         max_retries: int | None = None,
+        send_window: _bulk.SendWindow | None = None,
+        daily_limit: int | None = None,
+        lines: Sequence[str] | None = None,
+        tz_for: _bulk.TzFor | None = None,
+        follow: bool = False,
     ) -> _bulk.BulkReport:
         """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
         see :func:`campaignkit.bulk.send_bulk`."""
@@ -165,10 +171,16 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             journal=journal,
             run=run,
             retry_rejected=retry_rejected,
+            ignore_suppression=ignore_suppression,
             on_progress=on_progress,
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
+            send_window=send_window,
+            daily_limit=daily_limit,
+            lines=lines,
+            tz_for=tz_for,
+            follow=follow,
         )
 
     # -- tracking (campaignkit.tracker) ---------------------------------------

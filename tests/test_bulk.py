@@ -132,8 +132,10 @@ async def test_chunks_in_input_order_with_acks(
         "accepted": 25,
         "rejected": 0,
         "ambiguous": 0,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert report.total == 25
     assert report.complete
@@ -546,8 +548,10 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "accepted": 2,
         "rejected": 2,
         "ambiguous": 2,
+        "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert all(chunk.resumed for chunk in second.accepted + second.rejected + second.ambiguous)
     assert second.acks == first.acks

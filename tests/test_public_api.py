@@ -83,6 +83,8 @@ DESIGN_NAMES = {
 }
 
 ALL = [
+    "Funnel",
+    "follow_run",
     "APIError",
     "Agent",
     "AmbiguousSendError",
@@ -117,6 +119,7 @@ ALL = [
     "ResponseError",
     "RetiredEndpointError",
     "RetryPolicy",
+    "SendWindow",
     "ServerError",
     "SessionKey",
     "SessionMeta",

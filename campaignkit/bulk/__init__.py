@@ -52,10 +52,13 @@ from .._report import (
     DuplicateUser,
     InvalidUser,
     Outcome,
+    SuppressedUser,
 )
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
+from ._rules import SendRules, TzFor, rules_problems, zone_preparer
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -65,9 +68,11 @@ from ._send import (
     send_bulk,
 )
 from ._sender import ClaimOutcome, send_claim
+from ._windows import SendWindow
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_FOLLOW_CONCURRENCY",
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
@@ -82,11 +87,18 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "SendRules",
+    "SendWindow",
+    "SuppressedUser",
+    "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "follow_run",
+    "rules_problems",
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "zone_preparer",
 ]

@@ -14,13 +14,14 @@ import orjson
 
 from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
-from ._held import settle_held
+from ._held import lost_record, settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
+from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
 from ._sender import ClaimOutcome, send_claim, settle_claim
 
@@ -40,12 +41,15 @@ class BulkSend:
     ledger: Ledger
     run_name: str
     retry_rejected: bool
+    ignore_suppression: bool
     on_progress: Callable[[BulkProgress], object] | None
     keep_accepted_users: bool
     timeout: float | None
     max_retries: int | None
     seen: SeenPhones | None = None
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
+    rules: SendRules = NO_RULES
+    prepare: Callable[[User], tuple[User | None, str | None]] | None = None
 
     def __attrs_post_init__(self) -> None:
         transport = self.client.transport
@@ -56,7 +60,7 @@ class BulkSend:
         )
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.planner = Planner(self.chunk_size, seen=self.seen)
+        self.planner = Planner(self.chunk_size, seen=self.seen, prepare=self.prepare)
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}
@@ -117,7 +121,11 @@ class BulkSend:
         ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
-            self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
+            self.run_name,
+            chunk_id,
+            chunk.recipients,
+            retry_rejected=self.retry_rejected,
+            ignore_suppression=self.ignore_suppression,
         )
         if held:
             self._report_held(chunk, held)
@@ -131,9 +139,10 @@ class BulkSend:
         claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
         accounted = {by_phone[r.phone] for r in held}.union(claimed)
         lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # claimed between our plan and claim by another sender of the run
+        if lost:  # deferred by the daily limit, or taken by another sender of the run
+            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
             self._report_held(
-                chunk, [Record(chunk.phones[i], chunk.positions[i], IN_FLIGHT) for i in lost]
+                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
             )
         if claim is None:
             return
@@ -155,6 +164,7 @@ class BulkSend:
                 self.segment,
                 claim,
                 users=users,
+                rules=self.rules,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
@@ -166,19 +176,20 @@ class BulkSend:
         self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
-        """Report recipients of ``chunk`` the ledger already holds: not sent again."""
+        """Report recipients of ``chunk`` the ledger already holds (not sent
+        again) or has suppressed (grouped by reason)."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
+        groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
         for record in records:
-            groups.setdefault((record.claim, record.state), []).append(record)
-        for (claim, state), group in groups.items():
+            groups.setdefault((record.claim, record.state, record.detail), []).append(record)
+        for (claim, state, detail), group in groups.items():
             rows = [index[record.phone] for record in group]
             self._file(
                 claim,
                 state,
                 [chunk.positions[i] for i in rows],
                 [chunk.users[i] for i in rows],
-                detail=group[0].detail,
+                detail=detail,
                 ack=self.acks.get(claim or "") if state == ACCEPTED else None,
                 resumed=True,
             )
@@ -217,8 +228,9 @@ class BulkSend:
         resumed: bool = False,
         error: CampaignKitError | None = None,
     ) -> None:
-        """Keep what became of these users, as the ledger keeps it, for the report."""
-        outcome = OUTCOME[state]
+        """Keep what became of these users, as the ledger keeps it, for the report
+        (suppressed ones are no request's: the report lists them one by one)."""
+        outcome = OUTCOME.get(state, state)
         keep = outcome != "accepted" or self.keep_accepted_users
         self.requests.append(
             Request(
@@ -232,11 +244,12 @@ class BulkSend:
                 error=error,
             )
         )
-        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
+        self.progress.advance({PROGRESS_FIELD.get(outcome, outcome): len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
+        await self.ledger.save_run_options(self.run_name, self.rules.options())
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -58,8 +58,15 @@ class Planner:
     bytes a phone) is the only structure of its own that grows with the input.
     """
 
-    def __init__(self, chunk_size: int, *, seen: SeenPhones | None = None) -> None:
+    def __init__(
+        self,
+        chunk_size: int,
+        *,
+        seen: SeenPhones | None = None,
+        prepare: Callable[[User], tuple[User | None, str | None]] | None = None,
+    ) -> None:
         self.chunk_size = chunk_size
+        self._prepare = prepare
         self.total = 0
         self.invalid: list[InvalidUser] = []
         self.duplicates: list[DuplicateUser] = []
@@ -82,6 +89,8 @@ class Planner:
             self.invalid.append(InvalidUser(position, item.reason, item.row, item))
             return None
         user, reason = as_user(item)
+        if user is not None and self._prepare is not None:
+            user, reason = self._prepare(user)  # e.g. its time zone checked
         entry = None
         if user is not None:
             problems: Problems = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from .._input.csv_files import InvalidInput
@@ -11,9 +11,13 @@ from .._input.validation import raise_problems
 from .._report import BulkProgress, BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
+from ..tracker import TrackOptions
 from ._engine import BulkSend
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_open
 from ._options import bulk_problems
+from ._rules import TzFor, rules_problems, zone_preparer
 from ._seam import BulkClient
+from ._windows import SendWindow
 
 DEFAULT_CHUNK_SIZE: Final = 1000
 """Users per request. The spec states no maximum users per campaign request;
@@ -45,10 +49,16 @@ async def send_bulk(
     journal: JournalPath | None = None,
     run: str | None = None,
     retry_rejected: bool = False,
+    ignore_suppression: bool = False,
     on_progress: ProgressCallback | None = None,
     keep_accepted_users: bool = False,
     timeout: float | None = None,
     max_retries: int | None = None,
+    send_window: SendWindow | None = None,
+    daily_limit: int | None = None,
+    lines: Sequence[str] | None = None,
+    tz_for: TzFor | None = None,
+    follow: bool = False,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
 
@@ -61,9 +71,27 @@ async def send_bulk(
     ``poll-<poll_id>``): a rerun never sends again a recipient the ledger holds
     as in flight, accepted or ambiguous, whatever the input order or chunk
     size; rejected ones go again only with ``retry_rejected``. A ledger object
-    is opened if it is not, and left to its owner to close.
+    is opened if it is not, and left to its owner to close. A user whose
+    phone is on the ledger's suppression list is not sent (the report's
+    ``suppressed``, with the reason) unless ``ignore_suppression`` (this
+    call only); a rerun after a number left the list sends it.
     ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
     once at the end (an exception in it is logged, not raised).
+    ``follow``: once sent, track every accepted launch until it settles
+    (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time) and write each
+    recipient's outcome into the ledger before returning (see
+    :func:`follow_run`). The report's ``funnel`` is read from the ledger at
+    the end either way.
+
+    Protecting the sending line (kept with the run, so the workers apply them
+    too): ``send_window`` sends each recipient outside it with a
+    ``deployment_eta`` at its next opening in their time zone (their ``tz``
+    session variable, e.g. a CSV ``tz`` column; ``tz_for(user)`` when it gives
+    one; else their number's zone); ``daily_limit`` caps the unique recipients
+    claimed per rolling 24 h over every run of the ledger (the rest are
+    ``deferred``: a rerun sends them once the budget allows); ``lines`` (the
+    sending numbers, country code included, digits only) spreads new people
+    round robin through ``deployment_squad``, each person kept on their line.
 
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
@@ -76,8 +104,12 @@ async def send_bulk(
         rate_limit=rate_limit,
         run=run,
     )
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    problems += rule_problems
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
+    if not isinstance(follow, bool):
+        problems.append(("follow", f"must be True or False, got {follow!r}"))
     raise_problems(problems)
     # Without a journal, the same pipeline runs over a ledger in memory, whose
     # index of the run's phones is also the planner's dedupe set.
@@ -101,13 +133,22 @@ async def send_bulk(
             ledger=ledger,
             run_name=run_name,
             retry_rejected=retry_rejected,
+            ignore_suppression=ignore_suppression,
             on_progress=on_progress,
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,
             max_retries=max_retries,
             seen=seen,
+            rules=rules,
+            prepare=zone_preparer(rules, tz_for),
         )
-        return await bulk.run(users)
+        report = await bulk.run(users)
+        if follow:
+            await follow_open(
+                client, ledger, run_name, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
+            )
+        report.funnel = await ledger.funnel(run_name)
+        return report
     finally:
         if owned:
             await ledger.aclose()

@@ -17,6 +17,7 @@ from ..errors import AmbiguousSendError, CampaignKitError, ResponseError
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..ledger._errors import error_detail
 from ..models import CampaignAck, User
+from ._rules import NO_RULES, SendRules, request_body, utc_now
 from ._seam import BulkClient
 
 _DECODE_ACK = wire.decoder(CampaignAck)
@@ -64,10 +65,6 @@ async def send_request(
     return result
 
 
-def claim_body(claim: Claim) -> bytes:
-    return ('{"users":[' + ",".join(r.user for r in claim.recipients) + "]}").encode()
-
-
 async def send_claim(
     client: BulkClient,
     ledger: Ledger,
@@ -76,6 +73,7 @@ async def send_claim(
     claim: Claim,
     *,
     users: Sequence[User] | None = None,
+    rules: SendRules = NO_RULES,
     timeout: float | None = None,
     max_retries: int | None = None,
 ) -> ClaimOutcome:
@@ -83,12 +81,19 @@ async def send_claim(
 
     ``users`` are the claim's users in its order, when the caller has them;
     otherwise they are read back from the ledger's copy (for errors' ``users``).
+    ``rules`` (the run's send window and lines) are applied now, just before
+    the request leaves: a run resumed days later is sent by the clock of then.
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
-    result = await send_request(
-        client, segment, claim_body(claim), users, timeout=timeout, max_retries=max_retries
-    )
+    try:
+        body = await request_body(ledger, claim, rules, utc_now())
+    except CampaignKitError as exc:  # the ledger failed to give lines: nothing left
+        result = ClaimOutcome("rejected", error=exc)
+    else:
+        result = await send_request(
+            client, segment, body, users, timeout=timeout, max_retries=max_retries
+        )
     await settle_claim(ledger, run, claim.token, result)
     return result
 

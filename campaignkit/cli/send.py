@@ -10,6 +10,7 @@ from .. import errors
 from ..bulk import DEFAULT_CHUNK_SIZE, BulkChunk, BulkProgress, BulkReport, default_run
 from ..client import CampaignClient
 from ..ledger import ledger_from
+from . import sending_line
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import bulk_input, load_users
@@ -43,6 +44,18 @@ def register(add: AddCommand) -> None:
     bulk.add_argument(
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
     )
+    bulk.add_argument(
+        "--ignore-suppression",
+        action="store_true",
+        help="send to numbers on the ledger's suppression list too (this run only)",
+    )
+    bulk.add_argument(
+        "--follow",
+        action="store_true",
+        help="then track the accepted launches until they settle, writing each person's "
+        "outcome into the journal, and show the run's funnel",
+    )
+    sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -54,6 +67,9 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        ("--ignore-suppression", a.ignore_suppression),
+        ("--follow", a.follow),
+        *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
             raise UsageError(f"{flag} needs --bulk")
@@ -87,20 +103,24 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 
 async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
-    if (a.run or a.retry_rejected) and not a.journal:
-        raise UsageError("--run and --retry-rejected need --journal")
+    if (a.run or a.retry_rejected or a.ignore_suppression) and not a.journal:
+        raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
+    rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
 
         def on_progress(p: BulkProgress) -> None:
             done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
+            done += p.deferred + p.suppressed
             detail = f"accepted {p.accepted}"
             for label, n in (
                 ("failed", p.failed),
                 ("ambiguous", p.ambiguous),
                 ("invalid", p.invalid),
                 ("duplicate", p.duplicates),
+                ("deferred", p.deferred),
+                ("suppressed", p.suppressed),
             ):
                 if n:
                     detail += f", {label} {n}"
@@ -115,7 +135,10 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 journal=a.journal,
                 run=a.run,
                 retry_rejected=a.retry_rejected,
+                ignore_suppression=a.ignore_suppression,
                 on_progress=on_progress,
+                follow=a.follow,
+                **rules,
             )
         except errors.ValidationError as exc:
             if any(path.startswith("users") or path == "poll_id" for path, _ in exc.problems):
@@ -131,6 +154,8 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)
+    if a.follow and report.funnel is not None:
+        ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
     return bulk_status(report)
 
 
@@ -138,7 +163,7 @@ def bulk_status(report: BulkReport) -> ExitStatus:
     """The exit status of a bulk send."""
     if report.ambiguous:
         return ExitStatus.AMBIGUOUS
-    if report.rejected or report.invalid:
+    if report.rejected or report.invalid or report.deferred:
         return ExitStatus.PARTIAL
     return ExitStatus.OK
 
@@ -152,6 +177,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         ctx.note(f"invalid: {where}: {item.reason}")
     if len(report.invalid) > 5:
         ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+    if report.suppressed:
+        ctx.note(
+            f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
+            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+        )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
             ctx.note(
@@ -177,6 +207,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "rejected chunks were not sent: rerun with the same --journal and "
             "--retry-rejected to retry them"
         )
+    if report.deferred:
+        ctx.note(
+            f"deferred: {report.counts['deferred']} users over the daily limit were not sent: "
+            "rerun the same command once the budget allows"
+        )
 
 
 def bulk_summary(report: BulkReport) -> dict[str, Any]:
@@ -198,4 +233,10 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         ],
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
+        "deferred": chunks(report.deferred),
+        "suppressed": [
+            {"position": s.position, "phone": s.phone, "reason": s.reason}
+            for s in report.suppressed
+        ],
+        "funnel": None if report.funnel is None else report.funnel.to_json(),
     }

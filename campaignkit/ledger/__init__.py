@@ -10,6 +10,18 @@ atomic, so no two requests, processes or machines can send one recipient of a
 run. A claim whose sender dies is reported ambiguous once it expires
 (``claim_ttl``): never resent silently.
 
+Each ledger also keeps a suppression list across its runs (``suppress``,
+``unsuppress``, ``suppressed``, ``suppressions``): a number on it is filed
+``suppressed`` (the reason in its record's ``detail``) when a run plans it,
+instead of planned, unless the run ignores the list
+(``plan(..., ignore_suppression=True)``).
+
+A ledger also keeps each run's options (``save_run_options``: the workers
+read the producer's send window and lines there), enforces a run's
+``daily_limit`` at claim time (the rest of a chunk is filed ``deferred``,
+and planned again by a rerun), and remembers each person's sending line
+(``assign_lines``) across runs.
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
@@ -22,7 +34,9 @@ from __future__ import annotations
 import os
 from typing import TypeAlias
 
+from .._funnel import Funnel
 from ._memory import MemoryLedger
+from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
 from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
@@ -41,6 +55,13 @@ from ._records import (
     Skipped,
 )
 from ._sqlite import SqliteLedger
+from ._suppression import (
+    MANUAL,
+    OPT_OUT,
+    SUPPRESSING_STATUSES,
+    Suppression,
+    suppression_reason,
+)
 
 __all__ = [
     "ACCEPTED",
@@ -48,21 +69,29 @@ __all__ = [
     "DEFAULT_CLAIM_TTL",
     "DEFERRED",
     "IN_FLIGHT",
+    "MANUAL",
+    "OPT_OUT",
     "PLANNED",
     "REJECTED",
     "STATES",
     "SUPPRESSED",
+    "SUPPRESSING_STATUSES",
     "Claim",
+    "Funnel",
     "Journal",
     "Ledger",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
+    "RecipientOutcome",
     "Record",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
+    "Suppression",
+    "StatusRow",
     "ledger_from",
+    "suppression_reason",
 ]
 
 Journal: TypeAlias = "str | os.PathLike[str] | Ledger"

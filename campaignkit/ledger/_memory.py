@@ -15,36 +15,38 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
+from ._memory_outcomes import MemoryOutcomes
 from ._memory_runs import ClaimState, RunState
+from ._memory_seen import MemorySeen
+from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     IN_FLIGHT,
     PLANNED,
     REJECTED,
     STATES,
+    SUPPRESSED,
     Claim,
     Recipient,
     Record,
     RunInfo,
     Skipped,
 )
+from ._sending_memory import MemorySendingRules
+from ._suppression import Suppression
 
 
-def _input_order(recipient: Recipient) -> tuple[int, str]:
-    return recipient.position, recipient.phone
-
-
-class MemoryLedger(Ledger):
+class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
-    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
-    read the run back (``report``, ``records``) or to rerun it in the same
-    process. It is gone with the process: a crash loses it, so it resumes
-    nothing after one. It keeps no users of accepted recipients (their
-    records' ``user`` is None). Closing it keeps its contents (like a file);
-    operations need it open.
+    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
+    back (``report``, ``records``, ``outcomes``) or to rerun it in the same process. It is
+    gone with the process: a crash loses it, so it resumes nothing after one. It keeps no
+    users of accepted recipients (their records' ``user`` is None). Closing it keeps its
+    contents (like a file); operations need it open.
     """
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
@@ -52,6 +54,7 @@ class MemoryLedger(Ledger):
         self._open = False
         self._runs: dict[str, RunState] = {}
         self._seen: dict[str, dict[str, float]] = {}
+        self._suppressions: dict[str, Suppression] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryLedger {len(self._runs)} runs>"
@@ -96,20 +99,37 @@ class MemoryLedger(Ledger):
         return state.info
 
     async def plan(
-        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, REJECTED) if retry_rejected else (PLANNED,)
-        return state.plan(chunk, recipients, adopt, now)
+        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
+        listed = {} if ignore_suppression else self._listed(recipients)
+        if not listed:
+            return state.file(chunk, recipients, adopt, None, now)
+        by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
+        for recipient in recipients:
+            entry = listed.get(recipient.phone)
+            by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
+        held: list[Record] = []
+        for reason, group in by_reason.items():
+            held += state.file(chunk, group, adopt, reason, now)
+        return held
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
+        token, now = uuid.uuid4().hex, time.time()
+        self._defer_over_budget(run, state, chunk, now)
         batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
         if not batches:
             return None
-        token, now = uuid.uuid4().hex, time.time()
         recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
@@ -121,11 +141,12 @@ class MemoryLedger(Ledger):
                 recipients += batch.recipients
         if len(batches) > 1 or not isinstance(batches[0].positions, range):
             # Not one batch planned in input order (its positions one run).
-            recipients.sort(key=_input_order)
+            recipients.sort(key=lambda r: (r.position, r.phone))  # input order
         expires = now + self.claim_ttl
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
+        self._note_claim(run, token, now, recipients)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(
@@ -253,26 +274,3 @@ class MemoryLedger(Ledger):
     async def last_update(self, run: str) -> float | None:
         state = self._run(run)
         return max((b.updated for b in state.batches), default=None) if state else None
-
-    # -- webhook deliveries
-
-    async def first_sighting(self, namespace: str, key: str) -> bool:
-        seen = self._seen_in(namespace)
-        if key in seen:
-            return False
-        seen[key] = time.time()
-        return True
-
-    async def forget(self, namespace: str, key: str) -> None:
-        self._seen_in(namespace).pop(key, None)
-
-    async def prune_seen(self, namespace: str, before: float) -> int:
-        seen = self._seen_in(namespace)
-        old = [key for key, when in seen.items() if when < before]
-        for key in old:
-            del seen[key]
-        return len(old)
-
-    def _seen_in(self, namespace: str) -> dict[str, float]:
-        self._run("")  # open?
-        return self._seen.setdefault(namespace, {})

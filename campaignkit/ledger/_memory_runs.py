@@ -9,80 +9,24 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 
-from ._records import IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
+from ._memory_index import Index
+from ._memory_outcomes import RunOutcomes
+from ._records import (
+    ACCEPTED,
+    IN_FLIGHT,
+    PLANNED,
+    SUPPRESSED,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
 
-_GOLDEN = 0x9E3779B97F4A7C15
-_BITS64 = (1 << 64) - 1
 _LONG = 1 << 63  # keys of phones too long for an int key (never below it)
-
-
-class Index:
-    """Each record's phone key (``keys``, by record number) and, for each
-    phone, its current record: an open-addressing table of record numbers + 1
-    (0 is empty), at most half full, that reads the keys it compares from
-    ``keys``."""
-
-    __slots__ = ("_mask", "_shift", "_size", "_table", "keys")
-
-    def __init__(self, bits: int = 10) -> None:
-        self.keys = array("Q")
-        self._table = array("I", bytes(4 << bits))
-        self._mask = (1 << bits) - 1
-        self._shift = 64 - bits
-        self._size = 0
-
-    def find(self, key: int) -> tuple[int, int]:
-        """Where ``key`` is, or the empty slot where it would go, and its
-        current record number + 1 (0 if it has none)."""
-        table, keys, mask = self._table, self.keys, self._mask
-        index = ((key * _GOLDEN) & _BITS64) >> self._shift
-        while (found := table[index]) and keys[found - 1] != key:
-            index = (index + 1) & mask
-        return index, found
-
-    def get(self, key: int) -> int | None:
-        """The current record number of ``key``."""
-        found = self.find(key)[1]
-        return found - 1 if found else None
-
-    def new_record(self, slot: int, key: int) -> int:
-        """A new record of ``key`` (``slot`` is :meth:`find`'s answer for it),
-        now its current one: its number."""
-        keys = self.keys
-        keys.append(key)
-        number = len(keys) - 1
-        table = self._table
-        if not table[slot]:
-            self._size += 1
-        table[slot] = number + 1
-        if self._size * 2 > len(table):
-            self._grow()
-        return number
-
-    def items(self) -> Iterator[tuple[int, int]]:
-        """Every key and its current record number."""
-        keys = self.keys
-        for found in self._table:
-            if found:
-                yield keys[found - 1], found - 1
-
-    def _grow(self) -> None:
-        old = self._table
-        bits = 64 - self._shift + 1
-        self._table = table = array("I", bytes(4 << bits))
-        self._mask = mask = (1 << bits) - 1
-        self._shift = shift = 64 - bits
-        keys = self.keys
-        for found in old:
-            if found:
-                index = ((keys[found - 1] * _GOLDEN) & _BITS64) >> shift
-                while table[index]:
-                    index = (index + 1) & mask
-                table[index] = found
 
 
 def compact_positions(positions: array[int]) -> Sequence[int]:
@@ -155,6 +99,7 @@ class RunState:
     """Each chunk's creation time and whether it was enqueued."""
     claims: dict[str, ClaimState] = attrs.Factory(dict)
     skipped: dict[str, dict[int, Skipped]] = attrs.Factory(dict)
+    outcomes: RunOutcomes = attrs.Factory(RunOutcomes)
 
     def key(self, phone: str) -> int:
         digits = phone[1:]
@@ -188,11 +133,17 @@ class RunState:
             batch.claim,
         )
 
-    def plan(
-        self, chunk: str, recipients: Sequence[Recipient], adopt: tuple[str, ...], now: float
+    def file(
+        self,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        adopt: tuple[str, ...],
+        reason: str | None,
+        now: float,
     ) -> list[Record]:
-        """File ``recipients`` as a new batch of ``chunk`` (see ``Ledger.plan``);
-        a recipient whose record is in a state not in ``adopt`` is held."""
+        """File ``recipients`` in one batch of ``chunk``, planned, or suppressed
+        for ``reason``; the records of those it will not send. A recipient
+        whose record is in a state not in ``adopt`` keeps it."""
         held: list[Record] = []
         index, pending = self.index, self.pending
         start = len(index.keys)
@@ -218,12 +169,46 @@ class RunState:
             joining.append(recipient)
             positions.append(recipient.position)
         if joining:
-            size, kept = len(joining), compact_positions(positions)
-            batch = Batch(chunk, start, size, kept, tuple(joining), updated=now)
-            self.batches.append(batch)
-            self.starts.append(start)
-            self.by_chunk.setdefault(chunk, []).append(batch)
+            batch = self._new_batch(chunk, start, joining, positions, now)
+            if reason is not None:
+                batch.state, batch.detail = SUPPRESSED, reason
+                held += (self.record(start + i, r.phone) for i, r in enumerate(joining))
         return held
+
+    def move(
+        self, chunk: str, moved: Sequence[tuple[Batch, int]], state: str, detail: str, now: float
+    ) -> None:
+        """Move the records at ``(batch, offset)`` into a new batch of ``chunk``
+        in ``state`` (their new records, now their phones' current ones)."""
+        start = len(self.index.keys)
+        recipients: list[Recipient] = []
+        positions: array[int] = array("Q")
+        for batch, offset in moved:
+            assert batch.recipients is not None
+            recipient = batch.recipients[offset]
+            batch.kill(offset)
+            key = self.key(recipient.phone)
+            self.index.new_record(self.index.find(key)[0], key)
+            recipients.append(recipient)
+            positions.append(batch.positions[offset])
+        if recipients:
+            batch = self._new_batch(chunk, start, recipients, positions, now)
+            batch.state, batch.detail = state, detail
+
+    def _new_batch(
+        self,
+        chunk: str,
+        start: int,
+        recipients: list[Recipient],
+        positions: array[int],
+        now: float,
+    ) -> Batch:
+        kept = compact_positions(positions)
+        batch = Batch(chunk, start, len(recipients), kept, tuple(recipients), updated=now)
+        self.batches.append(batch)
+        self.starts.append(start)
+        self.by_chunk.setdefault(chunk, []).append(batch)
+        return batch
 
     def add(self, phone: str) -> bool:
         """For the planner of the run's one pass: True if ``phone`` is new to the
@@ -243,6 +228,15 @@ class RunState:
                 found.append((batch.positions[number - batch.start], self.phone(key), number))
         found.sort()
         return found
+
+    def accepted(self, launches: Collection[str]) -> dict[str, list[str]]:
+        """The phones of the accepted recipients of ``launches``, by launch."""
+        phones: dict[str, list[str]] = {launch: [] for launch in launches}
+        for key, number in self.index.items() if phones else ():
+            batch = self.batch(number)
+            if batch.state == ACCEPTED and batch.launch_request_id in phones:
+                phones[batch.launch_request_id].append(self.phone(key))
+        return phones
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""

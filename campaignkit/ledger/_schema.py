@@ -12,6 +12,8 @@ import tenacity
 
 from .._redaction import sdk_logger
 from ..errors import LedgerError
+from ._outcomes import OUTCOME_TABLES
+from ._sending_tables import TABLES as SENDING_TABLES
 
 
 class Transaction(Protocol):
@@ -93,6 +95,13 @@ SCHEMA: Final = (
         seen DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (namespace, key)
     )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_suppressions (
+        phone TEXT PRIMARY KEY,
+        reason TEXT NOT NULL,
+        source TEXT,
+        added DOUBLE PRECISION NOT NULL
+    )""",
+    *OUTCOME_TABLES,
 )
 
 
@@ -162,7 +171,7 @@ class Transactional(abc.ABC):
 
 async def create_schema(tx: Transaction) -> None:
     """Create the tables if missing; refuse a schema newer than this code."""
-    for statement in SCHEMA:
+    for statement in (*SCHEMA, *SENDING_TABLES):
         await tx.execute(statement)
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Sequence,
+)
 from typing import Any, Final
 
 import attrs
@@ -17,9 +24,13 @@ from ..bulk import (
     BulkReport,
     PlannedChunk,
     Planner,
+    SendWindow,
+    TzFor,
     UserInput,
     bulk_problems,
     default_run,
+    rules_problems,
+    zone_preparer,
 )
 from ..client import CampaignClient
 from ..errors import LedgerError
@@ -131,34 +142,53 @@ class BulkWorkers:
         run: str | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         retry_rejected: bool = False,
+        ignore_suppression: bool = False,
+        send_window: SendWindow | None = None,
+        daily_limit: int | None = None,
+        lines: Sequence[str] | None = None,
+        tz_for: TzFor | None = None,
     ) -> str:
         """Plan ``users`` into the ledger and enqueue one message per chunk; the run's name.
 
         Call it again with the same ``run`` after a crash (with the same
         input, or another): chunks planned but perhaps never enqueued are
         enqueued again, and only recipients the run does not hold yet (and
-        rejected ones with ``retry_rejected``) are planned. Returns once the
+        rejected ones with ``retry_rejected``) are planned. A recipient whose
+        phone is on the ledger's suppression list when it is planned is filed
+        suppressed, never sent, unless ``ignore_suppression`` (this call
+        only). Returns once the
         whole input is planned; the workers may still be sending. A bad
         ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
+
+        ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
+        ``send_bulk``: stored with the run, the workers apply them.
         """
         segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-        raise_problems(problems)
+        rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+        raise_problems(problems + rule_problems)
         ledger = await self._producer.get()
         run = run or default_run(segment)
         # Chunk names are new to each producer: a re-read input never joins an older chunk.
         input_pass = uuid.uuid4().hex[:8]
         prefix = f"{input_pass}-"
         await ledger.start_run(run, segment, input_pass=input_pass)
+        await ledger.save_run_options(run, rules.options())
         for chunk in await ledger.unenqueued_chunks(run):
             await self._enqueue(ledger, run, chunk)
-        planner = Planner(chunk_size)
+        planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
 
         async def plan(planned: PlannedChunk | None) -> None:
             await ledger.skip(run, planner.drain_skipped())
             if planned is None:
                 return
             chunk = f"{prefix}{planned.index:06d}"
-            held = await ledger.plan(run, chunk, planned.recipients, retry_rejected=retry_rejected)
+            held = await ledger.plan(
+                run,
+                chunk,
+                planned.recipients,
+                retry_rejected=retry_rejected,
+                ignore_suppression=ignore_suppression,
+            )
             if len(held) < len(planned.recipients):
                 await self._enqueue(ledger, run, chunk)
 
@@ -196,12 +226,15 @@ class BulkWorkers:
         self, run: str, *, every: float = 2.0, poll_interval: float = 1.0
     ) -> AsyncGenerator[ProgressUpdate]:
         """:meth:`progress` as throttled :class:`~campaignkit.ProgressUpdate`
-        snapshots (as ``CampaignTracker.updates``; ``delivered``: accepted)."""
-        readings = (
-            run_update(p.counts, p.total, p.done)
-            async for p in self.progress(run, poll_interval=poll_interval)
-        )
-        return throttled(readings, check_every(every), time.monotonic, asyncio.sleep)
+        snapshots (as ``CampaignTracker.updates``; ``sent``: accepted), each
+        with the run's ``funnel``."""
+
+        async def readings() -> AsyncGenerator[ProgressUpdate]:
+            ledger = await self._producer.get()
+            async for p in self.progress(run, poll_interval=poll_interval):
+                yield run_update(p.counts, p.total, p.done, await ledger.funnel(run))
+
+        return throttled(readings(), check_every(every), time.monotonic, asyncio.sleep)
 
     async def counts(self, run: str) -> dict[str, int]:
         """The run's recipients per state now (see :meth:`progress`)."""

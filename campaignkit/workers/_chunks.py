@@ -13,7 +13,7 @@ from typing import TypeAlias
 from taskiq import TaskiqState
 
 from .._redaction import sdk_logger
-from ..bulk import send_claim
+from ..bulk import SendRules, send_claim
 from ..client import CampaignClient
 from ..errors import ConfigurationError, LedgerError
 from ..ledger import Journal, Ledger, ledger_from
@@ -115,6 +115,9 @@ class ChunkSender:
         run_info = await ledger.run_info(run)
         if run_info is None:
             raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        # The producer's send window and lines, as it stored them with the run
+        # (read before the claim: a claim is never left in flight by a failure here).
+        rules = SendRules.from_options(await ledger.run_options(run))
         claim = await ledger.claim(run, chunk, owner=self.owner)
         if claim is None:
             return None, 0
@@ -124,6 +127,7 @@ class ChunkSender:
             run,
             run_info.poll,
             claim,
+            rules=rules,
             timeout=self._timeout,
             max_retries=self._max_retries,
         )

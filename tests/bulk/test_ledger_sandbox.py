@@ -212,8 +212,10 @@ async def test_the_ledger_reports_a_run_as_send_bulk_did(
         "accepted": 10,
         "rejected": 0,
         "ambiguous": 0,
+        "deferred": 0,
         "invalid": 1,
         "duplicate": 2,
+        "suppressed": 0,
     }
     assert read.counts == sent.counts
     assert read.total == sent.total == 13

@@ -32,7 +32,9 @@ async def test_send_campaign_answers_202_ack(api: Any) -> None:
     assert ack["status_url"] == f"/v2/send-campaign/{ack['launch_request_id']}"
 
 
-async def test_campaign_status_record(api: Any) -> None:
+async def test_campaign_status_record(api: Any, sb: Sandbox) -> None:
+    # Slowed down: the first status step cannot come before the read, however loaded the machine.
+    await sb.set_clock(speed=0.001)
     ack = (await api.send([api.user("5512345678")])).body
     record = (await api.status(ack["launch_request_id"])).body
     assert record == {

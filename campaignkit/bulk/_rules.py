@@ -1,0 +1,160 @@
+"""The rules that protect the sending line (send window, daily limit,
+sending lines): checked with a bulk send's options, stored with its run in
+the ledger (so the workers read them), and applied to each request just
+before it leaves, by the code ``send_bulk`` and the workers share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, TypeAlias
+from zoneinfo import ZoneInfo
+
+import attrs
+import orjson
+
+from .._input.validation import Problems
+from ..ledger import Claim, Ledger
+from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User
+from ._windows import TZ_KEY, SendWindow, deployment_eta, zone_for, zone_named
+
+TzFor: TypeAlias = Callable[[User], str | None]
+"""What ``tz_for=`` takes: a user's IANA time zone name, or None for the number's."""
+
+_LINE = re.compile(r"[1-9][0-9]{7,18}")
+
+
+@attrs.frozen
+class SendRules:
+    """A run's rules; stored with the run as :meth:`options`."""
+
+    window: SendWindow | None = None
+    daily_limit: int | None = None
+    lines: tuple[str, ...] = ()
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether requests are rewritten (an ETA or a line added)."""
+        return self.window is not None or bool(self.lines)
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "send_window": None if self.window is None else self.window.as_json(),
+            "daily_limit": self.daily_limit,
+            "lines": list(self.lines),
+        }
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> SendRules:
+        window = options.get("send_window")
+        return cls(
+            None if window is None else SendWindow.from_json(window),
+            options.get("daily_limit"),
+            tuple(options.get("lines") or ()),
+        )
+
+
+NO_RULES: Final = SendRules()
+
+
+def rules_problems(
+    send_window: object, daily_limit: object, lines: object, tz_for: object
+) -> tuple[SendRules, Problems]:
+    """The rules from a bulk send's options, and every problem of them."""
+    problems: Problems = []
+    if send_window is not None and not isinstance(send_window, SendWindow):
+        problems.append(("send_window", f"must be a SendWindow or None, got {send_window!r}"))
+        send_window = None
+    if daily_limit is not None and (
+        isinstance(daily_limit, bool) or not isinstance(daily_limit, int) or daily_limit < 1
+    ):
+        problems.append(("daily_limit", f"must be an int >= 1 or None, got {daily_limit!r}"))
+        daily_limit = None
+    numbers: tuple[str, ...] = ()
+    if lines is not None:
+        if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
+            problems.append(("lines", f"must be a list of phone numbers, got {lines!r}"))
+        else:
+            numbers = tuple(lines)
+            for i, line in enumerate(numbers):
+                if not (isinstance(line, str) and _LINE.fullmatch(line)):
+                    problems.append(
+                        (
+                            f"lines[{i}]",
+                            "must be the sending number with its country code, digits "
+                            f"only (e.g. '573001234567'), got {line!r}",
+                        )
+                    )
+            if len(set(numbers)) != len(numbers):
+                problems.append(("lines", "repeats a number"))
+    if tz_for is not None and not callable(tz_for):
+        problems.append(
+            ("tz_for", f"must be a callable (User -> zone name) or None, got {tz_for!r}")
+        )
+    assert send_window is None or isinstance(send_window, SendWindow)
+    daily = daily_limit if isinstance(daily_limit, int) else None
+    return SendRules(send_window, daily, numbers), problems
+
+
+def zone_preparer(
+    rules: SendRules, tz_for: TzFor | None
+) -> Callable[[User], tuple[User | None, str | None]] | None:
+    """What the planner does to each user before validating it: give it its
+    ``tz`` session variable from ``tz_for`` (so the zone travels with the
+    user, to the workers too), and refuse a ``tz`` that names no zone."""
+    if rules.window is None:
+        return None
+
+    def prepare(user: User) -> tuple[User | None, str | None]:
+        zone = None if tz_for is None else tz_for(user)
+        keys = user.user_session_keys
+        if zone is not None:
+            others = tuple(k for k in keys if not (isinstance(k, SessionKey) and k.key == TZ_KEY))
+            keys = (*others, SessionKey(TZ_KEY, zone))
+            user = attrs.evolve(user, user_session_keys=keys)
+        for key in keys:
+            if isinstance(key, SessionKey) and key.key == TZ_KEY and zone_named(key.value) is None:
+                return None, f"{TZ_KEY}: {key.value!r} is not a time zone (e.g. 'America/Bogota')"
+        return user, None
+
+    return prepare
+
+
+async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: datetime) -> bytes:
+    """The body of the request of ``claim``, with ``rules`` applied to each
+    user: a ``deployment_squad`` for those without one (the line the ledger
+    keeps for them), and a ``deployment_eta`` outside their send window."""
+    if not rules.rewrites:
+        return ('{"users":[' + ",".join(r.user for r in claim.recipients) + "]}").encode()
+    wires: list[dict[str, Any]] = [orjson.loads(r.user) for r in claim.recipients]
+    phones = [r.phone for r in claim.recipients]
+    if rules.lines:
+        lineless = [
+            p for p, w in zip(phones, wires, strict=True) if _key(w, DEPLOYMENT_SQUAD) is None
+        ]
+        assigned = await ledger.assign_lines(lineless, rules.lines)
+        for phone, wire in zip(phones, wires, strict=True):
+            if phone in assigned:
+                value = f"{DEPLOYMENT_SQUAD_PREFIX}{assigned[phone]}"
+                wire["user_session_keys"].append({"key": DEPLOYMENT_SQUAD, "value": value})
+    if rules.window is not None:
+        for phone, wire in zip(phones, wires, strict=True):
+            # A number whose zone is unknown is sent by the window in UTC.
+            zone = zone_for(phone, _key(wire, TZ_KEY)) or ZoneInfo("UTC")
+            eta = deployment_eta(rules.window, zone, now, wire.get("deployment_eta"))
+            if eta is not None:
+                wire["deployment_eta"] = eta
+    return b'{"users":' + orjson.dumps(wires) + b"}"
+
+
+def _key(wire: Mapping[str, Any], name: str) -> str | None:
+    for item in wire.get("user_session_keys", ()):
+        if item.get("key") == name:
+            value: str = item["value"]
+            return value
+    return None
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,66 @@
+"""The options that protect the sending line, shared by the commands that
+start a bulk run (``send --bulk``, and ``submit`` for the workers)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..bulk import SendWindow
+from ..errors import ValidationError
+from .argtypes import positive_int
+from .context import UsageError
+
+
+def add_options(parser: argparse.ArgumentParser | Any) -> None:
+    group = parser.add_argument_group(
+        "protecting the sending line (each recipient's local time, daily limit, lines)"
+    )
+    group.add_argument(
+        "--send-window",
+        metavar="HH:MM-HH:MM",
+        help="send only inside this window of each recipient's local time (their zone from "
+        "the number, or a 'tz' column); outside it, deployment_eta is its next opening",
+    )
+    group.add_argument(
+        "--days", metavar="DAYS", help="the window's weekdays, e.g. mon-fri or sat,sun"
+    )
+    group.add_argument(
+        "--daily-limit",
+        type=positive_int,
+        metavar="N",
+        help="at most N unique recipients per rolling 24 h over every run of the journal; "
+        "the rest are deferred, and a rerun sends them once the budget allows",
+    )
+    group.add_argument(
+        "--line",
+        action="append",
+        dest="lines",
+        metavar="NUMBER",
+        help="a sending number (country code included, digits only); repeat it to spread "
+        "recipients evenly over several, each person kept on their line",
+    )
+
+
+def given(args: argparse.Namespace) -> list[str]:
+    """The flags of these options that were given."""
+    names = (
+        ("--send-window", args.send_window),
+        ("--days", args.days),
+        ("--daily-limit", args.daily_limit),
+        ("--line", args.lines),
+    )
+    return [flag for flag, value in names if value]
+
+
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """``send_window``, ``daily_limit`` and ``lines`` for ``send_bulk`` or ``submit``."""
+    if args.days and not args.send_window:
+        raise UsageError("--days needs --send-window")
+    try:
+        window = None if args.send_window is None else SendWindow.parse(args.send_window, args.days)
+    except ValidationError as exc:
+        raise UsageError(
+            "--send-window/--days: " + "; ".join(message for _, message in exc.problems)
+        ) from None
+    return {"send_window": window, "daily_limit": args.daily_limit, "lines": args.lines}

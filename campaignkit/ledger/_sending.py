@@ -1,0 +1,96 @@
+"""What a ledger keeps to protect the sending line: each run's options (the
+workers read them), the daily limit's budget, and each person's line.
+
+The rules themselves are pure functions here, shared by every ledger.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Collection, Hashable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+DAY: Final = 86_400.0
+"""The daily limit's rolling window, in seconds."""
+
+DAILY_LIMIT: Final = "daily_limit"
+"""The run option a ledger enforces itself, at claim time."""
+
+
+class SendingRules(abc.ABC):
+    """A part of :class:`~campaignkit.ledger.Ledger`."""
+
+    @abc.abstractmethod
+    async def save_run_options(self, run: str, options: Mapping[str, Any]) -> None:
+        """Keep ``options`` (plain JSON data) as the run's, replacing earlier ones.
+
+        Its ``daily_limit`` (an int, or None) caps the unique recipients
+        claimed over every run of the ledger in any 24 h: a claim of the run
+        files the rest of its chunk as deferred.
+        """
+
+    @abc.abstractmethod
+    async def run_options(self, run: str) -> dict[str, Any]:
+        """The options last saved for the run (``{}`` if none)."""
+
+    @abc.abstractmethod
+    async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:
+        """The sending line of each of ``phones``, one of ``lines``: the line
+        the ledger remembers for it if that is one of ``lines``, otherwise the
+        line with the fewest people (the first such in ``lines``), remembered
+        from then on. Atomic: concurrent callers never unbalance the lines."""
+
+
+def daily_limit_of(options: Mapping[str, Any]) -> int | None:
+    limit = options.get(DAILY_LIMIT)
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+
+
+def spread(
+    phones: Sequence[str], counts: Mapping[str, int], lines: Sequence[str]
+) -> dict[str, str]:
+    """Round robin: each phone to the line with the fewest people so far
+    (``counts``), the first such in ``lines`` on a tie, so that no line gets
+    more than one ahead of another."""
+    load = {line: counts.get(line, 0) for line in lines}
+    order = {line: i for i, line in enumerate(lines)}
+    assigned: dict[str, str] = {}
+    for phone in phones:
+        if phone in assigned:
+            continue
+        line = min(lines, key=lambda candidate: (load[candidate], order[candidate]))
+        assigned[phone] = line
+        load[line] += 1
+    return assigned
+
+
+def over_budget(planned: Sequence[K], counted: Collection[K], used: int, limit: int) -> list[K]:
+    """The phones of ``planned`` (in input order) that a claim defers: those
+    past the ``limit - used`` recipients left today. Phones already
+    ``counted`` in the last 24 h cost nothing: the limit counts people."""
+    room = limit - used
+    deferred: list[K] = []
+    for phone in planned:
+        if phone in counted:
+            continue
+        if room > 0:
+            room -= 1
+        else:
+            deferred.append(phone)
+    return deferred
+
+
+def deferred_detail(limit: int, free_from: float | None) -> str:
+    """Why a recipient was deferred, and from when a rerun may send it."""
+    when = (
+        ""
+        if free_from is None
+        else f" (from {datetime.fromtimestamp(free_from, UTC):%Y-%m-%d %H:%M} UTC at the earliest)"
+    )
+    return (
+        f"deferred: over the daily limit of {limit} unique recipients per rolling 24 h; "
+        f"a rerun sends it once the budget allows{when}"
+    )

@@ -1,0 +1,204 @@
+"""Protecting the sending line, end to end against the sandbox: what the
+service receives under a send window, a daily limit and sending lines."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime, time
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from campaignkit import CampaignClient, SendWindow, User, ValidationError, deployment_squad
+from campaignkit.bulk._windows import deployment_eta
+from campaignkit.errors import LedgerError
+from campaignkit.ledger import DEFERRED, MemoryLedger, SqliteLedger
+from campaignkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def people(numbers: range, **keys: str) -> list[User]:
+    return [
+        User(cellphone=f"31{n:08d}", country_code="+57", user_session_keys=keys) for n in numbers
+    ]
+
+
+async def received(sb: Sandbox) -> list[dict[str, Any]]:
+    """Every user the default company's sends carried, in order."""
+    snapshot = await sb.snapshot()
+    return [user for launch in snapshot["companies"][0]["launches"] for user in launch["users"]]
+
+
+async def poll_of(client: CampaignClient) -> int:
+    return (await client.list_polls())[0].id
+
+
+def closed_now(zone: ZoneInfo) -> SendWindow:
+    """A window closed at this moment in ``zone``."""
+    hour = datetime.now(UTC).astimezone(zone).hour
+    return SendWindow(time(13), time(23)) if hour < 12 else SendWindow(time(1), time(11))
+
+
+async def test_outside_the_window_requests_carry_the_next_opening(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    bogota, tokyo = ZoneInfo("America/Bogota"), ZoneInfo("Asia/Tokyo")
+    window = closed_now(bogota)
+    users = people(range(3))
+    users.append(
+        User(cellphone="3100000010", country_code="+57", user_session_keys={"tz": "Asia/Tokyo"})
+    )
+    before = datetime.now(UTC)
+    report = await client.send_bulk(await poll_of(client), users, send_window=window)
+    after = datetime.now(UTC)
+    assert report.counts["accepted"] == 4
+    got = {user["cellphone"]: user for user in await received(sb)}
+    for n in range(3):
+        eta = got[f"31{n:08d}"]["deployment_eta"]
+        assert eta in {deployment_eta(window, bogota, at, None) for at in (before, after)}
+        assert eta is not None
+        assert window.contains(datetime.fromtimestamp(eta, UTC).astimezone(bogota))
+    # The user's own zone: the window in Tokyo, where it may be open.
+    tokyo_eta = got["3100000010"]["deployment_eta"]
+    assert tokyo_eta in {deployment_eta(window, tokyo, at, None) for at in (before, after)}
+
+
+async def test_inside_the_window_no_eta_is_added_and_tz_for_decides_the_zone(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    bogota = ZoneInfo("America/Bogota")
+    closed = closed_now(bogota)
+    # Open now in Bogota: the complement of the closed window.
+    open_now = (
+        SendWindow(time(1), time(11))
+        if closed.start == time(13)
+        else SendWindow(time(13), time(23))
+    )
+    users = people(range(2))
+    report = await client.send_bulk(
+        await poll_of(client),
+        users,
+        send_window=open_now,
+        tz_for=lambda user: "America/Bogota" if user.cellphone.endswith("0") else None,
+    )
+    assert report.counts["accepted"] == 2
+    got = await received(sb)
+    assert [user["deployment_eta"] for user in got] == [None, None]
+    assert {"key": "tz", "value": "America/Bogota"} in got[0]["user_session_keys"]
+
+
+async def test_a_bad_time_zone_is_an_invalid_user_and_bad_options_raise(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    users = [*people(range(1)), *people(range(1, 2), tz="Mars/Olympus")]
+    report = await client.send_bulk(
+        await poll_of(client), users, send_window=SendWindow("09:00", "20:00")
+    )
+    assert report.counts["accepted"] == 1
+    assert "Mars/Olympus" in report.invalid[0].reason
+    with pytest.raises(ValidationError) as caught:
+        await client.send_bulk(
+            1001,
+            users,
+            send_window="09-20",  # type: ignore[arg-type]
+            daily_limit=0,
+            lines=["+57300"],
+            tz_for=3,  # type: ignore[arg-type]
+        )
+    assert [path for path, _ in caught.value.problems] == [
+        "send_window",
+        "daily_limit",
+        "lines[0]",
+        "tz_for",
+    ]
+    assert len(await received(sb)) == 1
+
+
+async def test_the_daily_limit_holds_over_two_runs_and_a_rerun_sends_the_deferred(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    poll = await poll_of(client)
+    journal = tmp_path / "runs.db"
+    first = await client.send_bulk(poll, people(range(5)), journal=journal, run="a", daily_limit=3)
+    assert (first.counts["accepted"], first.counts["deferred"]) == (3, 2)
+    assert "daily limit of 3" in str(first.deferred[0].error)
+    assert not first.complete
+    second = await client.send_bulk(
+        poll, people(range(10, 14)), journal=journal, run="b", daily_limit=3
+    )
+    assert (second.counts["accepted"], second.counts["deferred"]) == (0, 4)
+    assert len(await received(sb)) == 3
+    # The same day, the same limit: still deferred, never sent earlier.
+    again = await client.send_bulk(poll, people(range(5)), journal=journal, run="a", daily_limit=3)
+    assert (again.counts["accepted"], again.counts["deferred"]) == (3, 2)
+    assert len(await received(sb)) == 3
+    # Once the budget allows (here: a higher limit), a rerun sends them, once.
+    last = await client.send_bulk(poll, people(range(5)), journal=journal, run="a", daily_limit=5)
+    assert last.counts["deferred"] == 0
+    got = Counter(user["cellphone"] for user in await received(sb))
+    assert sorted(got) == [f"31{n:08d}" for n in range(5)]
+    assert set(got.values()) == {1}
+    async with SqliteLedger(journal) as ledger:
+        assert (await ledger.counts("b"))[DEFERRED] == 4
+
+
+async def test_lines_spread_evenly_and_stick_across_runs(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    poll = await poll_of(client)
+    lines = (await sb.snapshot(users=False))["companies"][0]["lines"]
+    journal = tmp_path / "runs.db"
+    chosen = User(
+        cellphone="3100000099",
+        country_code="+57",
+        user_session_keys=[deployment_squad(lines[1])],
+    )
+    await client.send_bulk(
+        poll, [*people(range(5)), chosen], journal=journal, run="a", chunk_size=2, lines=lines
+    )
+    first = {user["cellphone"]: user["line"] for user in await received(sb)}
+    assert Counter(first[f"31{n:08d}"] for n in range(5)) == Counter({lines[0]: 3, lines[1]: 2})
+    assert first["3100000099"] == lines[1]
+    squads = [
+        key
+        for user in await received(sb)
+        for key in user["user_session_keys"]
+        if key["key"] == "deployment_squad"
+    ]
+    assert len(squads) == 6  # one each: the chosen user's own kept, not doubled
+    # Another run, the same people in another order and new ones: same lines.
+    await client.send_bulk(
+        poll, people(range(8, -1, -1)), journal=journal, run="b", chunk_size=3, lines=lines
+    )
+    second = (await received(sb))[6:]
+    by_phone = {user["cellphone"]: user["line"] for user in second}
+    assert {p: by_phone[p] for p in first if p != "3100000099"} == {
+        p: line for p, line in first.items() if p != "3100000099"
+    }
+    load = Counter(by_phone.values())
+    assert max(load.values()) - min(load.values()) <= 1
+
+
+class LinelessLedger(MemoryLedger):
+    """A ledger that fails to give lines (its store went away mid-run)."""
+
+    async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:
+        raise LedgerError("the ledger went away")
+
+
+async def test_a_ledger_failing_to_give_lines_rejects_the_claim_unsent(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    ledger = LinelessLedger()
+    report = await client.send_bulk(
+        await poll_of(client), people(range(3)), journal=ledger, lines=["15550000101"]
+    )
+    assert report.counts["rejected"] == 3
+    assert isinstance(report.rejected[0].error, LedgerError)
+    assert await received(sb) == []
+    async with ledger:
+        assert (await ledger.counts("poll-1001"))["rejected"] == 3  # not left in flight
