@@ -146,7 +146,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
-        self._note_claim(run, token, now, recipients)
+        self._note_claim(run, token, now)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import attrs
 
@@ -237,6 +237,17 @@ class RunState:
             if batch.state == ACCEPTED and batch.launch_request_id in phones:
                 phones[batch.launch_request_id].append(self.phone(key))
         return phones
+
+    def claimed_keys(self, token: str) -> Iterator[int | str]:
+        """The phones claim ``token`` took: ints where they fit 64 bits (the
+        index's keys), else their text."""
+        claim = self.claims.get(token)
+        keys, long_phones = self.index.keys, self.long_phones
+        for batch in () if claim is None else claim.batches:
+            dead = batch.dead or ()
+            for offset, key in enumerate(keys[batch.start : batch.start + batch.size]):
+                if offset not in dead:
+                    yield long_phones[key] if key >= _LONG else key
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""
