@@ -235,7 +235,7 @@ _decoders: dict[Any, Decode[Any]] = {
 # Rows 5 (build a 1,000-user send body) and 6 (send_bulk's planner, a user at a
 # time). validation.user_wire checks every field in general terms (patterns,
 # UTF-8 encodability, a path for each problem). The common user is checked
-# here in a few exact-type, ASCII and length tests instead, about half the
+# here in a few exact-type, ASCII and length tests instead, about a third of the
 # cost: a User without deployment_eta, its cellphone 4 to 15 ASCII digits, its
 # country code one user_wire found valid before, its session keys SessionKeys
 # of ASCII text within the limits, untyped and none deployment_squad (whose
