@@ -126,6 +126,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
         token, now = uuid.uuid4().hex, time.time()
+        self._suppress_late(state, chunk, now)
         self._defer_over_budget(run, state, chunk, now)
         batches = [
             b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size

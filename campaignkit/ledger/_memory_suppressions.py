@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from ._memory_runs import RunState
-from ._records import Recipient
+from ._records import PLANNED, Recipient
 from ._suppression import Suppression, SuppressionList
 
 
@@ -29,6 +29,23 @@ class MemorySuppressions(SuppressionList):
         if not kept:
             return {}
         return {r.phone: kept[r.phone] for r in recipients if r.phone in kept}
+
+    def _suppress_late(self, state: RunState, chunk: str, now: float) -> None:
+        """File suppressed the planned recipients of ``chunk`` whose numbers
+        were listed since they were planned."""
+        kept = self._list()
+        if not kept:
+            return
+        late: dict[str, list[Recipient]] = {}  # by reason
+        for batch in state.by_chunk.get(chunk, ()):
+            if batch.state != PLANNED or batch.recipients is None:
+                continue
+            for i, recipient in enumerate(batch.recipients):
+                entry = kept.get(recipient.phone)
+                if entry is not None and entry.added >= batch.updated and i not in batch.dead:
+                    late.setdefault(entry.reason, []).append(recipient)
+        for reason, group in late.items():
+            state.file(chunk, group, (PLANNED,), reason, now)
 
     async def _add_suppressions(
         self, phones: Sequence[str], reason: str, source: str | None, added: float
