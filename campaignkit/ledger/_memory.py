@@ -111,7 +111,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        listed = {} if ignore_suppression else self._listed(recipients)
+        listed = {} if ignore_suppression else self._entries(r.phone for r in recipients)
         if not listed:
             return state.file(chunk, recipients, adopt, None, now)
         by_reason: dict[str | None, list[Recipient]] = {}  # a batch each

@@ -55,7 +55,8 @@ def suppression_reason(what: DeploymentStatus | EventKind) -> str | None:
     or an opt-out webhook event (:data:`OPT_OUT`)."""
     if isinstance(what, DeploymentStatus):
         return what.value if what in SUPPRESSING_STATUSES else None
-    from ..webhooks import EventKind  # the webhooks import this package
+    # Imported here: the webhooks (aiohttp's server side) may import the ledger.
+    from ..webhooks import EventKind
 
     return OPT_OUT if what is EventKind.OPT_OUT else None
 
