@@ -1,7 +1,15 @@
 """campaignkit: async SDK for the Conversation Campaign and Session Service."""
 
+from ._funnel import Funnel
 from ._version import __version__
-from .bulk import BulkProgress, BulkReport, SendWindow, ausers_from_csv, users_from_csv
+from .bulk import (
+    BulkProgress,
+    BulkReport,
+    SendWindow,
+    ausers_from_csv,
+    follow_run,
+    users_from_csv,
+)
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -62,6 +70,7 @@ __all__ = [
     "CampaignTracker",
     "ClientConfig",
     "ConfigurationError",
+    "Funnel",
     "LedgerError",
     "MemoryLedger",
     "ConnectionError",
@@ -96,6 +105,7 @@ __all__ = [
     "deployment_squad",
     "is_in_progress",
     "ausers_from_csv",
+    "follow_run",
     "users_from_csv",
     "__version__",
 ]

@@ -54,6 +54,7 @@ from .._report import (
     Outcome,
     SuppressedUser,
 )
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
@@ -71,6 +72,7 @@ from ._windows import SendWindow
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_FOLLOW_CONCURRENCY",
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
@@ -93,6 +95,7 @@ __all__ = [
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "follow_run",
     "rules_problems",
     "send_bulk",
     "send_claim",

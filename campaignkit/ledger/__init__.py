@@ -35,7 +35,9 @@ from __future__ import annotations
 import os
 from typing import TypeAlias
 
+from .._funnel import Funnel
 from ._memory import MemoryLedger
+from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
 from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
@@ -76,16 +78,19 @@ __all__ = [
     "SUPPRESSED",
     "SUPPRESSING_STATUSES",
     "Claim",
+    "Funnel",
     "Journal",
     "Ledger",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
+    "RecipientOutcome",
     "Record",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
     "Suppression",
+    "StatusRow",
     "ledger_from",
     "suppression_reason",
 ]

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
+from ._memory_outcomes import MemoryOutcomes
 from ._memory_runs import ClaimState, RunState
 from ._memory_seen import MemorySeen
 from ._memory_suppressions import MemorySuppressions
@@ -38,15 +39,14 @@ from ._sending_memory import MemorySendingRules
 from ._suppression import Suppression
 
 
-class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
+class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
-    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
-    read the run back (``report``, ``records``) or to rerun it in the same
-    process. It is gone with the process: a crash loses it, so it resumes
-    nothing after one. It keeps no users of accepted recipients (their
-    records' ``user`` is None). Closing it keeps its contents (like a file);
-    operations need it open.
+    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
+    back (``report``, ``records``, ``outcomes``) or to rerun it in the same process. It is
+    gone with the process: a crash loses it, so it resumes nothing after one. It keeps no
+    users of accepted recipients (their records' ``user`` is None). Closing it keeps its
+    contents (like a file); operations need it open.
     """
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:

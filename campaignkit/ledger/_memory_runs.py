@@ -7,11 +7,21 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import attrs
 
-from ._records import IN_FLIGHT, PLANNED, SUPPRESSED, Recipient, Record, RunInfo, Skipped
+from ._memory_outcomes import RunOutcomes
+from ._records import (
+    ACCEPTED,
+    IN_FLIGHT,
+    PLANNED,
+    SUPPRESSED,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _BITS64 = (1 << 64) - 1
@@ -143,6 +153,7 @@ class RunState:
     """Each chunk's creation time and whether it was enqueued."""
     claims: dict[str, ClaimState] = attrs.Factory(dict)
     skipped: dict[str, dict[int, Skipped]] = attrs.Factory(dict)
+    outcomes: RunOutcomes = attrs.Factory(RunOutcomes)
 
     def key(self, phone: str) -> int:
         digits = phone[1:]
@@ -228,6 +239,15 @@ class RunState:
         ]
         found.sort()
         return found
+
+    def accepted(self, launches: Collection[str]) -> dict[str, list[str]]:
+        """The phones of the accepted recipients of ``launches``, by launch."""
+        phones: dict[str, list[str]] = {launch: [] for launch in launches}
+        for key, number in self.index.items() if phones else ():
+            batch = self.batch(number) if number != PENDING else None
+            if batch is not None and batch.state == ACCEPTED and batch.launch_request_id in phones:
+                phones[batch.launch_request_id].append(self.phone(key))
+        return phones
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""

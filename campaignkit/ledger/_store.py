@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import Final
 
 from ..errors import LedgerError
+from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
 from ._protocol import EXPIRED, Ledger
 from ._reads import LedgerReads
@@ -45,7 +46,9 @@ def _filed(entry: Suppression | None) -> tuple[str, str | None]:
     return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
 
 
-class SqlLedger(ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger):
+class SqlLedger(
+    OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger
+):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0

@@ -227,12 +227,15 @@ class BulkWorkers:
         self, run: str, *, every: float = 2.0, poll_interval: float = 1.0
     ) -> AsyncGenerator[ProgressUpdate]:
         """:meth:`progress` as throttled :class:`~campaignkit.ProgressUpdate`
-        snapshots (as ``CampaignTracker.updates``; ``delivered``: accepted)."""
-        readings = (
-            run_update(p.counts, p.total, p.done)
-            async for p in self.progress(run, poll_interval=poll_interval)
-        )
-        return throttled(readings, check_every(every), time.monotonic, asyncio.sleep)
+        snapshots (as ``CampaignTracker.updates``; ``sent``: accepted), each
+        with the run's ``funnel``."""
+
+        async def readings() -> AsyncGenerator[ProgressUpdate]:
+            ledger = await self._producer.get()
+            async for p in self.progress(run, poll_interval=poll_interval):
+                yield run_update(p.counts, p.total, p.done, await ledger.funnel(run))
+
+        return throttled(readings(), check_every(every), time.monotonic, asyncio.sleep)
 
     async def counts(self, run: str) -> dict[str, int]:
         """The run's recipients per state now (see :meth:`progress`)."""

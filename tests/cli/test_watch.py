@@ -142,7 +142,8 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     async with sb.client() as client:
         poll = (await client.list_polls())[0]
         users = [User(cellphone=f"300222{i:04d}", country_code="+57") for i in range(3)]
-        await client.send_bulk(poll.id, users, journal=journal, run="spring")
+        users.append(User(cellphone="3002229928", country_code="+57"))  # unable to contact
+        await client.send_bulk(poll.id, users, journal=journal, run="spring", follow=True)
     proc = await asyncio.create_subprocess_exec(
         str(SCRIPT),
         "dashboard",
@@ -162,6 +163,10 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     assert code == 0
     assert 'data-run="spring"' in page
     assert f"{poll.name} (poll {poll.id})" in page
+    # The run's funnel, from the outcomes follow=True wrote.
+    assert 'data-step="planned" data-n="4"' in page
+    assert 'data-step="accepted" data-n="4"' in page
+    assert "<code>FAILURE_BY_UNABLE_TO_CONTACT</code>" in page
 
 
 async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:
