@@ -1,6 +1,6 @@
-"""Row 15: what honouring the suppression list costs a bulk send.
+"""Row 16: what honouring the suppression list costs a bulk send.
 
-15a: ``send_bulk`` of 100,000 users to the sandbox (in its own process) over
+16a: ``send_bulk`` of 100,000 users to the sandbox (in its own process) over
 an SQLite ledger whose suppression list holds 10,000 numbers, against the
 same send over a ledger without a list and told to ignore it
 (``ignore_suppression=True``: the plans make no lookup, and the claims'
@@ -11,10 +11,10 @@ indexed check per chunk in the claim's). Each round, each side gets a fresh ledg
 (its list filled before the clock starts) and fresh phones (the sandbox keeps
 what it received); the order of the sides alternates from round to round.
 
-15b: the same runs with the list, the time spent inside the two lookups
+16b: the same runs with the list, the time spent inside the two lookups
 over the run's time (both measured in the same run): the lookups' share,
 which the machine's noise (every commit is an fsync) does not blur as it
-blurs 15a.
+blurs 16a.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class TimedLedger(SqliteLedger):
             self.looking_up += time.perf_counter() - started
 
 
-async def row15(quick: bool) -> list[Row]:
+async def row16(quick: bool) -> list[Row]:
     total, listed, rounds = (2_000, 500, 2) if quick else (100_000, 10_000, 5)
     samples: dict[bool, list[float]] = {False: [], True: []}
     shares: list[float] = []
@@ -108,7 +108,7 @@ async def row15(quick: bool) -> list[Row]:
     share = Timing.of(shares)
     return [
         time_ratio(
-            f"15a send_bulk {total:,} users over an SQLite ledger whose suppression list "
+            f"16a send_bulk {total:,} users over an SQLite ledger whose suppression list "
             f"holds {listed:,} numbers vs no list, no lookup",
             without,
             with_,
@@ -122,7 +122,7 @@ async def row15(quick: bool) -> list[Row]:
             },
         ),
         Row(
-            "15b the same runs with the list: time inside the lookups (plan and claim) over "
+            "16b the same runs with the list: time inside the lookups (plan and claim) over "
             "the run's time, as a slowdown (run / (run - lookups))",
             1 / (1 - share.median),
             TARGET,
@@ -133,4 +133,4 @@ async def row15(quick: bool) -> list[Row]:
 
 
 def run(quick: bool) -> list[Row]:
-    return asyncio.run(row15(quick))
+    return asyncio.run(row16(quick))

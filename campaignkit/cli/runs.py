@@ -86,11 +86,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    p.add_argument(
-        "--export",
-        choices=["rejected", "ambiguous", "suppressed"],
-        help="write these users as CSV",
-    )
+    exported = ["rejected", "ambiguous", "suppressed"]
+    p.add_argument("--export", choices=exported, help="write these users as CSV")
     p.add_argument(
         "--export-status",
         metavar="STATUS",
