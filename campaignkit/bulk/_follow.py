@@ -154,14 +154,13 @@ async def _accepted_launches(
 ) -> tuple[list[CampaignAck], dict[str, list[str]]]:
     """The run's accepted launches not yet final, and each one's phones."""
     final = await ledger.final_launches(run)
-    acks = []
+    acks: dict[str, CampaignAck] = {}
     for _, _, state, ack, _ in await ledger.claims(run):
         if state == ACCEPTED and ack:
             launch = CampaignAck(**orjson.loads(ack))
             if launch.launch_request_id not in final:
-                acks.append(launch)
-    phones = await ledger.launch_phones(run, {ack.launch_request_id for ack in acks})
-    return acks, phones
+                acks.setdefault(launch.launch_request_id, launch)
+    return list(acks.values()), await ledger.launch_phones(run, acks.keys())
 
 
 async def follow_launches(
