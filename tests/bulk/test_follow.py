@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
-from campaignkit.bulk._follow import LaunchPhones
+from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
 from campaignkit.ledger import ACCEPTED, Ledger, Recipient
 from campaignkit.ledger._outcomes import failure_statuses
