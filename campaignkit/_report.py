@@ -13,8 +13,18 @@ from ._funnel import Funnel
 from .errors import CampaignKitError
 from .models import CampaignAck, User
 
-Outcome = Literal["accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate"]
-OUTCOMES: Final = ("accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate")
+Outcome = Literal[
+    "accepted", "rejected", "ambiguous", "deferred", "invalid", "duplicate", "suppressed"
+]
+OUTCOMES: Final = (
+    "accepted",
+    "rejected",
+    "ambiguous",
+    "deferred",
+    "invalid",
+    "duplicate",
+    "suppressed",
+)
 
 
 @attrs.frozen
@@ -34,6 +44,17 @@ class DuplicateUser:
 
     position: int
     phone: str
+    user: User = attrs.field(repr=False, eq=False)
+
+
+@attrs.frozen
+class SuppressedUser:
+    """A user not sent because its phone is on the ledger's suppression list
+    (``reason``: why it is there)."""
+
+    position: int
+    phone: str
+    reason: str
     user: User = attrs.field(repr=False, eq=False)
 
 
@@ -73,6 +94,8 @@ class BulkProgress:
     duplicates: int = 0
     deferred: int = 0
     """Users over the daily limit, left for a rerun."""
+    suppressed: int = 0
+    """Users not sent: their phones are on the ledger's suppression list."""
 
 
 @attrs.define(repr=False)
@@ -80,8 +103,9 @@ class BulkReport:
     """Where every input of a :func:`send_bulk` call ended up.
 
     ``accepted``, ``rejected`` and ``ambiguous`` are chunks (in input order);
-    ``invalid`` and ``duplicates`` are single inputs. ``total`` counts every
-    input read; ``elapsed`` is in seconds.
+    ``invalid``, ``duplicates`` and ``suppressed`` (phones on the ledger's
+    suppression list) are single inputs. ``total`` counts every input read;
+    ``elapsed`` is in seconds.
     """
 
     poll_id: str
@@ -93,6 +117,7 @@ class BulkReport:
     them once the budget allows."""
     invalid: list[InvalidUser] = attrs.Factory(list)
     duplicates: list[DuplicateUser] = attrs.Factory(list)
+    suppressed: list[SuppressedUser] = attrs.Factory(list)
     total: int = 0
     elapsed: float = 0.0
     keeps_accepted_users: bool = False
@@ -125,6 +150,7 @@ class BulkReport:
             "deferred": sum(chunk.size for chunk in self.deferred),
             "invalid": len(self.invalid),
             "duplicate": len(self.duplicates),
+            "suppressed": len(self.suppressed),
         }
 
     @property
@@ -143,6 +169,8 @@ class BulkReport:
             return [item.value for item in self.invalid]
         if outcome == "duplicate":
             return [item.user for item in self.duplicates]
+        if outcome == "suppressed":
+            return [item.user for item in self.suppressed]
         if outcome not in ("accepted", "rejected", "ambiguous", "deferred"):
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         if outcome == "accepted" and not self.keeps_accepted_users:
@@ -162,5 +190,6 @@ class BulkReport:
             f"ambiguous={counts['ambiguous']} ({len(self.ambiguous)} chunks) "
             f"deferred={counts['deferred']} "
             f"invalid={counts['invalid']} duplicate={counts['duplicate']} "
+            f"suppressed={counts['suppressed']} "
             f"elapsed={self.elapsed:.2f}s>"
         )

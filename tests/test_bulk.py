@@ -135,6 +135,7 @@ async def test_chunks_in_input_order_with_acks(
         "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert report.total == 25
     assert report.complete
@@ -550,6 +551,7 @@ async def test_rerun_in_another_order_sends_nobody_again(
         "deferred": 0,
         "invalid": 0,
         "duplicate": 0,
+        "suppressed": 0,
     }
     assert all(chunk.resumed for chunk in second.accepted + second.rejected + second.ambiguous)
     assert second.acks == first.acks

@@ -138,6 +138,17 @@ async def test_the_body_logging_example_masks_phones_and_the_key(tmp_path: Path)
     assert key not in err
 
 
+async def test_the_suppression_list_example_runs(tmp_path: Path) -> None:
+    async with Sandbox(speed=50) as sb:
+        out = await run_block(tmp_path, "### The suppression list", sandbox_env(sb))
+    assert out.splitlines() == [
+        "2 2",
+        "[('+573001234561', 'asked us to stop'), ('+573001234562', 'FAILURE_BY_OPTOUT_CONTACT')]",
+        "['+573001234561', '+573001234562']",
+        "3 1",  # the two sent before, reported again, and the one taken off the list
+    ]
+
+
 async def test_the_sending_line_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
 from .phones import country_code_hint
+from .users import as_user
 
 Problems = list[tuple[str, str]]
 
@@ -109,6 +110,37 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
             user.deployment_eta, f"{path}.deployment_eta", problems
         )
     return wire if len(problems) == before else None
+
+
+_WHOLE_PHONE = re.compile(r"\+[0-9]{5,19}")
+
+
+def ledger_phone(value: Any, path: str, problems: Problems) -> str | None:
+    """A phone as the ledger keys its recipients: the country code and the
+    normalised cellphone (``+573001234567``), or None (with a problem added).
+
+    From a user (or a wire-shaped dict), read as a bulk send reads it, or
+    from the text of a whole number: the cellphone's separators are allowed
+    in it, and its digits are those of a country code and a cellphone.
+    """
+    if isinstance(value, str):
+        phone = _CELLPHONE_SEPARATORS.sub("", value)
+        if _WHOLE_PHONE.fullmatch(phone):
+            return phone
+        problems.append(
+            (
+                path,
+                "must be a phone number with its country code: '+' and 5 to 19 digits "
+                "(e.g. '+573001234567'; spaces, dashes and parentheses are allowed)",
+            )
+        )
+        return None
+    user, reason = as_user(value)
+    if user is None:
+        problems.append((path, f"must be a phone number (text) or a user: {reason}"))
+        return None
+    wire = user_wire(user, path, problems)
+    return None if wire is None else f"{wire['country_code']}{wire['cellphone']}"
 
 
 # Valid country codes seen so far: a campaign has few distinct ones, and a set

@@ -52,6 +52,7 @@ from .._report import (
     DuplicateUser,
     InvalidUser,
     Outcome,
+    SuppressedUser,
 )
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
@@ -88,6 +89,7 @@ __all__ = [
     "ProgressCallback",
     "SendRules",
     "SendWindow",
+    "SuppressedUser",
     "TzFor",
     "UserInput",
     "ausers_from_csv",

@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from array import array
-from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -14,11 +14,11 @@ import orjson
 
 from .._report import BulkProgress, BulkReport
 from ..errors import AuthenticationError, CampaignKitError, NotFoundError
-from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, REJECTED, Ledger, Record
+from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
-from ._held import settle_held
+from ._held import lost_record, settle_held
 from ._pacing import PROGRESS_FIELD, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._rules import NO_RULES, SendRules
@@ -41,6 +41,7 @@ class BulkSend:
     ledger: Ledger
     run_name: str
     retry_rejected: bool
+    ignore_suppression: bool
     on_progress: Callable[[BulkProgress], object] | None
     keep_accepted_users: bool
     timeout: float | None
@@ -120,7 +121,11 @@ class BulkSend:
         ledger = self.ledger
         chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
         held = await ledger.plan(
-            self.run_name, chunk_id, chunk.recipients, retry_rejected=self.retry_rejected
+            self.run_name,
+            chunk_id,
+            chunk.recipients,
+            retry_rejected=self.retry_rejected,
+            ignore_suppression=self.ignore_suppression,
         )
         if held:
             self._report_held(chunk, held)
@@ -137,7 +142,7 @@ class BulkSend:
         if lost:  # deferred by the daily limit, or taken by another sender of the run
             found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
             self._report_held(
-                chunk, [_lost(found, chunk.phones[i], chunk.positions[i]) for i in lost]
+                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
             )
         if claim is None:
             return
@@ -171,19 +176,20 @@ class BulkSend:
         self._finish(chunk, users, positions, result, claim.token)
 
     def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
-        """Report recipients of ``chunk`` the ledger already holds: not sent again."""
+        """Report recipients of ``chunk`` the ledger already holds (not sent
+        again) or has suppressed (grouped by reason)."""
         index = {phone: i for i, phone in enumerate(chunk.phones)}
-        groups: dict[tuple[str | None, str], list[Record]] = {}
+        groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
         for record in records:
-            groups.setdefault((record.claim, record.state), []).append(record)
-        for (claim, state), group in groups.items():
+            groups.setdefault((record.claim, record.state, record.detail), []).append(record)
+        for (claim, state, detail), group in groups.items():
             rows = [index[record.phone] for record in group]
             self._file(
                 claim,
                 state,
                 [chunk.positions[i] for i in rows],
                 [chunk.users[i] for i in rows],
-                detail=group[0].detail,
+                detail=detail,
                 ack=self.acks.get(claim or "") if state == ACCEPTED else None,
                 resumed=True,
             )
@@ -222,8 +228,9 @@ class BulkSend:
         resumed: bool = False,
         error: CampaignKitError | None = None,
     ) -> None:
-        """Keep what became of these users, as the ledger keeps it, for the report."""
-        outcome = OUTCOME[state]
+        """Keep what became of these users, as the ledger keeps it, for the report
+        (suppressed ones are no request's: the report lists them one by one)."""
+        outcome = OUTCOME.get(state, state)
         keep = outcome != "accepted" or self.keep_accepted_users
         self.requests.append(
             Request(
@@ -237,7 +244,7 @@ class BulkSend:
                 error=error,
             )
         )
-        self.progress.advance({PROGRESS_FIELD[outcome]: len(positions)})
+        self.progress.advance({PROGRESS_FIELD.get(outcome, outcome): len(positions)})
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
@@ -288,12 +295,3 @@ class BulkSend:
             )
             raise error
         return report
-
-
-def _lost(found: Mapping[str, tuple[Record, float | None]], phone: str, position: int) -> Record:
-    """What a chunk's recipient that its claim did not take became: deferred
-    (over the daily limit), or in flight in another sender's claim."""
-    record = found.get(phone, (None, None))[0]
-    if record is not None and record.state == DEFERRED:
-        return record
-    return Record(phone, position, IN_FLIGHT)

@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, Ledger, Record
+from .._input.validation import ledger_phone
+from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, SUPPRESSED, Ledger, Record
 from ..ledger._build import OUTCOME, Request
 from ..models import User
 from ._pacing import PROGRESS_FIELD
@@ -58,15 +59,20 @@ async def settle_held(
     for request in held:
         for again in _regrouped(request, records, acks):
             settled.append(again)
-            if OUTCOME[again.state] != "ambiguous":
-                size = len(again.positions)
+            size = len(again.positions)
+            if again.state == SUPPRESSED:  # the twin planned them again, listed since
+                advance({"ambiguous": -size, "suppressed": size})
+            elif OUTCOME[again.state] != "ambiguous":
                 advance({"ambiguous": -size, PROGRESS_FIELD[OUTCOME[again.state]]: size})
     return settled
 
 
 def _phone(user: str | User) -> str:
+    """The phone the ledger keys ``user`` by (its cellphone normalised)."""
     assert isinstance(user, User), "a send keeps the users it read"
-    return user.country_code + user.cellphone
+    phone = ledger_phone(user, "", [])
+    assert phone is not None, "a send holds valid users only"
+    return phone
 
 
 def _regrouped(
@@ -74,22 +80,33 @@ def _regrouped(
     records: Mapping[str, tuple[Record, float | None]],
     acks: Mapping[str, str],
 ) -> list[Request]:
-    groups: dict[tuple[str | None, str], list[tuple[str | User, int]]] = {}
-    details: dict[tuple[str | None, str], str | None] = {}
+    # By detail too: suppressed records share no claim, each has its reason.
+    groups: dict[tuple[str | None, str, str | None], list[tuple[str | User, int]]] = {}
     for user, position in zip(request.users or (), request.positions, strict=True):
         record, _ = records[_phone(user)]
         # Planned: the twin's, not sent yet as far as we know.
         state = IN_FLIGHT if record.state == PLANNED else record.state
-        groups.setdefault((record.claim, state), []).append((user, position))
-        details[(record.claim, state)] = record.detail
+        groups.setdefault((record.claim, state, record.detail), []).append((user, position))
     return [
         Request(
             claim,
             state,
             [position for _, position in members],
             [user for user, _ in members],
-            detail=details[(claim, state)],
+            detail=detail,
             ack=acks.get(claim or "") if state == ACCEPTED else None,
         )
-        for (claim, state), members in groups.items()
+        for (claim, state, detail), members in groups.items()
     ]
+
+
+def lost_record(
+    found: Mapping[str, tuple[Record, float | None]], phone: str, position: int
+) -> Record:
+    """What a chunk's recipient that its claim did not take became: deferred
+    (over the daily limit), suppressed (another sender of the run planned it
+    again, listed since), or in flight in another sender's claim."""
+    record = found.get(phone, (None, None))[0]
+    if record is not None and record.state in (DEFERRED, SUPPRESSED):
+        return record
+    return Record(phone, position, IN_FLIGHT)

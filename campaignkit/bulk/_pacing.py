@@ -37,7 +37,7 @@ class ProgressReporter:
     def __init__(self, on_progress: Callable[[BulkProgress], object] | None, planner: Planner):
         self._on_progress = on_progress
         self._planner = planner
-        self._counts = dict.fromkeys(("sent", *PROGRESS_FIELD.values()), 0)
+        self._counts = dict.fromkeys(("sent", "suppressed", *PROGRESS_FIELD.values()), 0)
         self._last = 0.0
         self._callbacks: set[asyncio.Future[Any]] = set()
 

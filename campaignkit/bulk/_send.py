@@ -49,6 +49,7 @@ async def send_bulk(
     journal: JournalPath | None = None,
     run: str | None = None,
     retry_rejected: bool = False,
+    ignore_suppression: bool = False,
     on_progress: ProgressCallback | None = None,
     keep_accepted_users: bool = False,
     timeout: float | None = None,
@@ -70,7 +71,10 @@ async def send_bulk(
     ``poll-<poll_id>``): a rerun never sends again a recipient the ledger holds
     as in flight, accepted or ambiguous, whatever the input order or chunk
     size; rejected ones go again only with ``retry_rejected``. A ledger object
-    is opened if it is not, and left to its owner to close.
+    is opened if it is not, and left to its owner to close. A user whose
+    phone is on the ledger's suppression list is not sent (the report's
+    ``suppressed``, with the reason) unless ``ignore_suppression`` (this
+    call only); a rerun after a number left the list sends it.
     ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
     once at the end (an exception in it is logged, not raised).
     ``follow``: once sent, track every accepted launch until it settles
@@ -129,6 +133,7 @@ async def send_bulk(
             ledger=ledger,
             run_name=run_name,
             retry_rejected=retry_rejected,
+            ignore_suppression=ignore_suppression,
             on_progress=on_progress,
             keep_accepted_users=keep_accepted_users,
             timeout=timeout,

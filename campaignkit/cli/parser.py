@@ -9,11 +9,11 @@ from typing import Any, NoReturn
 
 from .._version import __version__
 from ..config import ENV_API_KEY, ENV_URLS
-from . import demo, polls, runs, sandbox, send, sessions, track, watch
+from . import demo, polls, runs, sandbox, send, sessions, suppress, track, watch
 from .argtypes import positive_float
 from .context import EPILOG, ExitStatus
 
-COMMANDS = (demo, sandbox, send, track, sessions, polls, runs, watch)
+COMMANDS = (demo, sandbox, send, track, sessions, polls, runs, suppress, watch)
 
 COMMON_DEFAULTS: dict[str, Any] = {
     "api_key": None,

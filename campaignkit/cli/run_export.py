@@ -1,5 +1,5 @@
 """``runs``' exports: a run's users as a CSV file that ``send`` reads, for a
-deliberate retry (rejected, ambiguous) or a follow-up run (the recipients
+deliberate retry (rejected, ambiguous, suppressed) or a follow-up run (the recipients
 whose deployments ended in chosen failure statuses)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import orjson
 
 from ..errors import ValidationError
-from ..ledger import AMBIGUOUS, REJECTED, Record
+from ..ledger import AMBIGUOUS, REJECTED, SUPPRESSED, Record
 from ..ledger._outcomes import failure_statuses
 from .context import Ctx
 from .files import write_atomically
@@ -61,6 +61,8 @@ async def export_run(
         advice = "they may have been received: check before sending them again"
     elif state == REJECTED:
         advice = "send them again with `campaignkit send POLL FILE --bulk`"
+    elif state == SUPPRESSED:
+        advice = "their numbers were on the suppression list (`campaignkit suppress list`)"
     else:
         advice = "send them in a follow-up run with `campaignkit send POLL FILE --bulk --run NEW`"
     ctx.note(

@@ -78,15 +78,19 @@ def register(add: AddCommand) -> None:
         "accepted, delivered, read, replied; failures by status). --follow first tracks RUN's "
         "accepted launches until they settle, writing each person's outcome (run it again "
         "later: it resumes, and learns which SUCCESS became DELIVERED). --export writes RUN's "
-        "rejected or ambiguous users as a CSV file that `send` reads, for a deliberate retry; "
-        "--export-status the users whose deployments ended in these failure statuses, for a "
-        "follow-up run (send it under a new --run).",
+        "rejected, ambiguous or suppressed users as a CSV file that `send` reads, for a "
+        "deliberate retry; --export-status the users whose deployments ended in these failure "
+        "statuses, for a follow-up run (send it under a new --run).",
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    p.add_argument("--export", choices=["rejected", "ambiguous"], help="write these users as CSV")
+    p.add_argument(
+        "--export",
+        choices=["rejected", "ambiguous", "suppressed"],
+        help="write these users as CSV",
+    )
     p.add_argument(
         "--export-status",
         metavar="STATUS",

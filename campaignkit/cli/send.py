@@ -45,6 +45,11 @@ def register(add: AddCommand) -> None:
         "--retry-rejected", action="store_true", help="send again the run's rejected users"
     )
     bulk.add_argument(
+        "--ignore-suppression",
+        action="store_true",
+        help="send to numbers on the ledger's suppression list too (this run only)",
+    )
+    bulk.add_argument(
         "--follow",
         action="store_true",
         help="then track the accepted launches until they settle, writing each person's "
@@ -62,6 +67,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--journal", a.journal),
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
+        ("--ignore-suppression", a.ignore_suppression),
         ("--follow", a.follow),
         *((flag, True) for flag in sending_line.given(a)),
     ):
@@ -97,15 +103,16 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 
 async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
-    if (a.run or a.retry_rejected) and not a.journal:
-        raise UsageError("--run and --retry-rejected need --journal")
+    if (a.run or a.retry_rejected or a.ignore_suppression) and not a.journal:
+        raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress:
 
         def on_progress(p: BulkProgress) -> None:
-            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates + p.deferred
+            done = p.accepted + p.failed + p.ambiguous + p.invalid + p.duplicates
+            done += p.deferred + p.suppressed
             detail = f"accepted {p.accepted}"
             for label, n in (
                 ("failed", p.failed),
@@ -113,6 +120,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 ("invalid", p.invalid),
                 ("duplicate", p.duplicates),
                 ("deferred", p.deferred),
+                ("suppressed", p.suppressed),
             ):
                 if n:
                     detail += f", {label} {n}"
@@ -127,6 +135,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 journal=a.journal,
                 run=a.run,
                 retry_rejected=a.retry_rejected,
+                ignore_suppression=a.ignore_suppression,
                 on_progress=on_progress,
                 follow=a.follow,
                 **rules,
@@ -168,6 +177,11 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         ctx.note(f"invalid: {where}: {item.reason}")
     if len(report.invalid) > 5:
         ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+    if report.suppressed:
+        ctx.note(
+            f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
+            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+        )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
             ctx.note(
@@ -220,5 +234,9 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
         "deferred": chunks(report.deferred),
+        "suppressed": [
+            {"position": s.position, "phone": s.phone, "reason": s.reason}
+            for s in report.suppressed
+        ],
         "funnel": None if report.funnel is None else report.funnel.to_json(),
     }

@@ -10,6 +10,12 @@ atomic, so no two requests, processes or machines can send one recipient of a
 run. A claim whose sender dies is reported ambiguous once it expires
 (``claim_ttl``): never resent silently.
 
+Each ledger also keeps a suppression list across its runs (``suppress``,
+``unsuppress``, ``suppressed``, ``suppressions``): a number on it is filed
+``suppressed`` (the reason in its record's ``detail``) when a run plans it,
+instead of planned, unless the run ignores the list
+(``plan(..., ignore_suppression=True)``).
+
 A ledger also keeps each run's options (``save_run_options``: the workers
 read the producer's send window and lines there), enforces a run's
 ``daily_limit`` at claim time (the rest of a chunk is filed ``deferred``,
@@ -55,6 +61,13 @@ from ._records import (
     Skipped,
 )
 from ._sqlite import SqliteLedger
+from ._suppression import (
+    MANUAL,
+    OPT_OUT,
+    SUPPRESSING_STATUSES,
+    Suppression,
+    suppression_reason,
+)
 
 __all__ = [
     "ACCEPTED",
@@ -62,10 +75,13 @@ __all__ = [
     "DEFAULT_CLAIM_TTL",
     "DEFERRED",
     "IN_FLIGHT",
+    "MANUAL",
+    "OPT_OUT",
     "PLANNED",
     "REJECTED",
     "STATES",
     "SUPPRESSED",
+    "SUPPRESSING_STATUSES",
     "Claim",
     "Funnel",
     "Journal",
@@ -78,8 +94,10 @@ __all__ = [
     "RunInfo",
     "Skipped",
     "SqliteLedger",
+    "Suppression",
     "StatusRow",
     "ledger_from",
+    "suppression_reason",
 ]
 
 Journal: TypeAlias = "str | os.PathLike[str] | Ledger"

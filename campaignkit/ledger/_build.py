@@ -12,11 +12,21 @@ import attrs
 import orjson
 
 from .._input.users import as_user
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser
+from .._input.validation import ledger_phone
+from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser, SuppressedUser
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
 from ._errors import error_from_detail
-from ._records import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, Record
+from ._records import (
+    ACCEPTED,
+    AMBIGUOUS,
+    DEFERRED,
+    IN_FLIGHT,
+    PLANNED,
+    REJECTED,
+    SUPPRESSED,
+    Record,
+)
 
 Outcome = Literal["accepted", "rejected", "ambiguous", "deferred"]
 
@@ -65,10 +75,12 @@ class Request:
 
 
 def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request]:
-    """``records`` grouped by claim and state, in order of first appearance."""
+    """``records`` grouped by claim and state, in order of first appearance
+    (suppressed ones are no request's: see :func:`suppressed_of`)."""
     groups: dict[tuple[str | None, str], list[Record]] = {}
     for record in records:
-        groups.setdefault((record.claim, record.state), []).append(record)
+        if record.state != SUPPRESSED:
+            groups.setdefault((record.claim, record.state), []).append(record)
     return [
         Request(
             claim,
@@ -79,6 +91,23 @@ def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request
             ack=acks.get(claim or "") if state == ACCEPTED else None,
         )
         for (claim, state), group in groups.items()
+    ]
+
+
+def suppressed_of(records: Iterable[Record]) -> list[SuppressedUser]:
+    """The suppressed ones of ``records``, as the report lists them."""
+    return [
+        SuppressedUser(r.position, r.phone, r.detail or "", user_of(r.user or "{}"))
+        for r in records
+        if r.state == SUPPRESSED
+    ]
+
+
+def _suppressed_users(request: Request) -> list[SuppressedUser]:
+    users = [user_of(user) for user in request.users or ()]
+    return [
+        SuppressedUser(position, ledger_phone(user, "", []) or "", request.detail or "", user)
+        for position, user in zip(request.positions, users, strict=True)
     ]
 
 
@@ -136,6 +165,7 @@ def build_report(
     *,
     invalid: Sequence[InvalidUser] = (),
     duplicates: Sequence[DuplicateUser] = (),
+    suppressed: Sequence[SuppressedUser] = (),
     total: int | None = None,
     elapsed: float = 0.0,
     keep_accepted_users: bool = False,
@@ -143,11 +173,18 @@ def build_report(
     """The report of ``requests`` and the inputs not sent; chunks in input order."""
     report = BulkReport(poll, keeps_accepted_users=keep_accepted_users)
     ordered = sorted(requests, key=lambda r: min(r.positions, default=-1))
-    for index, request in enumerate(ordered):
+    # Suppressed users were no request's: each is listed on its own.
+    sent = [request for request in ordered if request.state != SUPPRESSED]
+    for index, request in enumerate(sent):
         chunk = chunk_of(index, request, keep_accepted_users=keep_accepted_users)
         getattr(report, chunk.outcome).append(chunk)
+    suppressed = [
+        *suppressed,
+        *(user for r in ordered if r.state == SUPPRESSED for user in _suppressed_users(r)),
+    ]
     report.invalid = sorted(invalid, key=lambda item: item.position)
     report.duplicates = sorted(duplicates, key=lambda item: item.position)
+    report.suppressed = sorted(suppressed, key=lambda item: item.position)
     counted = sum(report.counts.values())
     report.total = max(total or 0, counted)
     report.elapsed = elapsed

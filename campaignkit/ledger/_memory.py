@@ -16,7 +16,9 @@ import attrs
 
 from ..errors import LedgerError
 from ._memory_outcomes import MemoryOutcomes
-from ._memory_runs import Batch, ClaimState, RunState
+from ._memory_runs import ClaimState, RunState
+from ._memory_seen import MemorySeen
+from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
 from ._records import (
     ACCEPTED,
@@ -26,6 +28,7 @@ from ._records import (
     PLANNED,
     REJECTED,
     STATES,
+    SUPPRESSED,
     Claim,
     Recipient,
     Record,
@@ -33,9 +36,10 @@ from ._records import (
     Skipped,
 )
 from ._sending_memory import MemorySendingRules
+from ._suppression import Suppression
 
 
-class MemoryLedger(MemoryOutcomes, MemorySendingRules, Ledger):
+class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
@@ -50,6 +54,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, Ledger):
         self._open = False
         self._runs: dict[str, RunState] = {}
         self._seen: dict[str, dict[str, float]] = {}
+        self._suppressions: dict[str, Suppression] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryLedger {len(self._runs)} runs>"
@@ -94,37 +99,28 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, Ledger):
         return state.info
 
     async def plan(
-        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
         state = self._state(run)
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, DEFERRED, REJECTED) if retry_rejected else (PLANNED, DEFERRED)
-        held: list[Record] = []
-        start = len(state.positions)
-        joining: list[Recipient] = []
+        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
+        listed = {} if ignore_suppression else self._listed(recipients)
+        if not listed:
+            return state.file(chunk, recipients, adopt, None, now)
+        by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
         for recipient in recipients:
-            key = state.key(recipient.phone)
-            # New to the run, or only seen by its planner so far: joins.
-            number = state.index.take(key, start + len(joining))
-            if number is None:
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif number >= start:  # twice in this call: the last one (an upsert)
-                joining[number - start] = recipient
-                state.positions[number] = recipient.position
-            elif (batch := state.batch(number)).state in adopt:
-                batch.dead.add(number - batch.start)
-                state.index.put(key, start + len(joining))
-                joining.append(recipient)
-                state.positions.append(recipient.position)
-            elif batch.chunk != chunk:
-                held.append(state.record(number, recipient.phone))
-        if joining:
-            batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
-            state.batches.append(batch)
-            state.starts.append(start)
-            state.by_chunk.setdefault(chunk, []).append(batch)
+            entry = listed.get(recipient.phone)
+            by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
+        held: list[Record] = []
+        for reason, group in by_reason.items():
+            held += state.file(chunk, group, adopt, reason, now)
         return held
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
@@ -275,26 +271,3 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, Ledger):
     async def last_update(self, run: str) -> float | None:
         state = self._run(run)
         return max((b.updated for b in state.batches), default=None) if state else None
-
-    # -- webhook deliveries
-
-    async def first_sighting(self, namespace: str, key: str) -> bool:
-        seen = self._seen_in(namespace)
-        if key in seen:
-            return False
-        seen[key] = time.time()
-        return True
-
-    async def forget(self, namespace: str, key: str) -> None:
-        self._seen_in(namespace).pop(key, None)
-
-    async def prune_seen(self, namespace: str, before: float) -> int:
-        seen = self._seen_in(namespace)
-        old = [key for key, when in seen.items() if when < before]
-        for key in old:
-            del seen[key]
-        return len(old)
-
-    def _seen_in(self, namespace: str) -> dict[str, float]:
-        self._run("")  # open?
-        return self._seen.setdefault(namespace, {})

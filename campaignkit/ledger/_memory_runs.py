@@ -12,7 +12,16 @@ from collections.abc import Collection, Iterator, Sequence
 import attrs
 
 from ._memory_outcomes import RunOutcomes
-from ._records import ACCEPTED, IN_FLIGHT, PLANNED, Recipient, Record, RunInfo, Skipped
+from ._records import (
+    ACCEPTED,
+    IN_FLIGHT,
+    PLANNED,
+    SUPPRESSED,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+)
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _BITS64 = (1 << 64) - 1
@@ -158,6 +167,46 @@ class RunState:
 
     def phone(self, key: int) -> str:
         return self.long_phones[key] if key >= _LONG else "+" + str(key)[1:]
+
+    def file(
+        self,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        adopt: tuple[str, ...],
+        reason: str | None,
+        now: float,
+    ) -> list[Record]:
+        """File ``recipients`` in one batch of ``chunk``, planned, or suppressed
+        for ``reason``; the records of those it will not send."""
+        held: list[Record] = []
+        start = len(self.positions)
+        joining: list[Recipient] = []
+        for recipient in recipients:
+            key = self.key(recipient.phone)
+            # New to the run, or only seen by its planner so far: joins.
+            number = self.index.take(key, start + len(joining))
+            if number is None:
+                joining.append(recipient)
+                self.positions.append(recipient.position)
+            elif number >= start:  # twice in this call: the last one (an upsert)
+                joining[number - start] = recipient
+                self.positions[number] = recipient.position
+            elif (batch := self.batch(number)).state in adopt:
+                batch.dead.add(number - batch.start)
+                self.index.put(key, start + len(joining))
+                joining.append(recipient)
+                self.positions.append(recipient.position)
+            elif batch.chunk != chunk:
+                held.append(self.record(number, recipient.phone))
+        if joining:
+            batch = Batch(chunk, start, len(joining), tuple(joining), updated=now)
+            self.batches.append(batch)
+            self.starts.append(start)
+            self.by_chunk.setdefault(chunk, []).append(batch)
+            if reason is not None:
+                batch.state, batch.detail = SUPPRESSED, reason
+                held += (self.record(start + i, r.phone) for i, r in enumerate(joining))
+        return held
 
     def batch(self, number: int) -> Batch:
         return self.batches[bisect_right(self.starts, number) - 1]

@@ -16,10 +16,11 @@ from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, requests_of, user_of
+from ._build import build_report, requests_of, suppressed_of, user_of
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._records import ACCEPTED, STATES, Claim, Recipient, Record, RunInfo, Skipped
 from ._sending import SendingRules
+from ._suppression import SuppressionList
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
@@ -30,10 +31,10 @@ DEFAULT_CLAIM_TTL = 600.0
 """Seconds a claim holds its recipients before it is reported ambiguous."""
 
 
-class Ledger(SendingRules, abc.ABC):
+class Ledger(SendingRules, SuppressionList):
     """A delivery ledger: one record per recipient of a run (see
-    :mod:`campaignkit.ledger`). Open it (``async with`` or :meth:`open`),
-    close it with :meth:`aclose`."""
+    :mod:`campaignkit.ledger`), and the suppression list its runs honour.
+    Open it (``async with`` or :meth:`open`), close it with :meth:`aclose`."""
 
     claim_ttl: float
     """Seconds a claim holds its recipients before they are reported ambiguous."""
@@ -73,9 +74,17 @@ class Ledger(SendingRules, abc.ABC):
 
     @abc.abstractmethod
     async def plan(
-        self, run: str, chunk: str, recipients: Sequence[Recipient], *, retry_rejected: bool = False
+        self,
+        run: str,
+        chunk: str,
+        recipients: Sequence[Recipient],
+        *,
+        retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
-        """File ``recipients`` as planned in ``chunk``; the records of those it will not send."""
+        """File ``recipients`` as planned in ``chunk`` (those on the suppression
+        list as suppressed, unless ``ignore_suppression``); the records of
+        those it will not send."""
 
     @abc.abstractmethod
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
@@ -158,7 +167,8 @@ class Ledger(SendingRules, abc.ABC):
         if info is None:
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        requests = requests_of([record async for record in self.records(run)], acks)
+        records = [record async for record in self.records(run)]
+        requests = requests_of(records, acks)
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -174,6 +184,7 @@ class Ledger(SendingRules, abc.ABC):
             requests,
             invalid=invalid,
             duplicates=duplicates,
+            suppressed=suppressed_of(records),
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )

@@ -95,6 +95,12 @@ SCHEMA: Final = (
         seen DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (namespace, key)
     )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_suppressions (
+        phone TEXT PRIMARY KEY,
+        reason TEXT NOT NULL,
+        source TEXT,
+        added DOUBLE PRECISION NOT NULL
+    )""",
     *OUTCOME_TABLES,
 )
 

@@ -23,7 +23,9 @@ from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    PLANNED,
     REJECTED,
+    SUPPRESSED,
     Claim,
     Recipient,
     Record,
@@ -31,12 +33,22 @@ from ._records import (
 )
 from ._schema import Transaction, create_schema, retried
 from ._sending_sql import SendingRulesStore
+from ._suppression import Suppression
+from ._suppression_store import SuppressionStore
 
 # The most values one "IN" list carries (SQLite allows 32,766 variables).
 _BATCH: Final = 5000
 
 
-class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, Ledger):
+def _filed(entry: Suppression | None) -> tuple[str, str | None]:
+    """The state and detail a recipient is filed with: suppressed (with the
+    reason its number is on the list), or planned."""
+    return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
+
+
+class SqlLedger(
+    OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger
+):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0
@@ -109,14 +121,18 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStor
         recipients: Sequence[Recipient],
         *,
         retry_rejected: bool = False,
+        ignore_suppression: bool = False,
     ) -> list[Record]:
         """File ``recipients`` as planned in ``chunk``.
 
         A recipient new to the run, or held as planned (by an earlier,
-        interrupted producer) or deferred (over the daily limit), joins
-        ``chunk``; a rejected one too with ``retry_rejected``. Every other
-        recipient keeps its record, and those records are returned: the
-        recipients this chunk will not send.
+        interrupted producer), deferred (over the daily limit) or
+        suppressed (by an earlier pass), joins ``chunk``; a rejected one too
+        with ``retry_rejected``. One whose number is on the suppression list
+        joins it as suppressed (the reason in its detail), unless
+        ``ignore_suppression``. Every other recipient keeps its record.
+        Returned: the records of the recipients this chunk will not send
+        (held, or suppressed).
         """
         now = time.time()
         async with self._transaction() as tx:
@@ -128,16 +144,25 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStor
                 len(recipients),
                 now,
             )
+            listed = (
+                {}
+                if ignore_suppression
+                else await self._suppressions_of(tx, [r.phone for r in recipients])
+            )
             await tx.executemany(
                 "INSERT INTO campaignkit_recipients"
-                " (run, phone, position, chunk, state, user_wire, updated)"
-                " VALUES (?, ?, ?, ?, 'planned', ?, ?)"
+                " (run, phone, position, chunk, state, detail, user_wire, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
                 " position = excluded.position, user_wire = excluded.user_wire,"
-                " state = 'planned', claim = NULL, detail = NULL, updated = excluded.updated"
-                " WHERE campaignkit_recipients.state IN ('planned', 'deferred')"
-                + (" OR campaignkit_recipients.state = 'rejected'" if retry_rejected else ""),
-                [(run, r.phone, r.position, chunk, r.user, now) for r in recipients],
+                " state = excluded.state, claim = NULL, detail = excluded.detail,"
+                " updated = excluded.updated"
+                " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
+                + (", 'rejected')" if retry_rejected else ")"),
+                [
+                    (run, r.phone, r.position, chunk, *_filed(listed.get(r.phone)), r.user, now)
+                    for r in recipients
+                ],
             )
             held: list[Record] = []
             for start in range(0, len(recipients), _BATCH):
@@ -145,7 +170,8 @@ class SqlLedger(OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStor
                 condition, args = tx.any_of("phone", phones)
                 rows = await tx.fetch(
                     "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
-                    f" FROM campaignkit_recipients WHERE run = ? AND chunk <> ? AND {condition}",
+                    " FROM campaignkit_recipients WHERE run = ?"
+                    f" AND (chunk <> ? OR state = 'suppressed') AND {condition}",
                     run,
                     chunk,
                     *args,

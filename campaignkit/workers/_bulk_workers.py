@@ -142,6 +142,7 @@ class BulkWorkers:
         run: str | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         retry_rejected: bool = False,
+        ignore_suppression: bool = False,
         send_window: SendWindow | None = None,
         daily_limit: int | None = None,
         lines: Sequence[str] | None = None,
@@ -152,7 +153,10 @@ class BulkWorkers:
         Call it again with the same ``run`` after a crash (with the same
         input, or another): chunks planned but perhaps never enqueued are
         enqueued again, and only recipients the run does not hold yet (and
-        rejected ones with ``retry_rejected``) are planned. Returns once the
+        rejected ones with ``retry_rejected``) are planned. A recipient whose
+        phone is on the ledger's suppression list when it is planned is filed
+        suppressed, never sent, unless ``ignore_suppression`` (this call
+        only). Returns once the
         whole input is planned; the workers may still be sending. A bad
         ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
 
@@ -178,7 +182,13 @@ class BulkWorkers:
             if planned is None:
                 return
             chunk = f"{prefix}{planned.index:06d}"
-            held = await ledger.plan(run, chunk, planned.recipients, retry_rejected=retry_rejected)
+            held = await ledger.plan(
+                run,
+                chunk,
+                planned.recipients,
+                retry_rejected=retry_rejected,
+                ignore_suppression=ignore_suppression,
+            )
             if len(held) < len(planned.recipients):
                 await self._enqueue(ledger, run, chunk)
 

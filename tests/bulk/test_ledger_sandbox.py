@@ -215,6 +215,7 @@ async def test_the_ledger_reports_a_run_as_send_bulk_did(
         "deferred": 0,
         "invalid": 1,
         "duplicate": 2,
+        "suppressed": 0,
     }
     assert read.counts == sent.counts
     assert read.total == sent.total == 13

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 from helpers.bulk_child import expected_phones, make_users
 from helpers.ledgers import NewLedger
 
+from campaignkit import User
+from campaignkit.ledger import ACCEPTED, Claim, MemoryLedger, Recipient
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -53,3 +56,34 @@ async def test_twin_producers_report_what_the_other_sent(
     assert sum(sent_here) == valid, [
         [(c.index, c.size, c.resumed, (c.chunk_id or "")[:6]) for c in r.accepted] for r in reports
     ]
+
+
+class TwinSendsTheFirstUser(MemoryLedger):
+    """Between a sender's plan of its first chunk and its claim, a twin of
+    the run plans its first user again, claims and sends it."""
+
+    raced = False
+
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        if not self.raced:
+            self.raced = True
+            wire = orjson.dumps({"country_code": "+57", "cellphone": "3100000000"}).decode()
+            await self.plan(run, "twin", [Recipient("+573100000000", 0, wire)])
+            taken = await super().claim(run, "twin", owner="twin")
+            assert taken is not None
+            await self.settle(run, taken.token, ACCEPTED, launch_request_id="twin-launch")
+        return await super().claim(run, chunk, owner=owner)
+
+
+async def test_a_user_written_with_separators_that_a_twin_sent_is_reported_sent(
+    sb: Sandbox,
+) -> None:
+    # The report looks the twin's user up by the phone the ledger keys it by
+    # (its cellphone normalised), not as written.
+    users = [User(cellphone=f"310 000 000{n}", country_code="+57") for n in range(3)]
+    async with sb.client() as client, TwinSendsTheFirstUser() as ledger:
+        poll = (await client.list_polls())[0].id
+        report = await client.send_bulk(poll, users, journal=ledger)
+    assert report.counts["accepted"] == 3
+    assert report.counts["ambiguous"] == 0
+    assert [(c.size, c.resumed) for c in report.accepted] == [(1, True), (2, False)]

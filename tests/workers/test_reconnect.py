@@ -28,7 +28,9 @@ pytestmark = pytest.mark.timeout(90)
 
 COUNT = 600
 VALID = len(expected_phones(COUNT))
-FAST = ("--concurrency", "2", "--claim-ttl", "4", "--redeliver-after", "1")
+# Claims long enough that a loaded machine cannot expire one mid-request (no
+# worker is killed here); quick redelivery of messages a cut connection stranded.
+FAST = ("--concurrency", "2", "--claim-ttl", "15", "--redeliver-after", "1")
 
 
 async def first_poll(sb: Sandbox) -> int:

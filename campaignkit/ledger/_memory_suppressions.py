@@ -1,0 +1,56 @@
+"""The memory ledger's suppression list: a dict by phone."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+from ._memory_runs import RunState
+from ._records import Recipient
+from ._suppression import Suppression, SuppressionList
+
+
+class MemorySuppressions(SuppressionList):
+    """A part of :class:`MemoryLedger`."""
+
+    _suppressions: dict[str, Suppression]
+
+    @abc.abstractmethod
+    def _run(self, run: str) -> RunState | None: ...
+
+    def _list(self) -> dict[str, Suppression]:
+        self._run("")  # open?
+        return self._suppressions
+
+    def _listed(self, recipients: Sequence[Recipient]) -> dict[str, Suppression]:
+        """The entries of ``recipients`` on the list, by phone."""
+        kept = self._list()
+        if not kept:
+            return {}
+        return {r.phone: kept[r.phone] for r in recipients if r.phone in kept}
+
+    async def _add_suppressions(
+        self, phones: Sequence[str], reason: str, source: str | None, added: float
+    ) -> int:
+        kept = self._list()
+        new = [phone for phone in phones if phone not in kept]
+        kept.update((phone, Suppression(phone, reason, source, added)) for phone in new)
+        return len(new)
+
+    async def _remove_suppressions(self, phones: Sequence[str]) -> int:
+        kept = self._list()
+        return sum(kept.pop(phone, None) is not None for phone in phones)
+
+    async def _find_suppressions(self, phones: Sequence[str]) -> dict[str, Suppression]:
+        kept = self._list()
+        return {phone: kept[phone] for phone in phones if phone in kept}
+
+    async def suppressions(self, *, page_size: int = 10_000) -> AsyncIterator[Suppression]:
+        kept = self._list()
+        ordered = sorted(kept)
+        for start in range(0, len(ordered), page_size):
+            for phone in ordered[start : start + page_size]:
+                if (entry := kept.get(phone)) is not None:  # not removed meanwhile
+                    yield entry
+            await asyncio.sleep(0)

@@ -1,0 +1,87 @@
+"""The suppression list in SQL that SQLite and PostgreSQL both run: one
+table, ``campaignkit_suppressions``, shared by every run of the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Final
+
+from ._schema import Transaction, Transactional, retried
+from ._suppression import Suppression, SuppressionList
+
+# Rows one INSERT carries (4 values each: under SQLite's 32,766 variables).
+_ROWS: Final = 1000
+# Values one "IN" list carries.
+_BATCH: Final = 5000
+_COLUMNS: Final = "phone, reason, source, added"
+
+
+class SuppressionStore(SuppressionList, Transactional):
+    """A part of :class:`SqlLedger`."""
+
+    @retried
+    async def _add_suppressions(
+        self, phones: Sequence[str], reason: str, source: str | None, added: float
+    ) -> int:
+        new = 0
+        # In one order whoever adds them: two writers of overlapping numbers
+        # wait for each other rather than deadlock.
+        phones = sorted(phones)
+        async with self._transaction() as tx:
+            for start in range(0, len(phones), _ROWS):
+                batch = phones[start : start + _ROWS]
+                rows = await tx.fetch(
+                    f"INSERT INTO campaignkit_suppressions ({_COLUMNS}) VALUES "
+                    + ", ".join(["(?, ?, ?, ?)"] * len(batch))
+                    + " ON CONFLICT (phone) DO NOTHING RETURNING phone",
+                    *(value for phone in batch for value in (phone, reason, source, added)),
+                )
+                new += len(rows)
+        return new
+
+    @retried
+    async def _remove_suppressions(self, phones: Sequence[str]) -> int:
+        removed = 0
+        async with self._transaction() as tx:
+            for start in range(0, len(phones), _BATCH):
+                condition, args = tx.any_of("phone", phones[start : start + _BATCH])
+                rows = await tx.fetch(
+                    f"DELETE FROM campaignkit_suppressions WHERE {condition} RETURNING phone", *args
+                )
+                removed += len(rows)
+        return removed
+
+    @retried
+    async def _find_suppressions(self, phones: Sequence[str]) -> dict[str, Suppression]:
+        async with self._transaction() as tx:
+            return await self._suppressions_of(tx, phones)
+
+    async def _suppressions_of(
+        self, tx: Transaction, phones: Sequence[str]
+    ) -> dict[str, Suppression]:
+        """The entries of those of ``phones`` on the list, in ``tx``."""
+        found: dict[str, Suppression] = {}
+        for start in range(0, len(phones), _BATCH):
+            condition, args = tx.any_of("phone", phones[start : start + _BATCH])
+            rows = await tx.fetch(
+                f"SELECT {_COLUMNS} FROM campaignkit_suppressions WHERE {condition}", *args
+            )
+            found.update((row[0], Suppression(*row)) for row in rows)
+        return found
+
+    async def suppressions(self, *, page_size: int = 10_000) -> AsyncIterator[Suppression]:
+        """Every number on the list, in phone order (read page by page)."""
+        after = ""
+        while True:
+            async with self._transaction() as tx:
+                rows = await tx.fetch(
+                    f"SELECT {_COLUMNS} FROM campaignkit_suppressions WHERE phone > ?"
+                    " ORDER BY phone LIMIT ?",
+                    after,
+                    page_size,
+                )
+            for row in rows:
+                yield Suppression(*row)
+            if len(rows) < page_size:
+                return
+            after = rows[-1][0]
