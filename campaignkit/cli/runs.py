@@ -284,7 +284,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
     runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
     if ctx.json:
-        ctx.emit([_run_json(info, counts) for info, counts in runs])
+        ctx.emit([_run_json(i, counts, await ledger.funnel(i.run)) for i, counts in runs])
         return
     rows = [
         (

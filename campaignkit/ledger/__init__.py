@@ -23,6 +23,12 @@ read the producer's send window and lines there), enforces a run's
 and planned again by a rerun), and remembers each person's sending line
 (``assign_lines``) across runs.
 
+After acceptance it learns each recipient's outcome (:class:`RecipientOutcome`:
+the last deployment status, from ``follow``; delivered, read, replied and
+opted out, from the webhooks: every ledger is an ``EventRecorder``), counts
+the run's :class:`Funnel`, and gives the users of a follow-up run
+(``follow_up_users``).
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
