@@ -254,8 +254,14 @@ async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     sb: Sandbox, client: CampaignClient, ledger: Ledger
 ) -> None:
     poll = await poll_of(client)
-    await client.send_bulk(poll, EVERYONE, chunk_size=1, journal=ledger, run="r1")
-    # One launch at a time, each a few polls long (the sandbox's statuses move on).
+    # The failures first: their launches are final once settled (a delivery may
+    # rest at SUCCESS), so the first final launch leaves four to follow.
+    await client.send_bulk(
+        poll, EVERYONE[3:] + EVERYONE[:3], chunk_size=1, journal=ledger, run="r1"
+    )
+    # One launch at a time, each status read answered 0.2 s late: the four
+    # left take long enough to be interrupted on any machine.
+    await sb.set_faults({"kind": "latency", "seconds": 0.2, "route": "campaign_status"})
     following = asyncio.create_task(
         follow_run(client, ledger, "r1", concurrency=1, poll_interval=0.05)
     )
@@ -266,6 +272,7 @@ async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     following.cancel()
     with pytest.raises(asyncio.CancelledError):
         await following
+    await sb.clear_faults()
     stopped = await ledger.final_launches("r1")
     assert 1 <= len(stopped) < 5
     await sb.set_clock(advance=600)  # every deployment final
