@@ -14,7 +14,7 @@ latest one per deployment of a launch since its last write, every
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
@@ -26,6 +26,7 @@ from ..errors import CampaignKitError, LedgerError, ValidationError
 from ..ledger import ACCEPTED, Journal, Ledger, StatusRow, ledger_from
 from ..models import CampaignAck
 from ..tracker import CampaignTracker, StatusSource, TrackOptions
+from ._launch_phones import LaunchPhones
 from ._seam import BulkClient
 
 log = sdk_logger("campaignkit.bulk")
@@ -35,50 +36,6 @@ FLUSH_ROWS: Final = 5000
 (and at the end of the launch)."""
 DEFAULT_FOLLOW_CONCURRENCY: Final = 8
 """Launches tracked at once."""
-
-
-_TAIL: Final = 7
-"""Digits a recipient is filed under: the last seven."""
-
-
-class LaunchPhones:
-    """The recipients of one launch, found by a deployment's ``cellphone``.
-
-    A deployment names its user by the cellphone, without the country code
-    (or with it): the recipient whose phone (``+``, a country code of 1 to 4
-    digits, the cellphone) ends with those digits. A number two recipients
-    of the launch could have is nobody's (not guessed).
-    """
-
-    __slots__ = ("_by_tail", "_phones")
-
-    def __init__(self, phones: Iterable[str]) -> None:
-        self._phones = list(phones)
-        by_tail: dict[str, str | list[str]] = {}
-        for phone in self._phones:
-            tail = phone[1:][-_TAIL:]
-            found = by_tail.setdefault(tail, phone)
-            if found != phone:  # rare: kept apart, told apart by the whole number
-                by_tail[tail] = [*([found] if isinstance(found, str) else found), phone]
-        self._by_tail = by_tail
-
-    def phone_of(self, cellphone: str) -> str | None:
-        found = self._by_tail.get(cellphone[-_TAIL:])
-        if type(found) is str and len(cellphone) >= _TAIL and found.endswith(cellphone):
-            # The usual case: the only recipient whose number ends so.
-            return found if 1 <= len(found) - len(cellphone) <= 5 else None
-        digits = "".join(char for char in cellphone if char.isdigit())
-        if len(digits) < _TAIL:  # a short number: any recipient's may end with it
-            candidates: Iterable[str] = self._phones
-        else:
-            found = self._by_tail.get(digits[-_TAIL:])
-            candidates = () if found is None else [found] if isinstance(found, str) else found
-        matches = [
-            phone
-            for phone in candidates
-            if phone.endswith(digits) and 1 <= len(phone) - len(digits) <= 5
-        ]
-        return matches[0] if len(matches) == 1 else None
 
 
 class _Writer:
@@ -154,14 +111,13 @@ async def _accepted_launches(
 ) -> tuple[list[CampaignAck], dict[str, list[str]]]:
     """The run's accepted launches not yet final, and each one's phones."""
     final = await ledger.final_launches(run)
-    acks = []
+    acks: dict[str, CampaignAck] = {}
     for _, _, state, ack, _ in await ledger.claims(run):
         if state == ACCEPTED and ack:
             launch = CampaignAck(**orjson.loads(ack))
             if launch.launch_request_id not in final:
-                acks.append(launch)
-    phones = await ledger.launch_phones(run, {ack.launch_request_id for ack in acks})
-    return acks, phones
+                acks.setdefault(launch.launch_request_id, launch)
+    return list(acks.values()), await ledger.launch_phones(run, acks.keys())
 
 
 async def follow_launches(

@@ -86,11 +86,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    p.add_argument(
-        "--export",
-        choices=["rejected", "ambiguous", "suppressed"],
-        help="write these users as CSV",
-    )
+    exported = ["rejected", "ambiguous", "suppressed"]
+    p.add_argument("--export", choices=exported, help="write these users as CSV")
     p.add_argument(
         "--export-status",
         metavar="STATUS",
@@ -287,7 +284,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
     runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
     if ctx.json:
-        ctx.emit([_run_json(info, counts) for info, counts in runs])
+        ctx.emit([_run_json(i, counts, await ledger.funnel(i.run)) for i, counts in runs])
         return
     rows = [
         (

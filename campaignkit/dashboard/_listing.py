@@ -16,7 +16,7 @@ from ..progress import ProgressUpdate, failure_words, run_update
 from ._funnel import Funnel
 from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_html
 
-__all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "total_funnel"]
+__all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "outcomes_html", "total_funnel"]
 
 PAGE_SIZE = 20
 """Rows (runs, and launches of no run) on one page of the list."""
@@ -139,7 +139,7 @@ def _run_html(run: RunSummary) -> str:
         else ""
     )
     input_state = "" if run.input_done else " (input still being read)"
-    outcomes = "" if run.outcomes is None else _outcomes_html(run.outcomes)
+    outcomes = "" if run.outcomes is None else outcomes_html(run.outcomes)
     return (
         f'<section class="run" data-run="{escape(run.run)}"><h2>Run <code>{escape(run.run)}'
         f"</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
@@ -151,7 +151,7 @@ def _run_html(run: RunSummary) -> str:
     )
 
 
-def _outcomes_html(funnel: RunFunnel) -> str:
+def outcomes_html(funnel: RunFunnel) -> str:
     """The run's funnel as the ledger has it: each step with its share of the
     planned recipients, then the opt-outs and the failures by status."""
     if not funnel.accepted:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
-from campaignkit.bulk._follow import LaunchPhones
+from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
 from campaignkit.ledger import ACCEPTED, Ledger, Recipient
 from campaignkit.ledger._outcomes import failure_statuses
@@ -80,6 +80,7 @@ async def test_send_bulk_follow_writes_every_outcome(
     assert (await ledger.report("r1")).funnel == report.funnel
     # Later, following again learns which SUCCESS became DELIVERED.
     await sb.set_clock(advance=600)
+    await sb.set_clock(advance=600)  # every deployment final
     funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
     assert funnel.steps == (
         ("planned", 5),
@@ -107,6 +108,7 @@ async def test_follow_run_tracks_only_launches_not_yet_settled(
     first = sorted(launches)[0]
     # As an earlier follow left it, stopped after settling one launch.
     await ledger.record_statuses("r1", [], final=[first])
+    await sb.set_clock(advance=600)  # every deployment final
     funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
     followed = {o.launch_request_id for o in await ledger.outcomes("r1")}
     assert followed == launches - {first}
@@ -246,3 +248,34 @@ async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
     assert "1 of 4 launch(es)" in "".join(raised.value.__notes__)
     # The others were followed all the same.
     assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 3
+
+
+async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    poll = await poll_of(client)
+    # The failures first: their launches are final once settled (a delivery may
+    # rest at SUCCESS), so the first final launch leaves four to follow.
+    await client.send_bulk(
+        poll, EVERYONE[3:] + EVERYONE[:3], chunk_size=1, journal=ledger, run="r1"
+    )
+    # One launch at a time, each status read answered 0.2 s late: the four
+    # left take long enough to be interrupted on any machine.
+    await sb.set_faults({"kind": "latency", "seconds": 0.2, "route": "campaign_status"})
+    following = asyncio.create_task(
+        follow_run(client, ledger, "r1", concurrency=1, poll_interval=0.05)
+    )
+    for _ in range(2000):  # until the first launch is final
+        if await ledger.final_launches("r1"):
+            break
+        await asyncio.sleep(0.01)
+    following.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await following
+    await sb.clear_faults()
+    stopped = await ledger.final_launches("r1")
+    assert 1 <= len(stopped) < 5
+    await sb.set_clock(advance=600)  # every deployment final
+    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
+    assert len(await ledger.final_launches("r1")) == 5
+    assert (funnel.delivered, sum(funnel.failed.values())) == (3, 2)

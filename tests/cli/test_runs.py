@@ -199,6 +199,8 @@ async def test_follow_shows_the_funnel_and_exports_a_follow_up_run(
     assert funnel["failed"] == {"FAILURE_BY_UNABLE_TO_CONTACT": 2, "FAILURE_BY_OPTOUT_CONTACT": 1}
     shown = await run(None, "runs", "spring", "--journal", journal)
     assert re.search(r"^delivered +2$", shown.out, re.MULTILINE), shown.out
+    listed = (await run(None, "runs", "--journal", journal, "--json")).json()
+    assert [r["funnel"]["delivered"] for r in listed] == [2]
     assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +2$", shown.out, re.MULTILINE)
 
     export = tmp_path / "again.csv"

@@ -62,6 +62,7 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     assert 'over 0 s"' not in page
     assert page.count("<polygon") >= 2  # queued from the run's start, then delivered
     assert poll.name in page
+    assert 'data-step="accepted" data-n="5"' in page  # the run's funnel, from the ledger
     missing = await run(sb, "report", launch, "-o", str(out), "--journal", "typo.db")
     assert missing.code != 0
     assert "typo.db: no such ledger file" in missing.err
