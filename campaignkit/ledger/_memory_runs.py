@@ -56,17 +56,12 @@ class Batch:
     launch_request_id: str | None = None
     detail: str | None = None
     updated: float = 0.0
-    dead: set[int] | None = None
+    dead: set[int] = attrs.Factory(set)
     """Offsets of records planned again since, into a later batch."""
 
     @property
     def live(self) -> int:
-        return self.size - (len(self.dead) if self.dead else 0)
-
-    def kill(self, offset: int) -> None:
-        if self.dead is None:
-            self.dead = set()
-        self.dead.add(offset)
+        return self.size - len(self.dead)
 
 
 @attrs.define(eq=False)
@@ -160,7 +155,7 @@ class RunState:
                 positions[number - start] = recipient.position
                 continue
             elif (batch := self.batch(number)).state in adopt:
-                batch.kill(number - batch.start)
+                batch.dead.add(number - batch.start)
             else:
                 if batch.chunk != chunk:
                     held.append(self.record(number, recipient.phone))
@@ -186,7 +181,7 @@ class RunState:
         for batch, offset in moved:
             assert batch.recipients is not None
             recipient = batch.recipients[offset]
-            batch.kill(offset)
+            batch.dead.add(offset)
             key = self.key(recipient.phone)
             self.index.new_record(self.index.find(key)[0], key)
             recipients.append(recipient)
@@ -244,7 +239,7 @@ class RunState:
         claim = self.claims.get(token)
         keys, long_phones = self.index.keys, self.long_phones
         for batch in () if claim is None else claim.batches:
-            dead = batch.dead or ()
+            dead = batch.dead
             for offset, key in enumerate(keys[batch.start : batch.start + batch.size]):
                 if offset not in dead:
                     yield long_phones[key] if key >= _LONG else key

@@ -94,7 +94,7 @@ class MemorySendingRules(SendingRules):
                 for batch in state.by_chunk.get(chunk, ())
                 if batch.state == PLANNED and batch.recipients is not None
                 for offset, recipient in enumerate(batch.recipients)
-                if not batch.dead or offset not in batch.dead
+                if offset not in batch.dead
             ),
             key=lambda item: (item[0], item[1]),  # input order (batches do not compare)
         )
