@@ -3,8 +3,9 @@
 from typing import TYPE_CHECKING
 
 from ._deprecated import renamed
+from ._funnel import Funnel
 from ._version import __version__
-from .bulk import BulkReport, SendWindow, ausers_from_csv, users_from_csv
+from .bulk import BulkReport, SendWindow, ausers_from_csv, follow_run, users_from_csv
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -64,6 +65,7 @@ __all__ = [
     "CampaignTracker",
     "ClientConfig",
     "ConfigurationError",
+    "Funnel",
     "LedgerError",
     "MemoryLedger",
     "ConnectionError",
@@ -98,6 +100,7 @@ __all__ = [
     "deployment_squad",
     "is_in_progress",
     "ausers_from_csv",
+    "follow_run",
     "users_from_csv",
     "__version__",
 ]

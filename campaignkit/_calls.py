@@ -32,6 +32,8 @@ SessionKeys = Iterable[SessionKey] | Mapping[str, str]
 
 _ACK = wire.decoder(CampaignAck)
 _LEGACY = wire.decoder(LegacyDeployment)
+_SESSION_UPDATE = wire.decoder(SessionUpdate)
+_CAMPAIGN_STATUS = wire.decoder(CampaignStatus)
 
 
 class ServiceCalls:
@@ -147,7 +149,7 @@ class ServiceCalls:
         keys = session_keys_wire(user_session_keys, "user_session_keys", problems)
         return await self._call(
             wire.UPDATE_SESSION,
-            wire.decoder(SessionUpdate),
+            _SESSION_UPDATE,
             timeout,
             max_retries,
             body_problems=problems,
@@ -167,7 +169,7 @@ class ServiceCalls:
         """The campaign request's state and every deployment's status."""
         return await self._call(
             wire.CAMPAIGN_STATUS,
-            wire.decoder(CampaignStatus),
+            _CAMPAIGN_STATUS,
             timeout,
             max_retries,
             extra_headers=extra_headers,

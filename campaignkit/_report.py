@@ -9,6 +9,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from ._funnel import Funnel
 from .errors import CampaignKitError
 from .models import CampaignAck, User
 
@@ -108,6 +109,10 @@ class BulkReport:
     every input read was sent before it or is ``rejected`` with it; the input
     after the first ``total`` items was not read (and a ledger does not mark
     the run's input finished)."""
+    funnel: Funnel | None = None
+    """How far the run's recipients got (planned → accepted → delivered →
+    read → replied, failures by status), read from its ledger when the
+    report was made: with ``follow=True``, once every launch has settled."""
 
     @property
     def acks(self) -> list[CampaignAck]:

@@ -158,6 +158,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         daily_limit: int | None = None,
         lines: Sequence[str] | None = None,
         tz_for: _bulk.TzFor | None = None,
+        follow: bool = False,
     ) -> _bulk.BulkReport:
         """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
         see :func:`campaignkit.bulk.send_bulk`."""
@@ -181,6 +182,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             daily_limit=daily_limit,
             lines=lines,
             tz_for=tz_for,
+            follow=follow,
         )
 
     # -- tracking (campaignkit.tracker) ---------------------------------------

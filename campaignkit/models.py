@@ -89,13 +89,10 @@ def session_keys(keys: Iterable[SessionKey] | Mapping[str, str]) -> tuple[Sessio
     Anything else is kept as given (in a tuple when iterable) for validation to
     report.
     """
-    # Exact-type checks first: the common cases skip the ABC machinery.
-    if type(keys) is tuple:
-        return keys
-    if type(keys) is dict or isinstance(keys, Mapping):
-        return tuple([SessionKey(k, v) for k, v in keys.items()])
     if isinstance(keys, tuple):
         return keys
+    if isinstance(keys, Mapping):
+        return tuple(SessionKey(k, v) for k, v in keys.items())
     if isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
         return tuple(keys)
     return keys

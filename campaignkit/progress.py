@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 
 import attrs
 
+from ._funnel import Funnel
 from .errors import ValidationError
 from .ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, PLANNED, REJECTED
 from .status import KNOWN_WIRE_STATUSES, CampaignState, DeploymentStatus, Stage, stage_of
@@ -64,6 +65,9 @@ class ProgressUpdate:
     elapsed: float = attrs.field(default=0.0, eq=False)
     rate: float | None = attrs.field(default=None, eq=False)
     eta: float | None = attrs.field(default=None, eq=False)
+    funnel: Funnel | None = attrs.field(default=None, hash=False)
+    """A bulk run's funnel from its ledger (planned → accepted → delivered →
+    read → replied, failures by status), where the update was made from one."""
 
     @property
     def fraction(self) -> float:
@@ -110,6 +114,8 @@ class ProgressUpdate:
             head += f"; request {self.state.description}"
         lines = [head, self.summary()]
         lines.extend(f"{name} x{n}: {failure_words(name)}" for name, n in self.failures)
+        if self.funnel is not None and self.funnel.accepted:
+            lines.append(" → ".join(f"{n} {step}" for step, n in self.funnel.steps))
         if self.eta is not None and not self.finished and self.waiting:
             lines.append(f"about {self.eta:.0f} s left")
         return "\n".join(lines)
@@ -141,9 +147,12 @@ def top_failures(
 _RUN_FAILURES = (REJECTED, AMBIGUOUS, "invalid")
 
 
-def run_update(counts: Mapping[str, int], total: int | None, done: bool) -> ProgressUpdate:
+def run_update(
+    counts: Mapping[str, int], total: int | None, done: bool, funnel: Funnel | None = None
+) -> ProgressUpdate:
     """A bulk run's update from its ledger counts (``total``: the inputs, once
-    the producer has read them all; ``done``: every input settled)."""
+    the producer has read them all; ``done``: every input settled) and its
+    ``funnel``."""
     failures = top_failures((state, counts.get(state, 0)) for state in _RUN_FAILURES)
     settled = sum(n for state, n in counts.items() if state not in (PLANNED, IN_FLIGHT))
     failed = sum(n for _, n in failures)
@@ -163,6 +172,7 @@ def run_update(counts: Mapping[str, int], total: int | None, done: bool) -> Prog
         failures=failures,
         state=state,
         finished=done,
+        funnel=funnel,
     )
 
 

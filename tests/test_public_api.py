@@ -83,6 +83,8 @@ DESIGN_NAMES = {
 }
 
 ALL = [
+    "Funnel",
+    "follow_run",
     "APIError",
     "Agent",
     "AmbiguousSendError",

@@ -37,3 +37,7 @@ async def test_a_run_s_updates_end_with_its_final_counts(sb: Sandbox, tmp_path: 
     assert (final.done, final.total, final.sent, final.failed) == (52, 52, 50, 1)
     assert final.failures == (("invalid", 1),)
     assert (final.counts["duplicate"], final.state) == (1, CampaignState.DONE)
+    # The run's funnel rides along, and a person reads it.
+    assert final.funnel is not None
+    assert (final.funnel.planned, final.funnel.accepted) == (50, 50)
+    assert "50 planned → 50 accepted → 0 delivered → 0 read → 0 replied" in final.text()

@@ -29,9 +29,6 @@ _CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
 _CELLPHONE = re.compile(r"[0-9]{4,15}")
 _SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# Unreserved characters, not starting with a dot (so not "." or ".."): such a
-# segment is its own encoding. The usual id; a fast path for benchmarks row 3.
-_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*").fullmatch
 
 
 def is_text(value: object) -> bool:
@@ -83,19 +80,16 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
         return None
     before = len(problems)
     country_code = user.country_code
-    if not (type(country_code) is str and country_code in _VALID_COUNTRY_CODES):
-        if isinstance(country_code, str) and _COUNTRY_CODE.fullmatch(country_code):
-            _VALID_COUNTRY_CODES.add(country_code)
-        else:
-            problems.append(
-                (
-                    f"{path}.country_code",
-                    "must be '+' and 1 to 4 digits, "
-                    f"but {given(country_code)} was given" + country_code_hint(country_code),
-                )
+    if not (isinstance(country_code, str) and _COUNTRY_CODE.fullmatch(country_code)):
+        problems.append(
+            (
+                f"{path}.country_code",
+                "must be '+' and 1 to 4 digits, "
+                f"but {given(country_code)} was given" + country_code_hint(country_code),
             )
+        )
     cellphone = user.cellphone
-    if isinstance(cellphone, str) and not (cellphone.isascii() and cellphone.isdigit()):
+    if isinstance(cellphone, str):
         cellphone = _CELLPHONE_SEPARATORS.sub("", cellphone)
     if not (isinstance(cellphone, str) and _CELLPHONE.fullmatch(cellphone)):
         problems.append((f"{path}.cellphone", _cellphone_problem(user.cellphone)))
@@ -143,11 +137,6 @@ def ledger_phone(value: Any, path: str, problems: Problems) -> str | None:
     return None if wire is None else f"{wire['country_code']}{wire['cellphone']}"
 
 
-# Valid country codes seen so far: a campaign has few distinct ones, and a set
-# lookup is cheaper than the pattern. There are at most 10**1 + ... + 10**4.
-_VALID_COUNTRY_CODES: set[str] = set()
-
-
 def _cellphone_problem(cellphone: object) -> str:
     if not isinstance(cellphone, str):
         # The value is not repeated: a phone number is personal data.
@@ -175,22 +164,6 @@ def session_keys_wire(keys: Any, path: str, problems: Problems) -> list[dict[str
             return []
     wire: list[dict[str, str]] = []
     for item in keys:
-        # The common case, checked inline: ASCII text is always UTF-8 encodable,
-        # so only other text (and deployment_squad) needs the full checks.
-        if type(item) is SessionKey:
-            key, value = item.key, item.value
-            if (
-                type(key) is str
-                and type(value) is str
-                and 0 < len(key) <= MAX_SESSION_KEY_LENGTH
-                and len(value) <= MAX_SESSION_VALUE_LENGTH
-                and key.isascii()
-                and value.isascii()
-                and key != DEPLOYMENT_SQUAD
-                and item.type is None
-            ):
-                wire.append({"key": key, "value": value})
-                continue
         _session_key_problems(item, f"{path}[{len(wire)}]", problems)
         entry = {"key": getattr(item, "key", None), "value": getattr(item, "value", None)}
         if getattr(item, "type", None) is not None:
@@ -263,8 +236,6 @@ def path_segment(name: str, value: Any, problems: Problems) -> str:
     Refuses what could still change the request's target once encoded: empty
     values, ``.`` and ``..``, and control characters.
     """
-    if (type(value) is str and _PLAIN_SEGMENT(value)) or type(value) is int:
-        return str(value)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):

@@ -96,7 +96,17 @@ class AiohttpExchange:
                 proxy=proxy,
                 proxy_auth=proxy_auth,
             ) as response:
-                body = await self._read_capped(response)
+                length = response.content_length
+                if length is None:
+                    body = await self._read_capped(response)
+                elif length > self._config.max_response_bytes:
+                    raise errors.ResponseError(
+                        f"answer of {length} bytes exceeds "
+                        f"max_response_bytes={self._config.max_response_bytes}",
+                        status=response.status,
+                    )
+                else:
+                    body = await response.read()
                 return Answer(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
             raise errors.ConnectionError(
@@ -118,15 +128,8 @@ class AiohttpExchange:
             ) from None
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
+        """A body of unknown length, read up to ``max_response_bytes``."""
         limit = self._config.max_response_bytes
-        length = response.content_length
-        if length is not None:
-            if length > limit:
-                raise errors.ResponseError(
-                    f"answer of {length} bytes exceeds max_response_bytes={limit}",
-                    status=response.status,
-                )
-            return await response.read()
         chunks = []
         size = 0
         async for chunk in response.content.iter_chunked(1 << 20):

@@ -9,11 +9,13 @@ instead of being silently coerced: :func:`structure` raises a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import attrs
 import msgspec
+import orjson
 from cattrs import BaseValidationError
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
 from cattrs.errors import AttributeValidationNote, ClassValidationError, IterableValidationError
@@ -27,6 +29,23 @@ from ..status import CampaignState, DeploymentStatus
 T = TypeVar("T")
 
 converter = make_converter(detailed_validation=True, forbid_extra_keys=False)
+
+
+def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
+    """``body`` as JSON, or a :class:`ResponseError` (without a path) that says
+    what came instead."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+    if not body:
+        what = "an empty body"
+    elif "html" in content_type or body.lstrip()[:1] == b"<":
+        what = "an HTML page (a proxy or gateway answered?)"
+    else:
+        what = f"a body that is not JSON ({len(body)} bytes, Content-Type {content_type!r})"
+    raise ResponseError(f"expected JSON, got {what}", status=status)
 
 
 def json_type(value: object) -> str:

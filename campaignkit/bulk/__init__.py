@@ -58,6 +58,7 @@ from .._report import (
     SuppressedUser,
 )
 from ..progress import ProgressUpdate
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
@@ -77,6 +78,7 @@ from ._windows import SendWindow
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_INTERRUPT_GRACE",
+    "DEFAULT_FOLLOW_CONCURRENCY",
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
@@ -98,6 +100,7 @@ __all__ = [
     "ausers_from_csv",
     "bulk_problems",
     "default_run",
+    "follow_run",
     "rules_problems",
     "send_bulk",
     "send_claim",

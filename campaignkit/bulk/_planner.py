@@ -14,6 +14,7 @@ from .._input.phones import PhoneSet
 from .._input.users import as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
+from .._wire.decode import user_wire_at
 from ..ledger import Recipient, Skipped
 from ..models import User
 
@@ -93,11 +94,8 @@ class Planner:
         entry = None
         if user is not None:
             problems: Problems = []
-            # A constant path while valid; the real one is only built for a message.
-            entry = user_wire(user, "users[]", problems)
+            entry = user_wire_at(user, position, problems)
             if entry is None:
-                problems = []
-                user_wire(user, f"users[{position}]", problems)
                 reason = "; ".join(f"{path}: {message}" for path, message in problems)
         if entry is None or user is None:
             self.invalid.append(InvalidUser(position, reason or "invalid", None, item))

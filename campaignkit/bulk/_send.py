@@ -12,7 +12,9 @@ from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ..progress import ProgressUpdate
+from ..tracker import TrackOptions
 from ._engine import BulkSend
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_open
 from ._options import bulk_problems
 from ._rules import TzFor, rules_problems, zone_preparer
 from ._seam import BulkClient
@@ -59,6 +61,7 @@ async def send_bulk(
     daily_limit: int | None = None,
     lines: Sequence[str] | None = None,
     tz_for: TzFor | None = None,
+    follow: bool = False,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
 
@@ -90,6 +93,11 @@ async def send_bulk(
     where the run stands, and the cancellation goes on. Cancelled again
     meanwhile, it stops at once. The users read and not sent are left for a
     rerun of the same run to send (with a durable ``journal``).
+    ``follow``: once sent, track every accepted launch until it settles
+    (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time) and write each
+    recipient's outcome into the ledger before returning (see
+    :func:`follow_run`). The report's ``funnel`` is read from the ledger at
+    the end either way.
 
     Protecting the sending line (kept with the run, so the workers apply them
     too): ``send_window`` sends each recipient outside it with a
@@ -117,6 +125,8 @@ async def send_bulk(
     problems += rule_problems
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
+    if not isinstance(follow, bool):
+        problems.append(("follow", f"must be True or False, got {follow!r}"))
     raise_problems(problems)
     # Without a journal, the same pipeline runs over a ledger in memory, whose
     # index of the run's phones is also the planner's dedupe set.
@@ -150,7 +160,13 @@ async def send_bulk(
             rules=rules,
             prepare=zone_preparer(rules, tz_for),
         )
-        return await bulk.run(users)
+        report = await bulk.run(users)
+        if follow:
+            await follow_open(
+                client, ledger, run_name, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
+            )
+        report.funnel = await ledger.funnel(run_name)
+        return report
     finally:
         if owned:
             await ledger.aclose()

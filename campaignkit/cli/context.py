@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import importlib
 from typing import Any, Protocol, TextIO
 
 import attrs
@@ -108,3 +109,15 @@ class Ctx:
             timeout=a.timeout,
             max_retries=a.max_retries,
         )
+
+
+def require_workers(command: str) -> None:
+    """A ConfigurationError naming the extra when it is not installed."""
+    try:
+        for module in ("taskiq", "campaignkit.workers"):  # the first names what is missing
+            importlib.import_module(module)
+    except ImportError as exc:
+        raise errors.ConfigurationError(
+            f"campaignkit {command} needs the 'workers' extra (taskiq, taskiq-redis, asyncpg): "
+            f"pip install 'campaignkit[workers]' ({exc})"
+        ) from exc

@@ -91,7 +91,7 @@ def resume_command(a: argparse.Namespace) -> str:
         argv += ["--format", a.format]
     argv += [
         flag
-        for flag in ("--retry-rejected", "--ignore-suppression")
+        for flag in ("--retry-rejected", "--ignore-suppression", "--follow")
         if getattr(a, flag[2:].replace("-", "_"))
     ]
     for flag, value in (("--send-window", a.send_window), ("--days", a.days)):

@@ -5,35 +5,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
-import importlib
 import logging
 import os
 import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import orjson
-
+from .._funnel import Funnel
 from .._redaction import redact
-from ..errors import ConfigurationError
+from ..bulk import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ..ledger import (
-    AMBIGUOUS,
     DEFAULT_CLAIM_TTL,
     STATES,
-    SUPPRESSED,
     Ledger,
-    Record,
     RunInfo,
     SqliteLedger,
     ledger_from,
 )
 from .argtypes import positive_float, positive_int
-from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError
-from .files import write_atomically
+from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
 from .output import table
+from .run_export import export_run, failure_status_list
 
 
 def register(add: AddCommand) -> None:
@@ -79,19 +73,43 @@ def register(add: AddCommand) -> None:
         "runs",
         "the runs of a delivery ledger, or one run's counts",
         "List the runs of the ledger, or show RUN's recipients per state (expired claims, "
-        "of senders that died, are first reported ambiguous). --export writes RUN's rejected, "
-        "ambiguous or suppressed users as a CSV file that `send` reads, for a deliberate retry.",
+        "of senders that died, are first reported ambiguous) and its funnel (planned, "
+        "accepted, delivered, read, replied; failures by status). --follow first tracks RUN's "
+        "accepted launches until they settle, writing each person's outcome (run it again "
+        "later: it resumes, and learns which SUCCESS became DELIVERED). --export writes RUN's "
+        "rejected, ambiguous or suppressed users as a CSV file that `send` reads, for a "
+        "deliberate retry; --export-status the users whose deployments ended in these failure "
+        "statuses, for a follow-up run (send it under a new --run).",
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
+    exported = ["rejected", "ambiguous", "suppressed"]
+    p.add_argument("--export", choices=exported, help="write these users as CSV")
     p.add_argument(
-        "--export",
-        choices=["rejected", "ambiguous", "suppressed"],
-        help="write these users as CSV",
+        "--export-status",
+        metavar="STATUS",
+        type=failure_status_list,
+        action="extend",
+        help="write the users whose deployment ended in these failure statuses as CSV "
+        "(comma-separated, or repeated; e.g. FAILURE_BY_UNABLE_TO_CONTACT; needs the run's "
+        "outcomes: --follow)",
     )
-    p.add_argument("-o", "--output", type=Path, help="CSV file for --export (default: stdout)")
+    p.add_argument(
+        "-o", "--output", type=Path, help="CSV file for --export/--export-status (default: stdout)"
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="first track RUN's accepted launches until they settle, writing outcomes",
+    )
+    p.add_argument(
+        "--follow-concurrency",
+        type=positive_int,
+        default=DEFAULT_FOLLOW_CONCURRENCY,
+        help=f"launches tracked at once with --follow ({DEFAULT_FOLLOW_CONCURRENCY})",
+    )
     p.set_defaults(func=cmd_runs, needs_client=False)
 
 
@@ -150,18 +168,6 @@ def _worker_logging(ctx: Ctx) -> Iterator[None]:
             logger.propagate = propagate
 
 
-def require_workers(command: str) -> None:
-    """A ConfigurationError naming the extra when it is not installed."""
-    try:
-        for module in ("taskiq", "campaignkit.workers"):  # the first names what is missing
-            importlib.import_module(module)
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"campaignkit {command} needs the 'workers' extra (taskiq, taskiq-redis, asyncpg): "
-            f"pip install 'campaignkit[workers]' ({exc})"
-        ) from exc
-
-
 async def cmd_worker(ctx: Ctx) -> ExitStatus:
     require_workers("worker")
     from taskiq import TaskiqEvents, TaskiqState
@@ -202,8 +208,10 @@ def _created(info: RunInfo) -> str:
     return datetime.fromtimestamp(info.created, UTC).isoformat(timespec="seconds")
 
 
-def _run_json(info: RunInfo, counts: dict[str, int]) -> dict[str, Any]:
-    return {
+def _run_json(
+    info: RunInfo, counts: dict[str, int], funnel: Funnel | None = None
+) -> dict[str, Any]:
+    shown = {
         "run": info.run,
         "poll_id": info.poll,
         "created": _created(info),
@@ -211,14 +219,20 @@ def _run_json(info: RunInfo, counts: dict[str, int]) -> dict[str, Any]:
         "total": info.total,
         "counts": counts,
     }
+    return shown if funnel is None else {**shown, "funnel": funnel.to_json()}
 
 
 async def cmd_runs(ctx: Ctx) -> ExitStatus:
     a = ctx.args
-    if a.export and not a.run:
-        raise UsageError("--export needs a RUN")
-    if a.output and not a.export:
-        raise UsageError("-o/--output needs --export")
+    for option, given in (("--export", a.export), ("--export-status", a.export_status)):
+        if given and not a.run:
+            raise UsageError(f"{option} needs a RUN")
+    if a.follow and not a.run:
+        raise UsageError("--follow needs a RUN")
+    if a.export and a.export_status:
+        raise UsageError("give --export or --export-status, not both")
+    if a.output and not (a.export or a.export_status):
+        raise UsageError("-o/--output needs --export or --export-status")
     async with open_ledger(a.journal, existing=True) as ledger:
         if not a.run:
             await list_runs(ctx, ledger)
@@ -227,12 +241,28 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         if info is None:
             raise UsageError(f"no run named {a.run!r} in {ledger!r}")
         await ledger.expire(a.run)
+        if a.follow:
+            ctx.note(f"following run {a.run}: until every accepted launch settles...")
+            async with ctx.client() as client:
+                await follow_run(client, ledger, a.run, concurrency=a.follow_concurrency)
         if a.export:
-            await export_run(ctx, ledger, a.run, a.export, a.output)
+            await export_run(
+                ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output
+            )
+            return ExitStatus.OK
+        if a.export_status:
+            await export_run(
+                ctx,
+                lambda: ledger.follow_up_records(a.run, a.export_status),
+                a.run,
+                "|".join(a.export_status),
+                a.output,
+            )
             return ExitStatus.OK
         counts = await ledger.counts(a.run)
+        funnel = await ledger.funnel(a.run)
         if ctx.json:
-            ctx.emit(_run_json(info, counts))
+            ctx.emit(_run_json(info, counts, funnel))
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -240,13 +270,15 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 + (f" ({info.total} inputs)" if info.total is not None else "")
             )
             ctx.print(table(list(counts.items()), ["state", "users"]))
+            ctx.print("")
+            ctx.print(table(funnel.rows(), ["funnel", "users"]))
     return ExitStatus.OK
 
 
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
     runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
     if ctx.json:
-        ctx.emit([_run_json(info, counts) for info, counts in runs])
+        ctx.emit([_run_json(i, counts, await ledger.funnel(i.run)) for i, counts in runs])
         return
     rows = [
         (
@@ -259,38 +291,3 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
         for info, counts in runs
     ]
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
-
-
-async def export_run(ctx: Ctx, ledger: Ledger, run: str, state: str, output: Path | None) -> None:
-    """Write the run's users in ``state`` as a CSV that ``send`` reads."""
-    keys: dict[str, None] = {}
-    async for record in ledger.records(run, [state]):
-        keys.update(dict.fromkeys(k["key"] for k in _stored(record)["user_session_keys"]))
-    columns = ["country_code", "cellphone", "deployment_eta", *keys]
-
-    async def write(f: TextIO) -> int:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        count = 0
-        async for record in ledger.records(run, [state]):
-            user = _stored(record)
-            row = {k["key"]: k["value"] for k in user["user_session_keys"]}
-            row.update((name, user.get(name, "")) for name in columns[:3])
-            writer.writerow(row)
-            count += 1
-        f.flush()
-        return count
-
-    count = await write(ctx.out) if output is None else await write_atomically(output, write)
-    advice = {
-        AMBIGUOUS: "they may have been received: check before sending them again",
-        SUPPRESSED: "their numbers were on the suppression list (`campaignkit suppress list`)",
-    }.get(state, "send them again with `campaignkit send POLL FILE --bulk`")
-    ctx.note(
-        f"wrote {count} {state} users of run {run}{f' to {output}' if output else ''}: {advice}"
-    )
-
-
-def _stored(record: Record) -> dict[str, Any]:
-    user: dict[str, Any] = orjson.loads(record.user or "{}")
-    return user

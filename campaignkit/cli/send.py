@@ -66,6 +66,12 @@ def register(add: AddCommand) -> None:
         action="store_true",
         help="send to numbers on the ledger's suppression list too (this run only)",
     )
+    bulk.add_argument(
+        "--follow",
+        action="store_true",
+        help="then track the accepted launches until they settle, writing each person's "
+        "outcome into the journal, and show the run's funnel",
+    )
     sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -79,6 +85,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--run", a.run),
         ("--retry-rejected", a.retry_rejected),
         ("--ignore-suppression", a.ignore_suppression),
+        ("--follow", a.follow),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -139,6 +146,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 ignore_suppression=a.ignore_suppression,
                 on_progress=on_progress,
                 interrupt_grace=a.interrupt_grace,
+                follow=a.follow,
                 **rules,
             )
         except asyncio.CancelledError:
@@ -161,6 +169,8 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)
+    if a.follow and report.funnel is not None:
+        ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
     return bulk_status(report)
 
 
@@ -243,4 +253,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
             {"position": s.position, "phone": s.phone, "reason": s.reason}
             for s in report.suppressed
         ],
+        "funnel": None if report.funnel is None else report.funnel.to_json(),
     }

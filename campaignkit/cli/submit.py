@@ -8,10 +8,10 @@ import shlex
 from ..bulk import DEFAULT_CHUNK_SIZE
 from . import sending_line
 from .argtypes import positive_int
-from .context import AddCommand, Ctx, ExitStatus
+from .context import AddCommand, Ctx, ExitStatus, require_workers
 from .input import bulk_input
 from .output import program, table
-from .runs import open_ledger, require_workers
+from .runs import open_ledger
 
 
 def register(add: AddCommand) -> None:

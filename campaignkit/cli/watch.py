@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..client import CampaignClient
@@ -13,7 +14,7 @@ from ..dashboard import (
     Dashboard,
     Sample,
     follow_report,
-    run_start,
+    run_of,
     sandbox_launches,
     serve_dashboard,
     write_report,
@@ -127,7 +128,9 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     launch = a.launch_request_id
     async with maybe_ledger(a.journal) as ledger:
-        started = None if ledger is None else await run_start(ledger, launch)
+        info = None if ledger is None else await run_of(ledger, launch)
+        run_funnel = None if ledger is None or info is None else await ledger.funnel(info.run)
+    started = None if info is None else datetime.fromtimestamp(info.created, UTC)
     history: list[Sample] = []
     if a.no_wait:
         status = await client.get_campaign_status(launch)
@@ -143,6 +146,7 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         status=status,
         poll_name=names.get(status.poll_id),
         started=started,
+        run_funnel=run_funnel,
     )
     if ctx.json:
         ctx.emit({"launch_request_id": status.launch_request_id, "output": str(a.output)})

@@ -15,7 +15,7 @@ from ._funnel import Funnel, Stage, funnel, stage_of
 from ._guard import Access
 from ._html import LaunchSummary
 from ._listing import Listing, RunSummary
-from ._report import follow_report, render_report, run_start, write_report
+from ._report import follow_report, render_report, run_of, run_start, write_report
 from ._timeline import Sample, Timeline
 from ._watch import Watch
 
@@ -37,6 +37,7 @@ __all__ = [
     "follow_report",
     "funnel",
     "render_report",
+    "run_of",
     "run_start",
     "running_dashboard",
     "sandbox_launches",

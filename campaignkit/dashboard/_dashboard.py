@@ -223,6 +223,7 @@ class Dashboard:
             counts,
             info.input_done,
             tuple(map(self._row, launches)),
+            await self._runs.ledger.funnel(info.run),
         )
 
     def run_started(self, launch_request_id: str) -> datetime | None:

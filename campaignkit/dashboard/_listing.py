@@ -10,12 +10,13 @@ from urllib.parse import quote
 
 import attrs
 
+from .._funnel import Funnel as RunFunnel
 from ..ledger import IN_FLIGHT, PLANNED
 from ..progress import ProgressUpdate, failure_words, run_update
 from ._funnel import Funnel
 from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_html
 
-__all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "total_funnel"]
+__all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "outcomes_html", "total_funnel"]
 
 PAGE_SIZE = 20
 """Rows (runs, and launches of no run) on one page of the list."""
@@ -36,6 +37,9 @@ class RunSummary:
     counts: Mapping[str, int]
     input_done: bool
     launches: tuple[LaunchSummary | str, ...] = ()
+    outcomes: RunFunnel | None = None
+    """The run's funnel from the ledger (outcomes written by ``follow`` and
+    the webhooks), the numbers ``campaignkit runs`` shows."""
 
     @property
     def total(self) -> int:
@@ -135,15 +139,34 @@ def _run_html(run: RunSummary) -> str:
         else ""
     )
     input_state = "" if run.input_done else " (input still being read)"
+    outcomes = "" if run.outcomes is None else outcomes_html(run.outcomes)
     return (
         f'<section class="run" data-run="{escape(run.run)}"><h2>Run <code>{escape(run.run)}'
         f"</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
         f"<p>started {moment(run.created)} · {run.total} recipients{input_state}<br>"
-        f"{_shares(run.update)}</p>{delivered}"
+        f"{_shares(run.update)}</p>{outcomes}{delivered}"
         f'<details class="launches"{" open" if len(run.launches) <= OPEN_UP_TO else ""}>'
         f"<summary>{len(run.launches)} launch(es)</summary>"
         f'<table class="launches">{_HEADER}{inside}</table></details></section>'
     )
+
+
+def outcomes_html(funnel: RunFunnel) -> str:
+    """The run's funnel as the ledger has it: each step with its share of the
+    planned recipients, then the opt-outs and the failures by status."""
+    if not funnel.accepted:
+        return ""
+    steps = " → ".join(
+        f'<span class="step" data-step="{name}" data-n="{n}">{name} {n} '
+        f"({percent(n, funnel.planned)})</span>"
+        for name, n in funnel.steps
+    )
+    failed = "".join(
+        f"<br>{n} {escape(failure_words(status))} <code>{escape(status)}</code>"
+        for status, n in sorted(funnel.failed.items(), key=lambda item: (-item[1], item[0]))
+    )
+    opted = f" · opted out {funnel.opted_out}" if funnel.opted_out else ""
+    return f'<p class="funnel">funnel: {steps}{opted}{failed}</p>'
 
 
 _HEADER = (

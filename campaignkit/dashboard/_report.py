@@ -15,18 +15,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .. import errors
-from ..ledger import ACCEPTED
+from .._funnel import Funnel as RunFunnel
+from ..ledger import ACCEPTED, RunInfo
 from ..models import CampaignStatus
 from ..status import CampaignState
 from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, launch_body, moment
+from ._listing import outcomes_html
 from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
     from ..ledger import Ledger
 
-__all__ = ["follow_report", "render_report", "run_start", "write_report"]
+__all__ = ["follow_report", "render_report", "run_of", "run_start", "write_report"]
 
 
 def render_report(
@@ -36,11 +38,13 @@ def render_report(
     now: datetime | None = None,
     poll_name: str | None = None,
     started: datetime | None = None,
+    run_funnel: RunFunnel | None = None,
 ) -> str:
     """The report of ``status``; ``history`` (samples of this launch, time
     order) draws the chart, which ends with ``status`` as read at ``now``
     (default: now) and begins at ``started`` (when the launch was sent, if
-    known: every deployment still waiting then)."""
+    known: every deployment still waiting then). ``run_funnel``: the funnel
+    of its bulk run, from the ledger, shown under the title."""
     now = now or datetime.now(UTC)
     counts = Counter(deployment.status for deployment in status.deployments)
     samples = list(history)
@@ -61,6 +65,8 @@ def render_report(
     if not samples or samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, summary.state, summary.funnel))
     note = f'<p class="note">Report of {moment(now)} · campaignkit</p>'
+    if run_funnel is not None:
+        note += outcomes_html(run_funnel)
     return document(
         f"Campaign report {poll_name or status.poll_id} {status.launch_request_id}",
         launch_body(summary, samples, note=note),
@@ -68,13 +74,19 @@ def render_report(
     )
 
 
-async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
-    """When the bulk run that sent the launch started, if the ledger has it."""
+async def run_of(ledger: Ledger, launch_request_id: str) -> RunInfo | None:
+    """The bulk run that sent the launch, if the ledger has it."""
     for info in await ledger.runs():
         async for record in ledger.records(info.run, [ACCEPTED]):
             if record.launch_request_id == launch_request_id:
-                return datetime.fromtimestamp(info.created, UTC)
+                return info
     return None
+
+
+async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
+    """When the bulk run that sent the launch started, if the ledger has it."""
+    info = await run_of(ledger, launch_request_id)
+    return None if info is None else datetime.fromtimestamp(info.created, UTC)
 
 
 async def follow_report(
@@ -123,12 +135,15 @@ async def write_report(
     status: CampaignStatus | None = None,
     poll_name: str | None = None,
     started: datetime | None = None,
+    run_funnel: RunFunnel | None = None,
 ) -> CampaignStatus:
     """Write the launch's report to ``path`` (its status read unless given);
     returns the status (for a summary line)."""
     if status is None:
         status = await client.get_campaign_status(launch_request_id)
-    text = render_report(status, history, poll_name=poll_name, started=started)
+    text = render_report(
+        status, history, poll_name=poll_name, started=started, run_funnel=run_funnel
+    )
     await asyncio.to_thread(_write, path, text)
     return status
 

@@ -14,13 +14,20 @@ Each ledger also keeps a suppression list across its runs (``suppress``,
 ``unsuppress``, ``suppressed``, ``suppressions``): a number on it is filed
 ``suppressed`` (the reason in its record's ``detail``) when a run plans it,
 instead of planned, unless the run ignores the list
-(``plan(..., ignore_suppression=True)``).
+(``plan(..., ignore_suppression=True)``); one listed after it was planned is
+filed suppressed by the claim of its chunk, whatever the run said.
 
 A ledger also keeps each run's options (``save_run_options``: the workers
 read the producer's send window and lines there), enforces a run's
 ``daily_limit`` at claim time (the rest of a chunk is filed ``deferred``,
 and planned again by a rerun), and remembers each person's sending line
 (``assign_lines``) across runs.
+
+After acceptance it learns each recipient's outcome (:class:`RecipientOutcome`:
+the last deployment status, from ``follow``; delivered, read, replied and
+opted out, from the webhooks: every ledger is an ``EventRecorder``), counts
+the run's :class:`Funnel`, and gives the users of a follow-up run
+(``follow_up_users``).
 
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
@@ -34,7 +41,9 @@ from __future__ import annotations
 import os
 from typing import TypeAlias
 
+from .._funnel import Funnel
 from ._memory import MemoryLedger
+from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
 from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
@@ -75,16 +84,19 @@ __all__ = [
     "SUPPRESSED",
     "SUPPRESSING_STATUSES",
     "Claim",
+    "Funnel",
     "Journal",
     "Ledger",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
+    "RecipientOutcome",
     "Record",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
     "Suppression",
+    "StatusRow",
     "ledger_from",
     "suppression_reason",
 ]

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import attrs
 
 from ..errors import LedgerError
+from ._memory_outcomes import MemoryOutcomes
 from ._memory_runs import ClaimState, RunState
 from ._memory_seen import MemorySeen
 from ._memory_suppressions import MemorySuppressions
@@ -38,15 +39,14 @@ from ._sending_memory import MemorySendingRules
 from ._suppression import Suppression
 
 
-class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
+class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
-    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to
-    read the run back (``report``, ``records``) or to rerun it in the same
-    process. It is gone with the process: a crash loses it, so it resumes
-    nothing after one. It keeps no users of accepted recipients (their
-    records' ``user`` is None). Closing it keeps its contents (like a file);
-    operations need it open.
+    What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
+    back (``report``, ``records``, ``outcomes``) or to rerun it in the same process. It is
+    gone with the process: a crash loses it, so it resumes nothing after one. It keeps no
+    users of accepted recipients (their records' ``user`` is None). Closing it keeps its
+    contents (like a file); operations need it open.
     """
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
@@ -111,7 +111,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        listed = {} if ignore_suppression else self._listed(recipients)
+        listed = {} if ignore_suppression else self._entries(r.phone for r in recipients)
         if not listed:
             return state.file(chunk, recipients, adopt, None, now)
         by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
@@ -126,10 +126,9 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
         token, now = uuid.uuid4().hex, time.time()
+        self._suppress_late(state, chunk, now)
         self._defer_over_budget(run, state, chunk, now)
-        batches = [
-            b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size
-        ]
+        batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
         if not batches:
             return None
         recipients: list[Recipient] = []
@@ -137,13 +136,18 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
             assert batch.recipients is not None
             dead = batch.dead
-            recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
-        recipients.sort(key=lambda r: (r.position, r.phone))  # input order
+            if dead:
+                recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
+            else:
+                recipients += batch.recipients
+        if len(batches) > 1 or not isinstance(batches[0].positions, range):
+            # Not one batch planned in input order (its positions one run).
+            recipients.sort(key=lambda r: (r.position, r.phone))  # input order
         expires = now + self.claim_ttl
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
-        self._note_claim(run, token, now, recipients)
+        self._note_claim(run, token, now)
         return Claim(token, chunk, tuple(recipients), expires)
 
     async def settle(
@@ -186,7 +190,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
             for batch in found.batches:
                 if batch.state == IN_FLIGHT:
                     batch.state, batch.detail, batch.updated = AMBIGUOUS, EXPIRED, now
-                    expired += batch.size - len(batch.dead)
+                    expired += batch.live
         return expired
 
     async def finish_input(self, run: str, total: int) -> None:
@@ -203,7 +207,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
         state = self._run(run)
         if state is None:
             return []
-        waiting = {b.chunk for b in state.batches if b.state == PLANNED and len(b.dead) < b.size}
+        waiting = {b.chunk for b in state.batches if b.state == PLANNED and b.live}
         pending = [(created, c) for c, (created, done) in state.chunks.items() if not done]
         return [chunk for _, chunk in sorted(pending) if chunk in waiting]
 
@@ -234,7 +238,7 @@ class MemoryLedger(MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
         if state is None:
             return counts
         for batch in state.batches:
-            counts[batch.state] += batch.size - len(batch.dead)
+            counts[batch.state] += batch.live
         for item in state.skipped.get(state.input_pass, {}).values():
             counts[item.kind] += 1
         return counts

@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import abc
 import warnings
-from collections.abc import AsyncIterator, Sequence
-from typing import Self
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Self
 
 import orjson
 
+from .._funnel import Funnel, OutcomeGroup, build_funnel
 from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
+from ..models import User
+from ..status import DeploymentStatus
 from ._build import build_report, requests_of, suppressed_of, user_of
-from ._records import STATES, Claim, Recipient, Record, RunInfo, Skipped
+from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
+from ._records import ACCEPTED, STATES, Claim, Recipient, Record, RunInfo, Skipped
 from ._sending import SendingRules
 from ._suppression import SuppressionList
+
+if TYPE_CHECKING:
+    from ..webhooks import WebhookEvent
 
 EXPIRED = "claim expired: its sender stopped (or hung) mid-request; it may have been sent"
 
@@ -81,7 +88,9 @@ class Ledger(SendingRules, SuppressionList):
 
     @abc.abstractmethod
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
-        """Atomically take the planned recipients of ``chunk`` (None if none are left)."""
+        """Atomically take the planned recipients of ``chunk`` (None if none are
+        left); those whose numbers were listed since they were planned are
+        filed suppressed instead."""
 
     @abc.abstractmethod
     async def settle(
@@ -172,7 +181,7 @@ class Ledger(SendingRules, SuppressionList):
                 reason = item.reason or "invalid"
                 invalid.append(InvalidUser(item.position, reason, item.line, value))
         last = await self.last_update(run)
-        return build_report(
+        report = build_report(
             info.poll,
             requests,
             invalid=invalid,
@@ -181,6 +190,75 @@ class Ledger(SendingRules, SuppressionList):
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )
+        report.funnel = await self.funnel(run)
+        return report
+
+    # -- outcomes: what became of each accepted recipient
+
+    @abc.abstractmethod
+    async def record_statuses(
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
+    ) -> None:
+        """Record the deployment statuses tracking saw, and (in the same
+        transaction) the launches whose every deployment is ``final``."""
+
+    @abc.abstractmethod
+    async def record_event(self, event: WebhookEvent) -> None:
+        """Record a delivered, read, response or opt-out webhook event on its
+        recipient: the phone's in the most recent run holding it as accepted
+        (other events, and phones of no accepted recipient, are not recorded).
+        This makes every ledger a webhook handler's ``ledger=``."""
+
+    @abc.abstractmethod
+    async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
+        """The phones of the run's accepted recipients, by launch, for those ``launches``."""
+
+    @abc.abstractmethod
+    async def outcomes(self, run: str) -> list[RecipientOutcome]:
+        """The outcomes known of the run's recipients, by phone."""
+
+    @abc.abstractmethod
+    async def outcome_groups(self, run: str) -> list[OutcomeGroup]:
+        """The run's outcomes counted by status and known webhook facts."""
+
+    @abc.abstractmethod
+    async def final_launches(self, run: str) -> set[str]:
+        """The launches of the run followed until every deployment was final:
+        not tracked again."""
+
+    async def funnel(self, run: str) -> Funnel:
+        """The run's :class:`~campaignkit.Funnel`: planned → accepted →
+        delivered → read → replied, failures by status, and the rest."""
+        return build_funnel(await self.counts(run), await self.outcome_groups(run))
+
+    async def follow_up_records(
+        self, run: str, statuses: Iterable[DeploymentStatus | str]
+    ) -> AsyncIterator[Record]:
+        """The records of ``run``'s recipients whose deployment ended in one of
+        ``statuses`` (failure statuses, e.g. ``FAILURE_BY_UNABLE_TO_CONTACT``),
+        in input order, and no one else's. Needs the run's outcomes
+        (``follow``) and a ledger that keeps accepted users (SQLite,
+        PostgreSQL): the memory ledger raises :class:`LedgerError`."""
+        chosen = failure_statuses(statuses)
+        phones = {o.phone for o in await self.outcomes(run) if o.status in chosen}
+        if not phones:
+            return
+        async for record in self.records(run, [ACCEPTED]):
+            if record.phone in phones:
+                if record.user is None:
+                    raise LedgerError(
+                        f"{self!r} keeps no users of accepted recipients: a follow-up "
+                        "run needs a durable journal (an SQLite file or PostgreSQL)"
+                    )
+                yield record
+
+    async def follow_up_users(
+        self, run: str, statuses: Iterable[DeploymentStatus | str]
+    ) -> AsyncIterator[User]:
+        """The users of :meth:`follow_up_records`: the input of a follow-up
+        run (``send_bulk`` them under another ``run=``)."""
+        async for record in self.follow_up_records(run, statuses):
+            yield user_of(record.user or "{}")
 
     # -- webhook deliveries
 

@@ -12,6 +12,7 @@ import tenacity
 
 from .._redaction import sdk_logger
 from ..errors import LedgerError
+from ._outcomes import OUTCOME_TABLES
 from ._sending_tables import TABLES as SENDING_TABLES
 
 
@@ -100,6 +101,7 @@ SCHEMA: Final = (
         source TEXT,
         added DOUBLE PRECISION NOT NULL
     )""",
+    *OUTCOME_TABLES,
 )
 
 

@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
-from ._memory_runs import Batch, RunState
-from ._records import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, Recipient
+from ._memory_runs import RunState
+from ._records import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED
 from ._sending import DAY, SendingRules, daily_limit_of, deferred_detail, over_budget, spread
 
 _COUNTED = (IN_FLIGHT, ACCEPTED, AMBIGUOUS)
 
 
 def _key(phone: str) -> int | str:
-    """A phone as an int where it fits 64 bits (8 bytes kept a recipient)."""
+    """A phone as an int where it fits 64 bits (as ``RunState.claimed_keys`` gives it)."""
     digits = phone[1:]
     return int("1" + digits) if len(digits) <= 18 and digits.isdigit() else phone
 
 
 @attrs.frozen
 class _Taken:
-    """The phones one claim took, for the daily limit's count."""
+    """A claim, for the daily limit's count of the phones it took."""
 
     claimed: float
     run: str
     claim: str
-    keys: array[int]
-    others: tuple[str, ...]
 
 
 class MemorySendingRules(SendingRules):
@@ -65,17 +62,9 @@ class MemorySendingRules(SendingRules):
             self._line_load[line] += 1
         return kept | assigned
 
-    def _note_claim(
-        self, run: str, claim: str, now: float, recipients: Iterable[Recipient]
-    ) -> None:
-        keys, others = array("Q"), []
-        for recipient in recipients:
-            key = _key(recipient.phone)
-            if isinstance(key, int):
-                keys.append(key)
-            else:
-                others.append(key)
-        self._taken.append(_Taken(now, run, claim, keys, tuple(others)))
+    def _note_claim(self, run: str, claim: str, now: float) -> None:
+        # The claim's phones are read from the run's index when counted.
+        self._taken.append(_Taken(now, run, claim))
         while self._taken and self._taken[0].claimed <= now - DAY:
             self._taken.popleft()
 
@@ -86,11 +75,11 @@ class MemorySendingRules(SendingRules):
         for taken in self._taken:
             run = self._runs.get(taken.run)
             claim = None if run is None else run.claims.get(taken.claim)
-            if taken.claimed <= since or claim is None or claim.state not in _COUNTED:
+            counts = claim is not None and claim.state in _COUNTED
+            if run is None or claim is None or not counts or taken.claimed <= since:
                 continue
             oldest = taken.claimed if oldest is None else min(oldest, taken.claimed)
-            counted.update(taken.keys)
-            counted.update(taken.others)
+            counted.update(run.claimed_keys(taken.claim))
         return counted, oldest
 
     def _defer_over_budget(self, run: str, state: RunState, chunk: str, now: float) -> None:
@@ -115,18 +104,5 @@ class MemorySendingRules(SendingRules):
         if not deferred:
             return
         moved = [(batch, offset) for _, phone, batch, offset in planned if _key(phone) in deferred]
-        start = len(state.positions)
-        recipients = []
-        for number, (batch, offset) in enumerate(moved, start):
-            assert batch.recipients is not None
-            recipient = batch.recipients[offset]
-            batch.dead.add(offset)
-            state.index.put(state.key(recipient.phone), number)
-            state.positions.append(recipient.position)
-            recipients.append(recipient)
         detail = deferred_detail(limit, None if oldest is None else oldest + DAY)
-        batch = Batch(chunk, start, len(recipients), tuple(recipients), DEFERRED, detail=detail)
-        batch.updated = now
-        state.batches.append(batch)
-        state.starts.append(start)
-        state.by_chunk.setdefault(chunk, []).append(batch)
+        state.move(chunk, moved, DEFERRED, detail, now)

@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import Final
 
 from ..errors import LedgerError
+from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
 from ._protocol import EXPIRED, Ledger
 from ._reads import LedgerReads
@@ -45,7 +46,9 @@ def _filed(entry: Suppression | None) -> tuple[str, str | None]:
     return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
 
 
-class SqlLedger(ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger):
+class SqlLedger(
+    OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger
+):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
     reconnect_timeout: float = 60.0
@@ -189,6 +192,7 @@ class SqlLedger(ProducerBookkeeping, LedgerReads, SendingRulesStore, Suppression
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            await self._suppress_late(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(
                 "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"

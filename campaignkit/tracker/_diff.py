@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from itertools import compress, repeat
 from operator import attrgetter, ne, or_
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import attrs
 
 from .. import errors
-from .._wire.decode import StatusAnswer, StatusEntry
+from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
 from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
 
@@ -269,13 +270,19 @@ class View:
 
     def result(self, answer: StatusAnswer) -> CampaignStatus:
         """``answer`` as a CampaignStatus, each status as the tracker holds it
-        (a stale backward read is not shown). Built only when asked for."""
-        get = self.current.get
-        built = [
-            _deployment(entry, status_from_wire(get(entry_key(entry), entry.status)))
-            for entry in answer.deployments
-        ]
-        return CampaignStatus(answer.launch_request_id, answer.status, answer.poll_id, tuple(built))
+        now (a stale backward read is not shown). Its Deployments are made as
+        they are read (benchmarks row 2: 100,000 of them per poll otherwise)."""
+        deployments = OnAccess(partial(_held_deployments, dict(self.current)), answer.deployments)
+        return CampaignStatus(answer.launch_request_id, answer.status, answer.poll_id, deployments)
+
+
+def _held_deployments(held: dict[str, str | None], entries: list[StatusEntry]) -> list[Deployment]:
+    """The Deployments of ``entries``, each with its status in ``held`` (the
+    tracker's statuses when the result was asked for) if it is there."""
+    return [
+        _deployment(entry, status_from_wire(held.get(entry_key(entry), entry.status)))
+        for entry in entries
+    ]
 
 
 def _keyless(answer: StatusAnswer, entry: StatusEntry) -> errors.ResponseError:

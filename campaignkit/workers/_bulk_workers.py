@@ -128,7 +128,10 @@ class BulkWorkers:
         tz_for: TzFor | None = None,
     ) -> str:
         """Plan ``users`` into the ledger and enqueue one message per chunk; the
-        run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it."""
+        run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it.
+
+        A recipient listed on the suppression list while its chunk waits for a
+        worker is filed suppressed by the worker's claim."""
         ledger = await self._producer.get()
         return await submit_run(
             ledger,
@@ -153,8 +156,9 @@ class BulkWorkers:
 
         ``counts``: its recipients per ledger state, plus ``invalid`` and
         ``duplicate`` inputs; ``total``: the inputs, once the producer has
-        read them all; ``finished`` once every planned recipient has been
-        settled or expired. Each reading first reports the recipients of
+        read them all; ``funnel``: what became of the accepted ones, as far
+        as the ledger knows; ``finished`` once every planned recipient has
+        been settled or expired. Each reading first reports the recipients of
         expired claims (workers that died mid-chunk) ambiguous.
         """
         ledger = await self._producer.get()
@@ -165,7 +169,7 @@ class BulkWorkers:
                 raise LedgerError(f"no run named {run!r} in {ledger!r}")
             counts = await ledger.counts(run)
             done = info.input_done and not counts[PLANNED] and not counts[IN_FLIGHT]
-            yield run_update(counts, info.total, done)
+            yield run_update(counts, info.total, done, await ledger.funnel(run))
             if done:
                 return
             await asyncio.sleep(poll_interval)
@@ -174,7 +178,8 @@ class BulkWorkers:
         self, run: str, *, every: float = 2.0, poll_interval: float = 1.0
     ) -> AsyncGenerator[ProgressUpdate]:
         """:meth:`progress` as throttled :class:`~campaignkit.ProgressUpdate`
-        snapshots (as ``CampaignTracker.updates``; ``delivered``: accepted)."""
+        snapshots (as ``CampaignTracker.updates``; ``sent``: accepted), each
+        with the run's ``funnel``."""
         readings = self.progress(run, poll_interval=poll_interval)
         return throttled(readings, check_every(every), time.monotonic, asyncio.sleep)
 

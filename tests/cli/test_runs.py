@@ -163,3 +163,99 @@ def test_worker_lines_on_stderr(quiet: bool, debug: bool) -> None:
     assert "Exception found while executing function" not in text
     workers.error("after the worker")
     assert "after the worker" not in err.getvalue()
+
+
+async def test_follow_shows_the_funnel_and_exports_a_follow_up_run(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await poll_of(sb)
+    journal = str(tmp_path / "run.db")
+    users = tmp_path / "users.csv"
+    # 5599..28: FAILURE_BY_UNABLE_TO_CONTACT, ..20: FAILURE_BY_OPTOUT_CONTACT.
+    phones = ["5510000001", "5510000002", "5510009928", "5510019928", "5510009920"]
+    with users.open("w", newline="") as f:
+        csv.writer(f).writerows(
+            [("country_code", "cellphone", "name")] + [("+52", p, p) for p in phones]
+        )
+    sent = await run(
+        sb,
+        "send",
+        poll,
+        str(users),
+        "--bulk",
+        "--chunk-size",
+        "2",
+        "--journal",
+        journal,
+        "--run",
+        "spring",
+    )
+    assert sent.code == 0, sent.err
+    await sb.set_clock(advance=600)  # every deployment final
+    followed = await run(sb, "runs", "spring", "--journal", journal, "--follow", "--json")
+    assert followed.code == 0, followed.err
+    funnel = followed.json()["funnel"]
+    assert (funnel["planned"], funnel["accepted"], funnel["delivered"]) == (5, 5, 2)
+    assert funnel["failed"] == {"FAILURE_BY_UNABLE_TO_CONTACT": 2, "FAILURE_BY_OPTOUT_CONTACT": 1}
+    shown = await run(None, "runs", "spring", "--journal", journal)
+    assert re.search(r"^delivered +2$", shown.out, re.MULTILINE), shown.out
+    listed = (await run(None, "runs", "--journal", journal, "--json")).json()
+    assert [r["funnel"]["delivered"] for r in listed] == [2]
+    assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +2$", shown.out, re.MULTILINE)
+
+    export = tmp_path / "again.csv"
+    exported = await run(
+        None,
+        "runs",
+        "spring",
+        "--journal",
+        journal,
+        "--export-status",
+        "failure_by_unable_to_contact",
+        "-o",
+        str(export),
+    )
+    assert exported.code == 0, exported.err
+    assert "wrote 2 FAILURE_BY_UNABLE_TO_CONTACT users of run spring" in exported.err
+    with export.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["cellphone"], r["name"]) for r in rows] == [
+        ("5510009928", "5510009928"),
+        ("5510019928", "5510019928"),
+    ]
+    again = await run(
+        sb, "send", poll, str(export), "--bulk", "--journal", journal, "--run", "spring-2", "--json"
+    )
+    assert again.json()["counts"]["accepted"] == 2
+    counts = (await sb.snapshot())["companies"][0]["phone_counts"]
+    assert {p: n for p, n in counts.items() if n > 1} == {"+525510009928": 2, "+525510019928": 2}
+
+
+async def test_export_status_needs_failure_statuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = str(tmp_path / "x.db")
+    bad = await run(None, "runs", "r", "--journal", journal, "--export-status", "DELIVERED")
+    assert bad.code == 2
+    assert "'DELIVERED' is not a failure status" in capsys.readouterr().err
+    assert (await run(None, "runs", "--journal", journal, "--follow")).code == 2
+
+
+async def test_send_bulk_follow_reports_the_funnel(sb: Sandbox, tmp_path: Path) -> None:
+    poll = await poll_of(sb)
+    users = tmp_path / "users.csv"
+    with users.open("w", newline="") as f:
+        rows = [("+52", phone) for phone in ("5510000001", "5510009928")]
+        csv.writer(f).writerows([("country_code", "cellphone"), *rows])
+    sent = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--json")
+    assert sent.code == 0, sent.err
+    funnel = sent.json()["funnel"]
+    assert (funnel["planned"], funnel["accepted"]) == (2, 2)
+    assert funnel["failed"] == {"FAILURE_BY_UNABLE_TO_CONTACT": 1}
+    shown = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--run", "x")
+    assert shown.code == 2  # --run needs --journal
+    table = await run(sb, "send", poll, str(users), "--bulk", "--follow")
+    assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +1$", table.out, re.MULTILINE)
+    single = await run(sb, "send", poll, str(users), "--follow")
+    assert single.code == 2
+    assert "--follow needs --bulk" in single.err

@@ -62,6 +62,7 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     assert 'over 0 s"' not in page
     assert page.count("<polygon") >= 2  # queued from the run's start, then delivered
     assert poll.name in page
+    assert 'data-step="accepted" data-n="5"' in page  # the run's funnel, from the ledger
     missing = await run(sb, "report", launch, "-o", str(out), "--journal", "typo.db")
     assert missing.code != 0
     assert "typo.db: no such ledger file" in missing.err
@@ -142,7 +143,8 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     async with sb.client() as client:
         poll = (await client.list_polls())[0]
         users = [User(cellphone=f"300222{i:04d}", country_code="+57") for i in range(3)]
-        await client.send_bulk(poll.id, users, journal=journal, run="spring")
+        users.append(User(cellphone="3002229928", country_code="+57"))  # unable to contact
+        await client.send_bulk(poll.id, users, journal=journal, run="spring", follow=True)
     proc = await asyncio.create_subprocess_exec(
         str(SCRIPT),
         "dashboard",
@@ -162,6 +164,10 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     assert code == 0
     assert 'data-run="spring"' in page
     assert f"{poll.name} (poll {poll.id})" in page
+    # The run's funnel, from the outcomes follow=True wrote.
+    assert 'data-step="planned" data-n="4"' in page
+    assert 'data-step="accepted" data-n="4"' in page
+    assert "<code>FAILURE_BY_UNABLE_TO_CONTACT</code>" in page
 
 
 async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:

@@ -107,3 +107,17 @@ async def test_push_misspelling_unknown_status_and_spelling_flip(
 
 def decode(data: dict[str, Any]) -> Any:
     return decoder(StatusAnswer)(json.dumps(data).encode(), 200, {})
+
+
+async def test_a_result_keeps_the_statuses_held_when_it_was_made() -> None:
+    # Its Deployments are made as they are read, from the statuses of then.
+    view = View("lr-1")
+    first = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(600)])
+    view.apply(decode(first), now())
+    result = view.result(decode(first))
+    later = answer("CLAIMED", *[dep(i, "SUCCESS") for i in range(600)])
+    view.apply(decode(later), now())
+    assert {d.status for d in result.deployments} == {S.RECEIVED}
+    assert result.deployments[-1].conversation_id == "c599"
+    assert result.deployments[10:12] == tuple(result.deployments)[10:12]
+    assert {d.status for d in view.result(decode(first)).deployments} == {S.SUCCESS}

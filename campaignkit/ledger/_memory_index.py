@@ -1,0 +1,75 @@
+"""The memory ledger's phone index: each record's phone key, and for each
+phone its current record, in arrays (about 16 bytes a phone)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_BITS64 = (1 << 64) - 1
+
+
+class Index:
+    """Each record's phone key (``keys``, by record number) and, for each
+    phone, its current record: an open-addressing table of record numbers + 1
+    (0 is empty), at most half full, that reads the keys it compares from
+    ``keys``."""
+
+    __slots__ = ("_mask", "_shift", "_size", "_table", "keys")
+
+    def __init__(self, bits: int = 10) -> None:
+        self.keys = array("Q")
+        self._table = array("I", bytes(4 << bits))
+        self._mask = (1 << bits) - 1
+        self._shift = 64 - bits
+        self._size = 0
+
+    def find(self, key: int) -> tuple[int, int]:
+        """Where ``key`` is, or the empty slot where it would go, and its
+        current record number + 1 (0 if it has none)."""
+        table, keys, mask = self._table, self.keys, self._mask
+        index = ((key * _GOLDEN) & _BITS64) >> self._shift
+        while (found := table[index]) and keys[found - 1] != key:
+            index = (index + 1) & mask
+        return index, found
+
+    def get(self, key: int) -> int | None:
+        """The current record number of ``key``."""
+        found = self.find(key)[1]
+        return found - 1 if found else None
+
+    def new_record(self, slot: int, key: int) -> int:
+        """A new record of ``key`` (``slot`` is :meth:`find`'s answer for it),
+        now its current one: its number."""
+        keys = self.keys
+        keys.append(key)
+        number = len(keys) - 1
+        table = self._table
+        if not table[slot]:
+            self._size += 1
+        table[slot] = number + 1
+        if self._size * 2 > len(table):
+            self._grow()
+        return number
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """Every key and its current record number."""
+        keys = self.keys
+        for found in self._table:
+            if found:
+                yield keys[found - 1], found - 1
+
+    def _grow(self) -> None:
+        old = self._table
+        bits = 64 - self._shift + 1
+        self._table = table = array("I", bytes(4 << bits))
+        self._mask = mask = (1 << bits) - 1
+        self._shift = shift = 64 - bits
+        keys = self.keys
+        for found in old:
+            if found:
+                index = ((keys[found - 1] * _GOLDEN) & _BITS64) >> shift
+                while table[index]:
+                    index = (index + 1) & mask
+                table[index] = found

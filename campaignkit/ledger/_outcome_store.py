@@ -1,0 +1,129 @@
+"""The outcomes of a run's recipients in SQL that SQLite and PostgreSQL both
+run: written in bulk by tracking, one by one by the webhooks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Final
+
+from .._funnel import OutcomeGroup
+from .._redaction import sdk_logger
+from ._outcomes import RecipientOutcome, StatusRow, fact_of
+from ._schema import Transactional, retried
+
+if TYPE_CHECKING:
+    from ..webhooks import WebhookEvent
+
+log = sdk_logger("campaignkit.ledger")
+
+# A status replaces the one held only when it differs: following a launch
+# again (after an interruption) sees the same statuses, and keeps their times.
+_STATUS_UPSERT: Final = (
+    "INSERT INTO campaignkit_outcomes"
+    " (run, phone, launch_request_id, conversation_id, status, status_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run, phone) DO UPDATE SET launch_request_id = excluded.launch_request_id,"
+    " conversation_id = excluded.conversation_id, status = excluded.status,"
+    " status_at = excluded.status_at"
+    " WHERE campaignkit_outcomes.status IS NULL"
+    " OR campaignkit_outcomes.status <> excluded.status"
+)
+
+_COLUMNS: Final = (
+    "phone, launch_request_id, conversation_id, status, status_at,"
+    " delivered_at, read_at, replied_at, answer, opted_out_at"
+)
+
+
+class OutcomeStore(Transactional):
+    """A part of :class:`SqlLedger`: see :class:`Ledger`'s outcome methods."""
+
+    @retried
+    async def record_statuses(
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
+    ) -> None:
+        async with self._transaction() as tx:
+            if rows:
+                await tx.executemany(_STATUS_UPSERT, [(run, *row) for row in rows])
+            if final:
+                now = time.time()
+                await tx.executemany(
+                    "INSERT INTO campaignkit_followed (run, launch_request_id, final_at)"
+                    " VALUES (?, ?, ?) ON CONFLICT (run, launch_request_id) DO NOTHING",
+                    [(run, launch, now) for launch in final],
+                )
+
+    @retried
+    async def record_event(self, event: WebhookEvent) -> None:
+        found = fact_of(event)
+        if found is None:
+            return
+        column = found.fact  # one of FACTS' values: never the sender's text
+        async with self._transaction() as tx:
+            runs = await tx.fetch(
+                "SELECT r.run FROM campaignkit_recipients r"
+                " JOIN campaignkit_runs u ON u.run = r.run"
+                " WHERE r.phone = ? AND r.state = 'accepted'"
+                " ORDER BY u.created DESC, u.run DESC LIMIT 1",
+                found.phone,
+            )
+            if not runs:
+                log.info("webhook: a %s event of no accepted recipient: not recorded", column)
+                return
+            await tx.execute(
+                f"INSERT INTO campaignkit_outcomes (run, phone, conversation_id, {column}, answer)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, phone) DO UPDATE SET"
+                f" {column} = COALESCE(campaignkit_outcomes.{column}, excluded.{column}),"
+                " conversation_id ="
+                " COALESCE(campaignkit_outcomes.conversation_id, excluded.conversation_id),"
+                " answer = COALESCE(campaignkit_outcomes.answer, excluded.answer)",
+                runs[0][0],
+                found.phone,
+                found.conversation_id,
+                found.at,
+                found.answer,
+            )
+
+    @retried
+    async def launch_phones(self, run: str, launches: Collection[str]) -> dict[str, list[str]]:
+        phones: dict[str, list[str]] = {launch: [] for launch in launches}
+        if not phones:
+            return phones
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT launch_request_id, phone FROM campaignkit_recipients"
+                " WHERE run = ? AND state = 'accepted'",
+                run,
+            )
+        for launch, phone in rows:
+            if launch in phones:
+                phones[launch].append(phone)
+        return phones
+
+    @retried
+    async def outcomes(self, run: str) -> list[RecipientOutcome]:
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                f"SELECT {_COLUMNS} FROM campaignkit_outcomes WHERE run = ? ORDER BY phone", run
+            )
+        return [RecipientOutcome.of_row(*row) for row in rows]
+
+    @retried
+    async def outcome_groups(self, run: str) -> list[OutcomeGroup]:
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT status, delivered_at IS NOT NULL, read_at IS NOT NULL,"
+                " replied_at IS NOT NULL, opted_out_at IS NOT NULL, COUNT(*)"
+                " FROM campaignkit_outcomes WHERE run = ? GROUP BY 1, 2, 3, 4, 5",
+                run,
+            )
+        return [(s, bool(d), bool(r), bool(a), bool(o), int(n)) for s, d, r, a, o, n in rows]
+
+    @retried
+    async def final_launches(self, run: str) -> set[str]:
+        async with self._transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT launch_request_id FROM campaignkit_followed WHERE run = ?", run
+            )
+        return {row[0] for row in rows}

@@ -1,0 +1,281 @@
+"""Following a run on the sandbox: ``send_bulk(follow=True)`` and
+``follow_run`` write each recipient's outcome, a follow resumes where it
+stopped, a webhook app with ``ledger=`` records its events, and a follow-up
+run resends to the chosen failures and no one else."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import attrs
+import orjson
+import pytest
+from helpers.servers import serving
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
+from campaignkit.bulk._launch_phones import LaunchPhones
+from campaignkit.errors import LedgerError, NotFoundError, ValidationError
+from campaignkit.ledger import ACCEPTED, Ledger, Recipient
+from campaignkit.ledger._outcomes import failure_statuses
+from campaignkit.sandbox import Sandbox
+from campaignkit.sandbox._outcomes import STATUSES
+from campaignkit.status import KNOWN_WIRE_STATUSES
+from campaignkit.webhooks import webhook_app
+
+pytestmark = pytest.mark.timeout(60)
+
+S = DeploymentStatus
+UNABLE = S.FAILURE_BY_UNABLE_TO_CONTACT
+OPTOUT = S.FAILURE_BY_OPTOUT_CONTACT
+
+
+def phone_ending(n: int, status: DeploymentStatus | None = None) -> str:
+    """A cellphone the sandbox delivers, or (with ``status``) fails with it."""
+    return f"31{n:04d}99{STATUSES.index(status):02d}" if status else f"31{n:08d}"
+
+
+def users(*cellphones: str) -> list[User]:
+    return [
+        User(cellphone=c, country_code="+57", user_session_keys={"name": f"n{c}"})
+        for c in cellphones
+    ]
+
+
+EVERYONE = users(
+    phone_ending(1),
+    phone_ending(2),
+    phone_ending(3),
+    phone_ending(4, UNABLE),
+    phone_ending(5, OPTOUT),
+)
+
+
+async def poll_of(client: CampaignClient) -> int:
+    return (await client.list_polls())[0].id
+
+
+async def received(sb: Sandbox) -> Counter[str]:
+    snapshot = await sb.snapshot(company=sb.company_id, launch="-")
+    return Counter(snapshot["companies"][0]["phone_counts"])
+
+
+async def test_send_bulk_follow_writes_every_outcome(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    report = await client.send_bulk(
+        await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1", follow=True
+    )
+    assert report.funnel is not None
+    assert (report.funnel.planned, report.funnel.accepted) == (5, 5)
+    assert report.funnel.failed == {UNABLE.value: 1, OPTOUT.value: 1}
+    outcomes = {o.phone: o for o in await ledger.outcomes("r1")}
+    assert outcomes["+57" + phone_ending(4, UNABLE)].status is UNABLE
+    # Settled: out of progress; sent (SUCCESS) or already confirmed delivered.
+    assert {o.status for o in outcomes.values()} <= {S.SUCCESS, S.DELIVERED, UNABLE, OPTOUT}
+    assert all(o.conversation_id and o.status_at for o in outcomes.values())
+    assert (await ledger.report("r1")).funnel == report.funnel
+    # Later, following again learns which SUCCESS became DELIVERED.
+    await sb.set_clock(advance=600)
+    await sb.set_clock(advance=600)  # every deployment final
+    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
+    assert funnel.steps == (
+        ("planned", 5),
+        ("accepted", 5),
+        ("delivered", 3),
+        ("read", 0),
+        ("replied", 0),
+    )
+    assert len(await ledger.final_launches("r1")) == 3
+
+
+async def test_send_bulk_follow_without_a_journal(client: CampaignClient) -> None:
+    report = await client.send_bulk(await poll_of(client), EVERYONE, chunk_size=3, follow=True)
+    assert report.funnel is not None
+    assert (report.funnel.accepted, report.funnel.delivered) == (5, 3)
+
+
+async def test_follow_run_tracks_only_launches_not_yet_settled(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    await client.send_bulk(await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1")
+    assert (await ledger.funnel("r1")).delivered == 0  # not followed
+    await sb.set_clock(advance=600)  # every deployment final
+    launches = {r.launch_request_id async for r in ledger.records("r1", [ACCEPTED])}
+    first = sorted(launches)[0]
+    # As an earlier follow left it, stopped after settling one launch.
+    await ledger.record_statuses("r1", [], final=[first])
+    await sb.set_clock(advance=600)  # every deployment final
+    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
+    followed = {o.launch_request_id for o in await ledger.outcomes("r1")}
+    assert followed == launches - {first}
+    assert await ledger.final_launches("r1") == launches
+    assert funnel == await ledger.funnel("r1")
+    # Every launch settled: nothing is tracked again (this client reaches nothing).
+    async with CampaignClient(
+        sb.api_key, campaign_url="http://127.0.0.1:9", base_url="http://127.0.0.1:9"
+    ) as unreachable:
+        again = await asyncio.wait_for(follow_run(unreachable, ledger, "r1", timeout=1), 5)
+    assert again == funnel
+
+
+async def test_follow_run_of_an_unknown_run(client: CampaignClient, ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="no run 'nope'"):
+        await follow_run(client, ledger, "nope")
+
+
+async def test_a_follow_up_run_resends_to_the_chosen_failures_only(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    poll = await poll_of(client)
+    await client.send_bulk(poll, EVERYONE, chunk_size=2, journal=ledger, run="r1", follow=True)
+    again = [user async for user in ledger.follow_up_users("r1", [UNABLE])]
+    assert [u.cellphone for u in again] == [phone_ending(4, UNABLE)]
+    assert again[0].user_session_keys == EVERYONE[3].user_session_keys
+    report = await client.send_bulk(poll, again, journal=ledger, run="r1-follow-up", follow=True)
+    assert report.counts["accepted"] == 1
+    got = await received(sb)
+    assert got["+57" + phone_ending(4, UNABLE)] == 2
+    assert sorted(got.values()) == [1, 1, 1, 1, 2]
+
+
+async def test_webhook_events_reach_the_ledgers_funnel(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    app = webhook_app(lambda event: None, ledger=ledger)
+    async with serving(app) as url:
+        kinds = ("delivered", "read", "response", "opt_out")
+        await sb.set_webhook(urls={kind: f"{url}/webhook" for kind in kinds})
+        report = await client.send_bulk(
+            await poll_of(client), EVERYONE, journal=ledger, run="r1", follow=True
+        )
+        assert report.funnel is not None
+        # Delivered and read events come as the sandbox's clock runs.
+        for _ in range(200):
+            funnel = await ledger.funnel("r1")
+            if funnel.read == 3 and funnel.opted_out == 1:
+                break
+            await sb.set_clock(advance=5)
+            await asyncio.sleep(0.02)
+        await sb.reply(phone_ending(1), text="yes please")
+        funnel = await ledger.funnel("r1")
+    assert funnel.steps == (
+        ("planned", 5),
+        ("accepted", 5),
+        ("delivered", 3),
+        ("read", 3),
+        ("replied", 1),
+    )
+    assert funnel.opted_out == 1
+    replied = {o.phone: o for o in await ledger.outcomes("r1")}["+57" + phone_ending(1)]
+    assert replied.answer == "yes please"
+    assert replied.status is S.DELIVERED
+    assert replied.delivered_at is not None
+    assert replied.read_at is not None
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"concurrency": True}, "concurrency"),
+        ({"run": ""}, "run"),
+        ({"poll_interval": -1}, "poll_interval"),
+        ({"timeout": 0}, "timeout"),
+    ],
+)
+async def test_follow_run_options_are_checked_before_anything(
+    client: CampaignClient, options: dict[str, Any], field: str
+) -> None:
+    arguments = {"run": "r1", **options}
+    with pytest.raises(ValidationError) as raised:
+        # No ledger is opened: the journal names a directory that does not exist.
+        await follow_run(client, "/nonexistent/dir/run.db", **arguments)
+    assert [path for path, _ in raised.value.problems] == [field]
+
+
+async def test_send_bulk_follow_must_be_a_bool(client: CampaignClient) -> None:
+    with pytest.raises(ValidationError, match="follow"):
+        await client.send_bulk(1001, EVERYONE, follow="yes")  # type: ignore[arg-type]
+
+
+_CODES = st.from_regex(r"\+[1-9][0-9]{0,3}", fullmatch=True)
+_CELLPHONES = st.from_regex(r"[0-9]{4,15}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30))
+def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str]]) -> None:
+    phones = list(dict.fromkeys(code + cellphone for code, cellphone in people))
+    found = LaunchPhones(phones)
+    for code, cellphone in people:
+        phone = code + cellphone
+        # Never someone else; the one recipient it can be, when no other can.
+        candidates = [
+            p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5
+        ]
+        expected = phone if candidates == [phone] else None
+        assert found.phone_of(cellphone) == expected
+        assert found.phone_of(phone[1:]) in (phone, None)  # given with its country code
+
+
+@given(st.text(max_size=40))
+def test_follow_up_statuses_other_than_failures_are_refused(name: str) -> None:
+    status = KNOWN_WIRE_STATUSES.get(name)
+    if status is not None and status.is_failure:
+        assert failure_statuses([name]) == {status}
+    else:
+        with pytest.raises(ValidationError, match="statuses"):
+            failure_statuses([name])
+
+
+async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
+    client: CampaignClient, ledger: Ledger
+) -> None:
+    await client.send_bulk(await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1")
+    # A launch of the run the service does not know (forgotten by it, say).
+    ghost = CampaignAck("ok", "x", "x", "ghost-launch", "/v2/send-campaign/ghost-launch")
+    await ledger.plan("r1", "ghost", [Recipient("+573119999999", 99, "{}")])
+    claim = await ledger.claim("r1", "ghost")
+    assert claim is not None
+    ack = orjson.dumps(attrs.asdict(ghost)).decode()
+    await ledger.settle("r1", claim.token, ACCEPTED, launch_request_id="ghost-launch", ack=ack)
+    with pytest.raises(NotFoundError) as raised:
+        await follow_run(client, ledger, "r1", poll_interval=0.05, not_found_grace=0.2)
+    assert "1 of 4 launch(es)" in "".join(raised.value.__notes__)
+    # The others were followed all the same.
+    assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 3
+
+
+async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    poll = await poll_of(client)
+    # The failures first: their launches are final once settled (a delivery may
+    # rest at SUCCESS), so the first final launch leaves four to follow.
+    await client.send_bulk(
+        poll, EVERYONE[3:] + EVERYONE[:3], chunk_size=1, journal=ledger, run="r1"
+    )
+    # One launch at a time, each status read answered 0.2 s late: the four
+    # left take long enough to be interrupted on any machine.
+    await sb.set_faults({"kind": "latency", "seconds": 0.2, "route": "campaign_status"})
+    following = asyncio.create_task(
+        follow_run(client, ledger, "r1", concurrency=1, poll_interval=0.05)
+    )
+    for _ in range(2000):  # until the first launch is final
+        if await ledger.final_launches("r1"):
+            break
+        await asyncio.sleep(0.01)
+    following.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await following
+    await sb.clear_faults()
+    stopped = await ledger.final_launches("r1")
+    assert 1 <= len(stopped) < 5
+    await sb.set_clock(advance=600)  # every deployment final
+    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
+    assert len(await ledger.final_launches("r1")) == 5
+    assert (funnel.delivered, sum(funnel.failed.values())) == (3, 2)
