@@ -62,7 +62,8 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
     broker = broker_from(a.broker, queue=a.queue)
     await broker.startup()
     try:
-        async with BulkWorkers(broker, open_ledger(a.journal)) as bulk:
+        # A function making the ledger: BulkWorkers closes what it made.
+        async with BulkWorkers(broker, lambda: open_ledger(a.journal)) as bulk:
             run = await bulk.submit(
                 a.poll_id,
                 users,
