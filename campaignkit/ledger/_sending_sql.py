@@ -47,6 +47,7 @@ class SendingRulesStore(Transactional):
                 time.time(),
             )
 
+    @retried
     async def run_options(self, run: str) -> dict[str, Any]:
         async with self._transaction() as tx:
             return await _options(tx, run)
