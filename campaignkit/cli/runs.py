@@ -104,9 +104,7 @@ def register(add: AddCommand) -> None:
         "-o", "--output", type=Path, help="CSV file for --export/--export-status (default: stdout)"
     )
     p.add_argument(
-        "--follow",
-        action="store_true",
-        help="first track RUN's accepted launches until they settle, writing outcomes",
+        "--follow", action="store_true", help="first follow RUN's launches, writing outcomes"
     )
     p.add_argument(
         "--follow-concurrency",
