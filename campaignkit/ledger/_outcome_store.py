@@ -61,11 +61,12 @@ class OutcomeStore(Transactional):
             return
         column = found.fact  # one of FACTS' values: never the sender's text
         async with self._transaction() as tx:
+            # Run by run, newest first, each a lookup of its primary key: no
+            # index of phones across runs, and few runs beside many recipients.
             runs = await tx.fetch(
-                "SELECT r.run FROM campaignkit_recipients r"
-                " JOIN campaignkit_runs u ON u.run = r.run"
-                " WHERE r.phone = ? AND r.state = 'accepted'"
-                " ORDER BY u.created DESC, u.run DESC LIMIT 1",
+                "SELECT u.run FROM campaignkit_runs u WHERE EXISTS (SELECT 1"
+                " FROM campaignkit_recipients r WHERE r.run = u.run AND r.phone = ?"
+                " AND r.state = 'accepted') ORDER BY u.created DESC, u.run DESC LIMIT 1",
                 found.phone,
             )
             if not runs:
