@@ -1,4 +1,4 @@
-"""Row 16: following a run of 100,000 recipients (100 launches of 1,000):
+"""Row 15: following a run of 100,000 recipients (100 launches of 1,000):
 the outcomes written into the ledger by ``follow`` (read the run's launches,
 track each until it settles, match each deployment to its recipient, write
 the statuses in bulk), as a throughput ratio to consuming the same tracker
@@ -177,7 +177,7 @@ async def measure(name: str, ledger: Ledger, launches: int, size: int, rounds: i
     assert funnel.accepted == total, funnel
     assert sum(funnel.failed.values()) == total // 5, funnel
     return throughput_ratio(
-        f"16 follow a run of {total:,} recipients ({launches} launches), outcomes written "
+        f"15 follow a run of {total:,} recipients ({launches} launches), outcomes written "
         f"into the {name} ledger, vs consuming the same tracker streams",
         floor,
         sdk,

@@ -74,7 +74,9 @@ async def send_bulk(
     is opened if it is not, and left to its owner to close. A user whose
     phone is on the ledger's suppression list is not sent (the report's
     ``suppressed``, with the reason) unless ``ignore_suppression`` (this
-    call only); a rerun after a number left the list sends it.
+    call only, for the numbers listed when it reads them: one listed while
+    its chunk waits is never sent); a rerun after a number left the list
+    sends it.
     ``on_progress`` receives a :class:`BulkProgress` at most every 0.1 s and
     once at the end (an exception in it is logged, not raised).
     ``follow``: once sent, track every accepted launch until it settles

@@ -86,11 +86,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    p.add_argument(
-        "--export",
-        choices=["rejected", "ambiguous", "suppressed"],
-        help="write these users as CSV",
-    )
+    exported = ["rejected", "ambiguous", "suppressed"]
+    p.add_argument("--export", choices=exported, help="write these users as CSV")
     p.add_argument(
         "--export-status",
         metavar="STATUS",
@@ -104,7 +101,9 @@ def register(add: AddCommand) -> None:
         "-o", "--output", type=Path, help="CSV file for --export/--export-status (default: stdout)"
     )
     p.add_argument(
-        "--follow", action="store_true", help="first follow RUN's launches, writing outcomes"
+        "--follow",
+        action="store_true",
+        help="first track RUN's accepted launches until they settle, writing outcomes",
     )
     p.add_argument(
         "--follow-concurrency",

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..ledger import MANUAL, Ledger, Suppression
-from ..ledger._suppression import suppression_phones
+from ..ledger._suppression import entry_problems, suppression_phones
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import load_users, readable
 from .output import table
@@ -43,17 +43,31 @@ def register(add: AddCommand) -> None:
 async def cmd_suppress(ctx: Ctx) -> ExitStatus:
     a = ctx.args
     _check_usage(a.action, a.items, a.reason, a.format)
+    # Every number (and file, and reason) checked before the ledger is opened,
+    # or an SQLite file created.
+    if a.action == "import":
+        name = readable(a.items[0])
+        users = load_users(a.items[0], a.format)  # CSV rows named by line
+        phones = _phones(users, [f"{name}: users[{i}]" for i in range(len(users))])
+        source: str | None = Path(name).name
+    else:
+        phones, source = _phones(a.items, [repr(item) for item in a.items]), None
+    reason = MANUAL if a.reason is None else a.reason
+    if problems := entry_problems(reason, source):
+        raise UsageError(f"--{problems[0][0]} {problems[0][1]}")
     async with open_ledger(a.journal, existing=a.action in ("list", "remove")) as ledger:
         if a.action == "list":
             await _list(ctx, ledger)
         elif a.action == "remove":
-            phones = _phones(a.items, [repr(item) for item in a.items])
             removed = await ledger.unsuppress(phones)
             absent = len(phones) - removed
             counts = {"removed": removed, "not_listed": absent}
             _done(ctx, counts, f"removed {removed} number(s); {absent} were not on the list")
         else:
-            await _add(ctx, ledger, a.action, a.items, a.reason or MANUAL, a.format)
+            added = await ledger.suppress(phones, reason, source=source)
+            already = len(phones) - added
+            counts = {"added": added, "already_listed": already}
+            _done(ctx, counts, f"added {added} number(s); {already} were on the list already")
     return ExitStatus.OK
 
 
@@ -82,25 +96,6 @@ def _phones(items: Sequence[Any], names: Sequence[str]) -> list[str]:
             bad.append(f"{name}{path[found.end() :] if found else ''}: {message}")
         more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
         raise UsageError("; ".join(bad[:3]) + more) from None
-
-
-async def _add(
-    ctx: Ctx, ledger: Ledger, action: str, items: Sequence[str], reason: str, fmt: str | None
-) -> None:
-    if action == "add":
-        phones, source = _phones(items, [repr(item) for item in items]), None
-    else:
-        name = readable(items[0])
-        users = load_users(items[0], fmt)  # CSV rows named by line
-        phones = _phones(users, [f"{name}: users[{i}]" for i in range(len(users))])
-        source = Path(name).name
-    try:
-        added = await ledger.suppress(phones, reason, source=source)
-    except ValidationError as exc:  # the reason
-        raise UsageError(f"--reason {exc.problems[0][1]}") from None
-    already = len(phones) - added
-    counts = {"added": added, "already_listed": already}
-    _done(ctx, counts, f"added {added} number(s); {already} were on the list already")
 
 
 def _done(ctx: Ctx, counts: dict[str, int], text: str) -> None:

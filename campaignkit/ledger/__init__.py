@@ -14,7 +14,8 @@ Each ledger also keeps a suppression list across its runs (``suppress``,
 ``unsuppress``, ``suppressed``, ``suppressions``): a number on it is filed
 ``suppressed`` (the reason in its record's ``detail``) when a run plans it,
 instead of planned, unless the run ignores the list
-(``plan(..., ignore_suppression=True)``).
+(``plan(..., ignore_suppression=True)``); one listed after it was planned is
+filed suppressed by the claim of its chunk, whatever the run said.
 
 A ledger also keeps each run's options (``save_run_options``: the workers
 read the producer's send window and lines there), enforces a run's

@@ -111,7 +111,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        listed = {} if ignore_suppression else self._listed(recipients)
+        listed = {} if ignore_suppression else self._entries(r.phone for r in recipients)
         if not listed:
             return state.file(chunk, recipients, adopt, None, now)
         by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
@@ -126,6 +126,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         state = self._state(run)
         token, now = uuid.uuid4().hex, time.time()
+        self._suppress_late(state, chunk, now)
         self._defer_over_budget(run, state, chunk, now)
         batches = [
             b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and len(b.dead) < b.size

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from ._memory_runs import RunState
-from ._records import Recipient
+from ._records import PLANNED, Recipient
 from ._suppression import Suppression, SuppressionList
 
 
@@ -23,12 +23,27 @@ class MemorySuppressions(SuppressionList):
         self._run("")  # open?
         return self._suppressions
 
-    def _listed(self, recipients: Sequence[Recipient]) -> dict[str, Suppression]:
-        """The entries of ``recipients`` on the list, by phone."""
+    def _entries(self, phones: Iterable[str]) -> dict[str, Suppression]:
+        """The entries of those of ``phones`` on the list, by phone."""
+        kept = self._list()
+        return {phone: kept[phone] for phone in phones if phone in kept} if kept else {}
+
+    def _suppress_late(self, state: RunState, chunk: str, now: float) -> None:
+        """File suppressed the planned recipients of ``chunk`` whose numbers
+        were listed since they were planned."""
         kept = self._list()
         if not kept:
-            return {}
-        return {r.phone: kept[r.phone] for r in recipients if r.phone in kept}
+            return
+        late: dict[str, list[Recipient]] = {}  # by reason
+        for batch in state.by_chunk.get(chunk, ()):
+            if batch.state != PLANNED or batch.recipients is None:
+                continue
+            for i, recipient in enumerate(batch.recipients):
+                entry = kept.get(recipient.phone)
+                if entry is not None and entry.added >= batch.updated and i not in batch.dead:
+                    late.setdefault(entry.reason, []).append(recipient)
+        for reason, group in late.items():
+            state.file(chunk, group, (PLANNED,), reason, now)
 
     async def _add_suppressions(
         self, phones: Sequence[str], reason: str, source: str | None, added: float
@@ -43,8 +58,7 @@ class MemorySuppressions(SuppressionList):
         return sum(kept.pop(phone, None) is not None for phone in phones)
 
     async def _find_suppressions(self, phones: Sequence[str]) -> dict[str, Suppression]:
-        kept = self._list()
-        return {phone: kept[phone] for phone in phones if phone in kept}
+        return self._entries(phones)
 
     async def suppressions(self, *, page_size: int = 10_000) -> AsyncIterator[Suppression]:
         kept = self._list()

@@ -88,7 +88,9 @@ class Ledger(SendingRules, SuppressionList):
 
     @abc.abstractmethod
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
-        """Atomically take the planned recipients of ``chunk`` (None if none are left)."""
+        """Atomically take the planned recipients of ``chunk`` (None if none are
+        left); those whose numbers were listed since they were planned are
+        filed suppressed instead."""
 
     @abc.abstractmethod
     async def settle(

@@ -192,6 +192,7 @@ class SqlLedger(
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            await self._suppress_late(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(
                 "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"

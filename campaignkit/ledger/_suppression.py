@@ -32,8 +32,8 @@ SUPPRESSING_STATUSES: Final = frozenset(
     }
 )
 """The deployment statuses that put a number on the list (the status is the reason)."""
-MAX_REASON_LENGTH: Final = 500
-MAX_SOURCE_LENGTH: Final = 500
+MAX_TEXT_LENGTH: Final = 500
+"""The longest ``reason`` or ``source`` an entry takes."""
 
 
 @attrs.frozen
@@ -55,16 +55,23 @@ def suppression_reason(what: DeploymentStatus | EventKind) -> str | None:
     or an opt-out webhook event (:data:`OPT_OUT`)."""
     if isinstance(what, DeploymentStatus):
         return what.value if what in SUPPRESSING_STATUSES else None
-    from ..webhooks import EventKind  # the webhooks import this package
+    # Imported here: the webhooks (aiohttp's server side) may import the ledger.
+    from ..webhooks import EventKind
 
     return OPT_OUT if what is EventKind.OPT_OUT else None
 
 
-def _text(value: Any, name: str, limit: int, problems: Problems) -> None:
-    if not is_text(value) or not value.strip():
-        problems.append((name, "must be non-empty text (a str)"))
-    elif len(value) > limit:
-        problems.append((name, f"must be at most {limit} characters, got {len(value)}"))
+def entry_problems(reason: Any, source: Any) -> Problems:
+    """What is wrong with an entry's ``reason`` and ``source`` (None allowed)."""
+    problems: Problems = []
+    given = [("reason", reason)] + ([] if source is None else [("source", source)])
+    for name, value in given:
+        if not is_text(value) or not value.strip():
+            problems.append((name, "must be non-empty text (a str)"))
+        elif len(value) > MAX_TEXT_LENGTH:
+            too_long = f"must be at most {MAX_TEXT_LENGTH} characters, got {len(value)}"
+            problems.append((name, too_long))
+    return problems
 
 
 def suppression_phones(phones: Iterable[Any]) -> list[str]:
@@ -94,11 +101,7 @@ class SuppressionList(abc.ABC):
         """Put ``phones`` on the list with ``reason`` (and ``source``, what put
         them there); how many were new to it. A number already on the list
         keeps its entry (remove it first to change its reason)."""
-        problems: Problems = []
-        _text(reason, "reason", MAX_REASON_LENGTH, problems)
-        if source is not None:
-            _text(source, "source", MAX_SOURCE_LENGTH, problems)
-        raise_problems(problems)
+        raise_problems(entry_problems(reason, source))
         return await self._add_suppressions(suppression_phones(phones), reason, source, time.time())
 
     async def unsuppress(self, phones: Iterable[Any]) -> int:

@@ -69,6 +69,22 @@ class SuppressionStore(SuppressionList, Transactional):
             found.update((row[0], Suppression(*row)) for row in rows)
         return found
 
+    async def _suppress_late(self, tx: Transaction, run: str, chunk: str, now: float) -> None:
+        """File suppressed the planned recipients of ``chunk`` whose numbers
+        were listed since they were planned (in the claim's transaction)."""
+        await tx.execute(
+            "UPDATE campaignkit_recipients SET state = 'suppressed', updated = ?,"
+            " detail = (SELECT s.reason FROM campaignkit_suppressions s"
+            " WHERE s.phone = campaignkit_recipients.phone)"
+            " WHERE run = ? AND chunk = ? AND state = 'planned'"
+            " AND EXISTS (SELECT 1 FROM campaignkit_suppressions s"
+            " WHERE s.phone = campaignkit_recipients.phone"
+            " AND s.added >= campaignkit_recipients.updated)",
+            now,
+            run,
+            chunk,
+        )
+
     async def suppressions(self, *, page_size: int = 10_000) -> AsyncIterator[Suppression]:
         """Every number on the list, in phone order (read page by page)."""
         after = ""

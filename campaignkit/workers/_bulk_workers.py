@@ -156,7 +156,8 @@ class BulkWorkers:
         rejected ones with ``retry_rejected``) are planned. A recipient whose
         phone is on the ledger's suppression list when it is planned is filed
         suppressed, never sent, unless ``ignore_suppression`` (this call
-        only). Returns once the
+        only); one listed while its chunk waits for a worker is filed
+        suppressed by the worker's claim. Returns once the
         whole input is planned; the workers may still be sending. A bad
         ``poll_id`` or ``chunk_size`` raises ``ValidationError`` first.
 

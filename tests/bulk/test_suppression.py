@@ -145,3 +145,23 @@ async def test_a_user_a_twin_suppressed_mid_chunk_is_reported_suppressed(sb: San
         (0, "+573100000000", "opt_out")
     ]
     assert set(await received(sb)) == {"+573100000001", "+573100000002"}
+
+
+class ListedBeforeTheClaim(MemoryLedger):
+    """The first user's number is listed (an opt-out arrives) after its chunk
+    was planned, before it is claimed."""
+
+    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
+        await self.suppress(["+573100000000"], "opt_out")
+        return await super().claim(run, chunk, owner=owner)
+
+
+async def test_a_number_listed_while_its_chunk_waits_is_not_sent(sb: Sandbox) -> None:
+    async with sb.client() as client, ListedBeforeTheClaim() as ledger:
+        poll = (await client.list_polls())[0].id
+        report = await client.send_bulk(poll, people(3), journal=ledger, ignore_suppression=True)
+    assert (report.counts["accepted"], report.counts["suppressed"]) == (2, 1)
+    assert [(s.position, s.phone, s.reason) for s in report.suppressed] == [
+        (0, "+573100000000", "opt_out")
+    ]
+    assert set(await received(sb)) == {"+573100000001", "+573100000002"}

@@ -368,3 +368,32 @@ async def test_two_writers_of_overlapping_numbers_count_each_once(new_ledger: Ne
         assert sum(new) == 3000
         assert [e.phone for e in await listed(one)] == phones
         assert {e.reason async for e in two.suppressions()} <= {"one", "two"}
+
+
+async def test_a_number_listed_after_it_was_planned_is_not_claimed(ledger: Ledger) -> None:
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "c1", people(3))  # a worker's chunk, waiting in the queue
+    await ledger.suppress(["+573000000001"], "opt_out", source="webhook")
+    claim = await ledger.claim(RUN, "c1")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == ["+573000000000", "+573000000002"]
+    assert (await states(ledger))["+573000000001"] == (SUPPRESSED, "opt_out")
+    await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
+    assert await ledger.claim(RUN, "c1") is None
+    assert await ledger.unenqueued_chunks(RUN) == []
+    report = await ledger.report(RUN)
+    assert (report.counts["accepted"], report.counts["suppressed"]) == (2, 1)
+
+
+async def test_a_run_ignoring_the_list_sends_what_was_listed_when_it_planned(
+    ledger: Ledger,
+) -> None:
+    # Not what is listed while it is under way: an opt-out then still stops it.
+    await ledger.suppress(["+573000000000"], "manual")
+    await ledger.start_run(RUN, "poll-1")
+    assert await ledger.plan(RUN, "c1", people(2), ignore_suppression=True) == []
+    await ledger.suppress(["+573000000001"], "opt_out")
+    claim = await ledger.claim(RUN, "c1")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == ["+573000000000"]
+    assert (await states(ledger))["+573000000001"] == (SUPPRESSED, "opt_out")

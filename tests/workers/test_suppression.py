@@ -1,6 +1,7 @@
 """The workers honour the ledger's suppression list (real Redis, PostgreSQL
-and the sandbox): a run submitted after numbers were listed never sends
-them; ``submit(..., ignore_suppression=True)`` does."""
+and the sandbox): a run never sends numbers listed before it was submitted,
+nor those listed while its chunks wait; ``submit(...,
+ignore_suppression=True)`` sends those listed before."""
 
 from __future__ import annotations
 
@@ -43,20 +44,26 @@ async def test_workers_never_send_a_suppressed_number(
         await ledger.suppress(["+573200000001", "+573200000004"], "FAILURE_BY_OPTOUT_CONTACT")
     async with sb.client() as client:
         poll = (await client.list_polls())[0].id
+    async with producer(redis_url, queue, postgres_dsn) as bulk:
+        run = await bulk.submit(poll, people(6), run="listed", chunk_size=2)
+        # Listed while the run's chunks wait in the queue: not sent either.
+        async with PostgresLedger(postgres_dsn) as ledger:
+            await ledger.suppress(["+573200000003"], "opt_out")
+        async with a_worker(sb, redis_url, queue, postgres_dsn):
+            report = await bulk.wait(run, poll_interval=0.05, timeout=30)
+            counts = (await sb.snapshot())["companies"][0]["phone_counts"]
+            assert set(counts) == {f"+57320000000{n}" for n in (0, 2, 5)}
+            assert report.counts["suppressed"] == 3
+            assert report.counts["accepted"] == 3
+            assert [(s.phone, s.reason) for s in report.suppressed] == [
+                ("+573200000001", "FAILURE_BY_OPTOUT_CONTACT"),
+                ("+573200000003", "opt_out"),
+                ("+573200000004", "FAILURE_BY_OPTOUT_CONTACT"),
+            ]
     async with (
         a_worker(sb, redis_url, queue, postgres_dsn),
         producer(redis_url, queue, postgres_dsn) as bulk,
     ):
-        run = await bulk.submit(poll, people(6), run="listed", chunk_size=2)
-        report = await bulk.wait(run, poll_interval=0.05, timeout=30)
-        counts = (await sb.snapshot())["companies"][0]["phone_counts"]
-        assert set(counts) == {f"+57320000000{n}" for n in (0, 2, 3, 5)}
-        assert report.counts["suppressed"] == 2
-        assert report.counts["accepted"] == 4
-        assert [(s.phone, s.reason) for s in report.suppressed] == [
-            ("+573200000001", "FAILURE_BY_OPTOUT_CONTACT"),
-            ("+573200000004", "FAILURE_BY_OPTOUT_CONTACT"),
-        ]
         ignoring = await bulk.submit(
             poll, people(6), run="ignoring", chunk_size=2, ignore_suppression=True
         )
