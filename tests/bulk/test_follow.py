@@ -283,3 +283,18 @@ async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     with pytest.raises(CampaignKitTimeoutError) as raised:
         await follow_run(client, ledger, "r1", poll_interval=0.05, timeout=0.3)
     assert "1 of 1 launch(es)" in "".join(raised.value.__notes__)
+
+
+async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_followed(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first status read answers JSON of the wrong shape: that launch fails.
+    await sb.set_faults({"kind": "wrong_type", "route": "campaign_status", "count": 1})
+    report = await client.send_bulk(
+        await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1", follow=True
+    )
+    assert report.counts["accepted"] == 5
+    assert report.funnel is not None
+    assert report.funnel.accepted == 5
+    assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 2
+    assert "1 of 3 launch(es) of run 'r1' could not be followed" in caplog.text
