@@ -30,6 +30,16 @@ _STATUS_UPSERT: Final = (
     " OR campaignkit_outcomes.status <> excluded.status"
 )
 
+# Run by run, newest first, each a lookup of the recipients' primary key: no
+# index of phones across runs, and few runs beside many recipients (a join
+# let SQLite scan every recipient of every run).
+RUN_OF_PHONE: Final = (
+    "SELECT u.run FROM campaignkit_runs u WHERE EXISTS (SELECT 1"
+    " FROM campaignkit_recipients r WHERE r.run = u.run AND r.phone = ?"
+    " AND r.state = 'accepted') ORDER BY u.created DESC, u.run DESC LIMIT 1"
+)
+"""The most recent run holding a phone as accepted."""
+
 _COLUMNS: Final = (
     "phone, launch_request_id, conversation_id, status, status_at,"
     " delivered_at, read_at, replied_at, answer, opted_out_at"
@@ -61,13 +71,7 @@ class OutcomeStore(Transactional):
             return
         column = found.fact  # one of FACTS' values: never the sender's text
         async with self._transaction() as tx:
-            runs = await tx.fetch(
-                "SELECT r.run FROM campaignkit_recipients r"
-                " JOIN campaignkit_runs u ON u.run = r.run"
-                " WHERE r.phone = ? AND r.state = 'accepted'"
-                " ORDER BY u.created DESC, u.run DESC LIMIT 1",
-                found.phone,
-            )
+            runs = await tx.fetch(RUN_OF_PHONE, found.phone)
             if not runs:
                 log.info("webhook: a %s event of no accepted recipient: not recorded", column)
                 return

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
 from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
+from campaignkit.errors import TimeoutError as CampaignKitTimeoutError
 from campaignkit.ledger import ACCEPTED, Ledger, Recipient
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
@@ -253,29 +254,47 @@ async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
 async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     sb: Sandbox, client: CampaignClient, ledger: Ledger
 ) -> None:
+    stuck = users(phone_ending(6, S.RECEIVED))  # RECEIVED for good: never settles
     poll = await poll_of(client)
-    # The failures first: their launches are final once settled (a delivery may
-    # rest at SUCCESS), so the first final launch leaves four to follow.
+    three = EVERYONE[:3]
+    # One request at a time: the launches in input order, the stuck one last.
     await client.send_bulk(
-        poll, EVERYONE[3:] + EVERYONE[:3], chunk_size=1, journal=ledger, run="r1"
+        poll, three + stuck, chunk_size=1, concurrency=1, journal=ledger, run="r1"
     )
-    # One launch at a time, each status read answered 0.2 s late: the four
-    # left take long enough to be interrupted on any machine.
-    await sb.set_faults({"kind": "latency", "seconds": 0.2, "route": "campaign_status"})
+    await sb.set_clock(advance=600)  # the others final
+    # One launch at a time, in the order sent.
     following = asyncio.create_task(
         follow_run(client, ledger, "r1", concurrency=1, poll_interval=0.05)
     )
-    for _ in range(2000):  # until the first launch is final
-        if await ledger.final_launches("r1"):
+    for _ in range(2000):  # until the three others are final
+        if len(await ledger.final_launches("r1")) == 3:
             break
         await asyncio.sleep(0.01)
+    assert len(await ledger.final_launches("r1")) == 3
+    await asyncio.sleep(0.2)  # the stuck launch is being followed
     following.cancel()
     with pytest.raises(asyncio.CancelledError):
         await following
-    await sb.clear_faults()
-    stopped = await ledger.final_launches("r1")
-    assert 1 <= len(stopped) < 5
-    await sb.set_clock(advance=600)  # every deployment final
-    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
-    assert len(await ledger.final_launches("r1")) == 5
-    assert (funnel.delivered, sum(funnel.failed.values())) == (3, 2)
+    # What it read of the stuck launch was written, not marked final.
+    outcomes = {o.phone: o for o in await ledger.outcomes("r1")}
+    assert outcomes["+57" + stuck[0].cellphone].status is S.RECEIVED
+    assert len(await ledger.final_launches("r1")) == 3
+    # Following again tracks the stuck launch only (and gives up on it here).
+    with pytest.raises(CampaignKitTimeoutError) as raised:
+        await follow_run(client, ledger, "r1", poll_interval=0.05, timeout=0.3)
+    assert "1 of 1 launch(es)" in "".join(raised.value.__notes__)
+
+
+async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_followed(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first status read answers JSON of the wrong shape: that launch fails.
+    await sb.set_faults({"kind": "wrong_type", "route": "campaign_status", "count": 1})
+    report = await client.send_bulk(
+        await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1", follow=True
+    )
+    assert report.counts["accepted"] == 5
+    assert report.funnel is not None
+    assert report.funnel.accepted == 5
+    assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 2
+    assert "1 of 3 launch(es) of run 'r1' could not be followed" in caplog.text

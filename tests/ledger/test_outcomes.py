@@ -4,6 +4,7 @@ webhook facts), the funnel, and the users of a follow-up run, in every ledger.""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,8 +18,10 @@ from campaignkit.ledger import (
     Ledger,
     MemoryLedger,
     Recipient,
+    SqliteLedger,
     StatusRow,
 )
+from campaignkit.ledger._outcome_store import RUN_OF_PHONE
 from campaignkit.ledger._store import SqlLedger
 from campaignkit.webhooks import parse_event
 
@@ -198,3 +201,15 @@ async def test_a_ledger_of_the_earlier_schema_opens_and_gains_outcomes(
     async with new_ledger() as reopened:
         await reopened.record_statuses(RUN, [status(0, S.DELIVERED)])
         assert (await reopened.funnel(RUN)).delivered == 1
+
+
+async def test_an_event_finds_its_run_without_reading_every_recipient(tmp_path: Path) -> None:
+    # SQLite's plan of the lookup: each run's primary key, not a scan of
+    # every recipient (a join of runs and recipients scanned them all).
+    async with SqliteLedger(tmp_path / "ledger.db") as ledger:
+        await accept(ledger, RUN, "c1", range(3), "L1")
+        async with ledger._transaction() as tx:
+            plan = await tx.fetch("EXPLAIN QUERY PLAN " + RUN_OF_PHONE, "+573000000001")
+    steps = [row[-1] for row in plan]
+    assert any("USING INDEX" in step and "(run=? AND phone=?)" in step for step in steps), steps
+    assert not any(step.startswith("SCAN r") for step in steps), steps
