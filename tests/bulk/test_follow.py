@@ -298,3 +298,26 @@ async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_follo
     assert report.funnel.accepted == 5
     assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 2
     assert "1 of 3 launch(es) of run 'r1' could not be followed" in caplog.text
+
+
+async def test_followed_opt_outs_blocks_and_invalid_numbers_are_never_sent_again(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    """The sandbox's magic numbers fail with each status that lists a number;
+    following the run lists them, and the next run sends only the others."""
+    listing = (OPTOUT, S.FAILURE_BY_BLOCKED_CONTACT, S.INVALID_PHONE)
+    people = users(
+        phone_ending(1),
+        phone_ending(2, UNABLE),
+        *(phone_ending(n, s) for n, s in enumerate(listing, 3)),
+    )
+    poll = await poll_of(client)
+    await client.send_bulk(poll, people, chunk_size=2, journal=ledger, run="r1", follow=True)
+    listed = {entry.phone: entry.reason async for entry in ledger.suppressions()}
+    assert listed == {"+57" + phone_ending(n, s): s.value for n, s in enumerate(listing, 3)}
+    again = await client.send_bulk(poll, people, chunk_size=2, journal=ledger, run="r2")
+    assert (again.counts["accepted"], again.counts["suppressed"]) == (2, 3)
+    assert {s.phone: s.reason for s in again.suppressed} == listed
+    got = await received(sb)
+    assert {phone: got[phone] for phone in listed} == dict.fromkeys(listed, 1)
+    assert max(got.values()) == 2  # the two others, sent in both runs

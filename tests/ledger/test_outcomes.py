@@ -213,3 +213,31 @@ async def test_an_event_finds_its_run_without_reading_every_recipient(tmp_path: 
     steps = [row[-1] for row in plan]
     assert any("USING INDEX" in step and "(run=? AND phone=?)" in step for step in steps), steps
     assert not any(step.startswith("SCAN r") for step in steps), steps
+
+
+async def test_outcomes_that_forbid_sending_list_the_number(ledger: Ledger) -> None:
+    await accept(ledger, RUN, "c1", range(5), "L1")
+    await ledger.record_statuses(
+        RUN,
+        [
+            status(0, S.FAILURE_BY_OPTOUT_CONTACT),
+            status(1, S.FAILURE_BY_BLOCKED_CONTACT),
+            status(2, S.INVALID_PHONE),
+            status(3, S.FAILURE_BY_UNABLE_TO_CONTACT),  # temporary: not listed
+            status(4, S.DELIVERED),
+        ],
+    )
+    await ledger.record_event(event("opt_out", 4, reason="OPTOUT"))
+    await ledger.record_event(event("opt_out", 9, reason="OPTOUT"))  # no run of ours sent it
+    listed = {entry.phone: entry async for entry in ledger.suppressions()}
+    assert {phone: (e.reason, e.source) for phone, e in listed.items()} == {
+        "+573000000000": ("FAILURE_BY_OPTOUT_CONTACT", RUN),
+        "+573000000001": ("FAILURE_BY_BLOCKED_CONTACT", RUN),
+        "+573000000002": ("INVALID_PHONE", RUN),
+        "+573000000004": ("opt_out", RUN),
+        "+573000000009": ("opt_out", None),
+    }
+    # A later run of the same people files the listed ones suppressed.
+    await ledger.start_run("run-2", "1001")
+    held = await ledger.plan("run-2", "c1", [person(n) for n in range(5)])
+    assert {r.phone for r in held if r.state == "suppressed"} == set(listed) - {"+573000000009"}
