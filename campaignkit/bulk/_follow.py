@@ -261,6 +261,19 @@ async def follow_run(
             await ledger.aclose()
 
 
+async def follow_sent(client: BulkClient, ledger: Ledger, run: str) -> None:
+    """``send_bulk(follow=True)``'s follow, in an open ledger: a launch that
+    cannot be followed is logged, not raised (the send took place: its
+    report is what the caller needs; ``follow_run`` later retries it)."""
+    options = TrackOptions("settled")
+    try:
+        await follow_open(client, ledger, run, options, DEFAULT_FOLLOW_CONCURRENCY)
+    except LedgerError:
+        raise
+    except CampaignKitError as exc:
+        log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
+
+
 async def follow_open(
     client: BulkClient, ledger: Ledger, run: str, options: TrackOptions, concurrency: int
 ) -> None:

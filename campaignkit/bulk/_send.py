@@ -12,9 +12,8 @@ from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ..progress import ProgressUpdate
-from ..tracker import TrackOptions
 from ._engine import BulkSend
-from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_open
+from ._follow import follow_sent
 from ._options import bulk_problems
 from ._rules import TzFor, rules_problems, zone_preparer
 from ._seam import BulkClient
@@ -96,8 +95,9 @@ async def send_bulk(
     ``follow``: once sent, track every accepted launch until it settles
     (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time) and write each
     recipient's outcome into the ledger before returning (see
-    :func:`follow_run`). The report's ``funnel`` is read from the ledger at
-    the end either way.
+    :func:`follow_run`); a launch that cannot be followed is logged (a
+    warning of ``campaignkit.bulk``), and the report returned all the same.
+    The report's ``funnel`` is read from the ledger at the end either way.
 
     Protecting the sending line (kept with the run, so the workers apply them
     too): ``send_window`` sends each recipient outside it with a
@@ -162,9 +162,7 @@ async def send_bulk(
         )
         report = await bulk.run(users)
         if follow:
-            await follow_open(
-                client, ledger, run_name, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
-            )
+            await follow_sent(client, ledger, run_name)
         report.funnel = await ledger.funnel(run_name)
         return report
     finally:

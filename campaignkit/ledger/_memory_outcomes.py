@@ -4,6 +4,7 @@ in a dict per run (one row per accepted recipient whose outcome is known)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ import attrs
 from .._funnel import OutcomeGroup
 from ._outcomes import RecipientOutcome, StatusRow, fact_of
 from ._records import ACCEPTED
+from ._suppression import OPT_OUT, listed_by_outcome
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
@@ -55,6 +57,9 @@ class MemoryOutcomes:
 
         def _run(self, run: str) -> RunState | None: ...
         def _state(self, run: str) -> RunState: ...
+        async def _add_suppressions(
+            self, phones: Sequence[str], reason: str, source: str | None, added: float
+        ) -> int: ...
 
     async def record_statuses(
         self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
@@ -67,6 +72,9 @@ class MemoryOutcomes:
             if row[_STATUS] != status:  # the same status seen again keeps its time
                 kept[phone] = (launch, conversation, status, at, *row[4:])
         outcomes.final.update(final)
+        listed = listed_by_outcome((row.phone, row.status) for row in rows)
+        for reason, phones in listed.items():
+            await self._add_suppressions(phones, reason, run, time.time())
         await asyncio.sleep(0)
 
     async def record_event(self, event: WebhookEvent) -> None:
@@ -84,6 +92,11 @@ class MemoryOutcomes:
             if held is not None and held[0].state == ACCEPTED:
                 break
         else:
+            state = None
+        if found.fact == "opted_out_at":  # listed even when no run of ours sent it
+            source = None if state is None or state.info is None else state.info.run
+            await self._add_suppressions([found.phone], OPT_OUT, source, time.time())
+        if state is None:
             return
         kept = state.outcomes.rows
         row = list(kept.get(found.phone, _EMPTY))

@@ -11,6 +11,8 @@ from .._funnel import OutcomeGroup
 from .._redaction import sdk_logger
 from ._outcomes import RecipientOutcome, StatusRow, fact_of
 from ._schema import Transactional, retried
+from ._suppression import OPT_OUT, listed_by_outcome
+from ._suppression_store import insert_suppressions
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
@@ -30,6 +32,16 @@ _STATUS_UPSERT: Final = (
     " OR campaignkit_outcomes.status <> excluded.status"
 )
 
+# Run by run, newest first, each a lookup of the recipients' primary key: no
+# index of phones across runs, and few runs beside many recipients (a join
+# let SQLite scan every recipient of every run).
+RUN_OF_PHONE: Final = (
+    "SELECT u.run FROM campaignkit_runs u WHERE EXISTS (SELECT 1"
+    " FROM campaignkit_recipients r WHERE r.run = u.run AND r.phone = ?"
+    " AND r.state = 'accepted') ORDER BY u.created DESC, u.run DESC LIMIT 1"
+)
+"""The most recent run holding a phone as accepted."""
+
 _COLUMNS: Final = (
     "phone, launch_request_id, conversation_id, status, status_at,"
     " delivered_at, read_at, replied_at, answer, opted_out_at"
@@ -43,11 +55,15 @@ class OutcomeStore(Transactional):
     async def record_statuses(
         self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
     ) -> None:
+        now = time.time()
         async with self._transaction() as tx:
             if rows:
                 await tx.executemany(_STATUS_UPSERT, [(run, *row) for row in rows])
+            # In the same transaction: an outcome is never kept without its listing.
+            listed = listed_by_outcome((row.phone, row.status) for row in rows)
+            for reason, phones in listed.items():
+                await insert_suppressions(tx, phones, reason, run, now)
             if final:
-                now = time.time()
                 await tx.executemany(
                     "INSERT INTO campaignkit_followed (run, launch_request_id, final_at)"
                     " VALUES (?, ?, ?) ON CONFLICT (run, launch_request_id) DO NOTHING",
@@ -61,13 +77,10 @@ class OutcomeStore(Transactional):
             return
         column = found.fact  # one of FACTS' values: never the sender's text
         async with self._transaction() as tx:
-            runs = await tx.fetch(
-                "SELECT r.run FROM campaignkit_recipients r"
-                " JOIN campaignkit_runs u ON u.run = r.run"
-                " WHERE r.phone = ? AND r.state = 'accepted'"
-                " ORDER BY u.created DESC, u.run DESC LIMIT 1",
-                found.phone,
-            )
+            runs = await tx.fetch(RUN_OF_PHONE, found.phone)
+            if column == "opted_out_at":  # listed even when no run of ours sent it
+                source = runs[0][0] if runs else None
+                await insert_suppressions(tx, [found.phone], OPT_OUT, source, time.time())
             if not runs:
                 log.info("webhook: a %s event of no accepted recipient: not recorded", column)
                 return

@@ -28,6 +28,7 @@ class ProducerBookkeeping(Transactional):
                 "UPDATE campaignkit_chunks SET enqueued = 1 WHERE run = ? AND chunk = ?", run, chunk
             )
 
+    @retried
     async def unenqueued_chunks(self, run: str) -> list[str]:
         """Chunks with planned recipients whose message may never have been sent."""
         async with self._transaction() as tx:

@@ -34,6 +34,7 @@ class LedgerReads(Transactional):
         name, poll, created, total, done = rows[0]
         return RunInfo(name, poll, created, total, bool(done))
 
+    @retried
     async def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
         async with self._transaction() as tx:
@@ -88,6 +89,7 @@ class LedgerReads(Transactional):
                 return
             phone, position = rows[-1][0], rows[-1][1]
 
+    @retried
     async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones`` in the run, each with when its claim was taken."""
         held: dict[str, tuple[Record, float | None]] = {}
@@ -105,6 +107,7 @@ class LedgerReads(Transactional):
             held.update((row[0], (Record(*row[:7]), row[7])) for row in rows)
         return held
 
+    @retried
     async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
         """Every claim of the run: ``(claim, chunk, state, ack, detail)``, oldest first."""
         async with self._transaction() as tx:
@@ -115,6 +118,7 @@ class LedgerReads(Transactional):
             )
         return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
+    @retried
     async def skipped(self, run: str) -> list[Skipped]:
         """The inputs the run's current pass did not send."""
         async with self._transaction() as tx:
@@ -126,6 +130,7 @@ class LedgerReads(Transactional):
             )
         return [Skipped(*row) for row in rows]
 
+    @retried
     async def last_update(self, run: str) -> float | None:
         async with self._transaction() as tx:
             rows = await tx.fetch(

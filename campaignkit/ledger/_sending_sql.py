@@ -47,7 +47,7 @@ class SendingRulesStore(Transactional):
                 time.time(),
             )
 
-    @retried  # a read: a worker's chunk must not fail on a lost connection
+    @retried
     async def run_options(self, run: str) -> dict[str, Any]:
         async with self._transaction() as tx:
             return await _options(tx, run)

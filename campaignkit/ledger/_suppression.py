@@ -36,6 +36,19 @@ MAX_TEXT_LENGTH: Final = 500
 """The longest ``reason`` or ``source`` an entry takes."""
 
 
+_SUPPRESSING_VALUES: Final = frozenset(status.value for status in SUPPRESSING_STATUSES)
+
+
+def listed_by_outcome(statuses: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """The numbers that ``(phone, status)`` pairs (a status as on the wire)
+    put on the list, by reason: what recording a run's outcomes adds."""
+    listed: dict[str, list[str]] = {}
+    for phone, status in statuses:
+        if status in _SUPPRESSING_VALUES:
+            listed.setdefault(status, []).append(phone)
+    return listed
+
+
 @attrs.frozen
 class Suppression:
     """A number on the suppression list: ``phone`` (country code and normalised

@@ -16,6 +16,26 @@ _BATCH: Final = 5000
 _COLUMNS: Final = "phone, reason, source, added"
 
 
+async def insert_suppressions(
+    tx: Transaction, phones: Sequence[str], reason: str, source: str | None, added: float
+) -> int:
+    """Add ``phones`` to the list in ``tx``; how many were new to it."""
+    new = 0
+    # In one order whoever adds them: two writers of overlapping numbers
+    # wait for each other rather than deadlock.
+    phones = sorted(phones)
+    for start in range(0, len(phones), _ROWS):
+        batch = phones[start : start + _ROWS]
+        rows = await tx.fetch(
+            f"INSERT INTO campaignkit_suppressions ({_COLUMNS}) VALUES "
+            + ", ".join(["(?, ?, ?, ?)"] * len(batch))
+            + " ON CONFLICT (phone) DO NOTHING RETURNING phone",
+            *(value for phone in batch for value in (phone, reason, source, added)),
+        )
+        new += len(rows)
+    return new
+
+
 class SuppressionStore(SuppressionList, Transactional):
     """A part of :class:`SqlLedger`."""
 
@@ -23,21 +43,8 @@ class SuppressionStore(SuppressionList, Transactional):
     async def _add_suppressions(
         self, phones: Sequence[str], reason: str, source: str | None, added: float
     ) -> int:
-        new = 0
-        # In one order whoever adds them: two writers of overlapping numbers
-        # wait for each other rather than deadlock.
-        phones = sorted(phones)
         async with self._transaction() as tx:
-            for start in range(0, len(phones), _ROWS):
-                batch = phones[start : start + _ROWS]
-                rows = await tx.fetch(
-                    f"INSERT INTO campaignkit_suppressions ({_COLUMNS}) VALUES "
-                    + ", ".join(["(?, ?, ?, ?)"] * len(batch))
-                    + " ON CONFLICT (phone) DO NOTHING RETURNING phone",
-                    *(value for phone in batch for value in (phone, reason, source, added)),
-                )
-                new += len(rows)
-        return new
+            return await insert_suppressions(tx, phones, reason, source, added)
 
     @retried
     async def _remove_suppressions(self, phones: Sequence[str]) -> int:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
 from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
+from campaignkit.errors import TimeoutError as CampaignKitTimeoutError
 from campaignkit.ledger import ACCEPTED, Ledger, Recipient
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
@@ -104,7 +105,9 @@ async def test_follow_run_tracks_only_launches_not_yet_settled(
     await client.send_bulk(await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1")
     assert (await ledger.funnel("r1")).delivered == 0  # not followed
     await sb.set_clock(advance=600)  # every deployment final
-    launches = {r.launch_request_id async for r in ledger.records("r1", [ACCEPTED])}
+    launches = {
+        r.launch_request_id async for r in ledger.records("r1", [ACCEPTED]) if r.launch_request_id
+    }
     first = sorted(launches)[0]
     # As an earlier follow left it, stopped after settling one launch.
     await ledger.record_statuses("r1", [], final=[first])
@@ -253,29 +256,70 @@ async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
 async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     sb: Sandbox, client: CampaignClient, ledger: Ledger
 ) -> None:
+    stuck = users(phone_ending(6, S.RECEIVED))  # RECEIVED for good: never settles
     poll = await poll_of(client)
-    # The failures first: their launches are final once settled (a delivery may
-    # rest at SUCCESS), so the first final launch leaves four to follow.
+    three = EVERYONE[:3]
+    # One request at a time: the launches in input order, the stuck one last.
     await client.send_bulk(
-        poll, EVERYONE[3:] + EVERYONE[:3], chunk_size=1, journal=ledger, run="r1"
+        poll, three + stuck, chunk_size=1, concurrency=1, journal=ledger, run="r1"
     )
-    # One launch at a time, each status read answered 0.2 s late: the four
-    # left take long enough to be interrupted on any machine.
-    await sb.set_faults({"kind": "latency", "seconds": 0.2, "route": "campaign_status"})
+    await sb.set_clock(advance=600)  # the others final
+    # One launch at a time, in the order sent.
     following = asyncio.create_task(
         follow_run(client, ledger, "r1", concurrency=1, poll_interval=0.05)
     )
-    for _ in range(2000):  # until the first launch is final
-        if await ledger.final_launches("r1"):
+    for _ in range(2000):  # until the three others are final
+        if len(await ledger.final_launches("r1")) == 3:
             break
         await asyncio.sleep(0.01)
+    assert len(await ledger.final_launches("r1")) == 3
+    await asyncio.sleep(0.2)  # the stuck launch is being followed
     following.cancel()
     with pytest.raises(asyncio.CancelledError):
         await following
-    await sb.clear_faults()
-    stopped = await ledger.final_launches("r1")
-    assert 1 <= len(stopped) < 5
-    await sb.set_clock(advance=600)  # every deployment final
-    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05)
-    assert len(await ledger.final_launches("r1")) == 5
-    assert (funnel.delivered, sum(funnel.failed.values())) == (3, 2)
+    # What it read of the stuck launch was written, not marked final.
+    outcomes = {o.phone: o for o in await ledger.outcomes("r1")}
+    assert outcomes["+57" + stuck[0].cellphone].status is S.RECEIVED
+    assert len(await ledger.final_launches("r1")) == 3
+    # Following again tracks the stuck launch only (and gives up on it here).
+    with pytest.raises(CampaignKitTimeoutError) as raised:
+        await follow_run(client, ledger, "r1", poll_interval=0.05, timeout=0.3)
+    assert "1 of 1 launch(es)" in "".join(raised.value.__notes__)
+
+
+async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_followed(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first status read answers JSON of the wrong shape: that launch fails.
+    await sb.set_faults({"kind": "wrong_type", "route": "campaign_status", "count": 1})
+    report = await client.send_bulk(
+        await poll_of(client), EVERYONE, chunk_size=2, journal=ledger, run="r1", follow=True
+    )
+    assert report.counts["accepted"] == 5
+    assert report.funnel is not None
+    assert report.funnel.accepted == 5
+    assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 2
+    assert "1 of 3 launch(es) of run 'r1' could not be followed" in caplog.text
+
+
+async def test_followed_opt_outs_blocks_and_invalid_numbers_are_never_sent_again(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger
+) -> None:
+    """The sandbox's magic numbers fail with each status that lists a number;
+    following the run lists them, and the next run sends only the others."""
+    listing = (OPTOUT, S.FAILURE_BY_BLOCKED_CONTACT, S.INVALID_PHONE)
+    people = users(
+        phone_ending(1),
+        phone_ending(2, UNABLE),
+        *(phone_ending(n, s) for n, s in enumerate(listing, 3)),
+    )
+    poll = await poll_of(client)
+    await client.send_bulk(poll, people, chunk_size=2, journal=ledger, run="r1", follow=True)
+    listed = {entry.phone: entry.reason async for entry in ledger.suppressions()}
+    assert listed == {"+57" + phone_ending(n, s): s.value for n, s in enumerate(listing, 3)}
+    again = await client.send_bulk(poll, people, chunk_size=2, journal=ledger, run="r2")
+    assert (again.counts["accepted"], again.counts["suppressed"]) == (2, 3)
+    assert {s.phone: s.reason for s in again.suppressed} == listed
+    got = await received(sb)
+    assert {phone: got[phone] for phone in listed} == dict.fromkeys(listed, 1)
+    assert max(got.values()) == 2  # the two others, sent in both runs

@@ -4,6 +4,7 @@ webhook facts), the funnel, and the users of a follow-up run, in every ledger.""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,8 +18,10 @@ from campaignkit.ledger import (
     Ledger,
     MemoryLedger,
     Recipient,
+    SqliteLedger,
     StatusRow,
 )
+from campaignkit.ledger._outcome_store import RUN_OF_PHONE
 from campaignkit.ledger._store import SqlLedger
 from campaignkit.webhooks import parse_event
 
@@ -198,3 +201,43 @@ async def test_a_ledger_of_the_earlier_schema_opens_and_gains_outcomes(
     async with new_ledger() as reopened:
         await reopened.record_statuses(RUN, [status(0, S.DELIVERED)])
         assert (await reopened.funnel(RUN)).delivered == 1
+
+
+async def test_an_event_finds_its_run_without_reading_every_recipient(tmp_path: Path) -> None:
+    # SQLite's plan of the lookup: each run's primary key, not a scan of
+    # every recipient (a join of runs and recipients scanned them all).
+    async with SqliteLedger(tmp_path / "ledger.db") as ledger:
+        await accept(ledger, RUN, "c1", range(3), "L1")
+        async with ledger._transaction() as tx:
+            plan = await tx.fetch("EXPLAIN QUERY PLAN " + RUN_OF_PHONE, "+573000000001")
+    steps = [row[-1] for row in plan]
+    assert any("USING INDEX" in step and "(run=? AND phone=?)" in step for step in steps), steps
+    assert not any(step.startswith("SCAN r") for step in steps), steps
+
+
+async def test_outcomes_that_forbid_sending_list_the_number(ledger: Ledger) -> None:
+    await accept(ledger, RUN, "c1", range(5), "L1")
+    await ledger.record_statuses(
+        RUN,
+        [
+            status(0, S.FAILURE_BY_OPTOUT_CONTACT),
+            status(1, S.FAILURE_BY_BLOCKED_CONTACT),
+            status(2, S.INVALID_PHONE),
+            status(3, S.FAILURE_BY_UNABLE_TO_CONTACT),  # temporary: not listed
+            status(4, S.DELIVERED),
+        ],
+    )
+    await ledger.record_event(event("opt_out", 4, reason="OPTOUT"))
+    await ledger.record_event(event("opt_out", 9, reason="OPTOUT"))  # no run of ours sent it
+    listed = {entry.phone: entry async for entry in ledger.suppressions()}
+    assert {phone: (e.reason, e.source) for phone, e in listed.items()} == {
+        "+573000000000": ("FAILURE_BY_OPTOUT_CONTACT", RUN),
+        "+573000000001": ("FAILURE_BY_BLOCKED_CONTACT", RUN),
+        "+573000000002": ("INVALID_PHONE", RUN),
+        "+573000000004": ("opt_out", RUN),
+        "+573000000009": ("opt_out", None),
+    }
+    # A later run of the same people files the listed ones suppressed.
+    await ledger.start_run("run-2", "1001")
+    held = await ledger.plan("run-2", "c1", [person(n) for n in range(5)])
+    assert {r.phone for r in held if r.state == "suppressed"} == set(listed) - {"+573000000009"}

@@ -168,7 +168,10 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
                 await until(done, "every recipient settled", timeout=120)
             except AssertionError as e:
                 counts = await ledger.counts(run)
-                tails = ["\n".join(w.lines[-15:]) for w in workers]
+                tails = [
+                    "\n".join([line for line in w.lines if "lost the broker" not in line][-40:])
+                    for w in workers
+                ]
                 raise AssertionError(f"{e}: {dict(counts)}\n" + "\n---\n".join(tails)) from None
         finally:
             chaos.cancel()
