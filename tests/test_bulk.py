@@ -384,9 +384,10 @@ async def test_progress_reports_final_counts(
     assert (last.done, last.total, last.sent, last.failed, last.skipped) == (11, 11, 6, 4, 1)
     counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "deferred": 0, "invalid": 1}
     counts |= {"suppressed": 0, "duplicate": 1}
-    assert last.counts == {"planned": 0, "in_flight": 0, **counts}
+    by_state = {"planned": 0, "in_flight": 0, **counts}
+    assert last.counts == by_state
     # One type of progress everywhere: what the workers and the dashboard show of a run.
-    assert last == run_update(last.counts, 11, True)
+    assert last == run_update(by_state, 11, True)
     assert all(not update.finished for update in seen[:-1])
 
 
