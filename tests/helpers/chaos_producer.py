@@ -4,12 +4,14 @@
 plans ``make_users(COUNT)`` into the run chunk by chunk (pausing a little
 every chunk) and enqueues them; prints ``input read`` once it has. With
 ``STALL_AT`` it stops reading after that many users and waits to be
-interrupted, however slow the machine.
+interrupted, however slow the machine. SIGUSR1 prints the stack of every
+task to stderr (what the test shows when an interrupted producer hangs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,9 +29,16 @@ async def paced(count: int, every: int, stall_at: int) -> AsyncIterator[Any]:
         yield user
 
 
+def dump_tasks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
+    sys.stderr.flush()
+
+
 async def main(
     redis_url: str, queue: str, dsn: str, poll: str, run: str, count: int, chunk: int, stall_at: int
 ) -> None:
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
     broker = broker_from(redis_url, queue=queue)
     await broker.startup()
     try:
@@ -41,6 +50,8 @@ async def main(
 
 
 if __name__ == "__main__":
+    # Interruptible even when started with SIGINT ignored (a shell's background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     redis_url, queue, dsn, poll, run, count, chunk = sys.argv[1:8]
     stall_at = int(sys.argv[8]) if len(sys.argv) > 8 else -1
     asyncio.run(main(redis_url, queue, dsn, poll, run, int(count), int(chunk), stall_at))

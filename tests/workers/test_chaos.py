@@ -82,6 +82,22 @@ async def senders(ledger: Ledger, run: str, since: float) -> set[int]:
     return {int(owner.split(":")[1]) for (owner,) in rows}
 
 
+async def interrupted(producer: asyncio.subprocess.Process) -> bytes:
+    """The producer's output once its SIGINT has stopped it; if it has not
+    within 60 s, the stacks of its tasks in the failure."""
+    try:
+        out, _ = await asyncio.wait_for(producer.communicate(), 60)
+    except TimeoutError:
+        producer.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(2)
+        producer.kill()
+        await producer.wait()
+        assert producer.stderr is not None
+        stacks = (await producer.stderr.read()).decode(errors="replace")
+        raise AssertionError(f"the producer hangs after its SIGINT:\n{stacks[-6000:]}") from None
+    return out
+
+
 async def cut_connections(
     redis_url: str, queue: str, dsn: str, name: str, kills: Counter[str]
 ) -> None:
@@ -131,7 +147,7 @@ async def test_chaos(sb: Sandbox, postgres_dsn: str, redis_url: str) -> None:
 
             await until(a_fifth_planned, "the producer planned a fifth")
             producer.send_signal(signal.SIGINT)
-            out, _ = await asyncio.wait_for(producer.communicate(), 30)
+            out = await interrupted(producer)
             assert b"input read" not in out, "the producer finished before its SIGINT"
             kills["producer SIGINT"] += 1
             # ... run again to finish, and one worker killed meanwhile, while a
