@@ -2,9 +2,10 @@
 
 ``python -m benchmarks._dashboard_server --port N --users U`` sends a campaign
 of ``U`` users to an in-process sandbox, waits until it is done, then serves
-the dashboard following it on port ``N + 1`` and, on port ``N`` (last, so
-that a listening ``N`` means both are up), a bare aiohttp app answering the
-same launch page as prebuilt bytes (the floor) and its id at ``/launch``.
+the dashboard following it on a port of the system's choosing and, on port
+``N`` (last, so that a listening ``N`` means both are up), a bare aiohttp
+app answering the same launch page as prebuilt bytes (the floor), its id at
+``/launch`` and the dashboard's base URL at ``/dashboard``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from campaignkit.dashboard import Dashboard, dashboard_app
 from campaignkit.sandbox import Sandbox
 
 
-async def _listen(app: web.Application, port: int) -> None:
+async def _listen(app: web.Application, port: int) -> str:
+    """Serve ``app`` on ``port`` (0: a free one); its base URL."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    return site.name
 
 
 async def serve(port: int, users: int) -> None:
@@ -34,11 +38,12 @@ async def serve(port: int, users: int) -> None:
         async for _ in client.track(launch, until="settled", poll_interval=0.05):
             pass
         dashboard = Dashboard(client, launches=[launch], poll_interval=0.05, max_interval=5)
-        await _listen(dashboard_app(dashboard), port + 1)
+        # Bound by the system: a port guessed next to ``port`` may be taken.
+        dashboard_base = await _listen(dashboard_app(dashboard), 0)
         await asyncio.sleep(1)  # the watch's first polls
         async with (
             aiohttp.ClientSession() as http,
-            http.get(f"http://127.0.0.1:{port + 1}/launches/{launch}") as response,
+            http.get(f"{dashboard_base}/launches/{launch}") as response,
         ):
             body = await response.read()
 
@@ -48,9 +53,13 @@ async def serve(port: int, users: int) -> None:
         async def launch_id(_: web.Request) -> web.Response:
             return web.Response(text=launch)
 
+        async def dashboard_url(_: web.Request) -> web.Response:
+            return web.Response(text=dashboard_base)
+
         raw = web.Application()
         raw.router.add_get(f"/launches/{launch}", prebuilt)
         raw.router.add_get("/launch", launch_id)
+        raw.router.add_get("/dashboard", dashboard_url)
         await _listen(raw, port)
         await asyncio.Event().wait()
 

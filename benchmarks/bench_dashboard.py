@@ -15,11 +15,11 @@ from ._harness import Row, ab_async, throughput_ratio
 
 
 async def measure(raw_base: str, requests: int, rounds: int) -> list[Row]:
-    port = int(raw_base.rsplit(":", 1)[1])
-    dashboard_base = f"http://127.0.0.1:{port + 1}"
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{raw_base}/launch") as response:
             launch = await response.text()
+        async with http.get(f"{raw_base}/dashboard") as response:
+            dashboard_base = await response.text()
 
         def pages(base: str) -> Callable[[], Awaitable[int]]:
             async def get_all() -> int:
