@@ -8,6 +8,7 @@ Every user goes through the SDK's one coercion (``as_user``), the one
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -23,6 +24,13 @@ from ..bulk import InvalidInput, users_from_csv
 from ..models import User
 from .context import UsageError
 from .output import one_line
+
+
+def add_users_arguments(p: argparse.ArgumentParser) -> None:
+    """The poll and users file arguments of the commands that send to a file's users."""
+    p.add_argument("poll_id")
+    p.add_argument("file", help="users file (.csv / .json / .jsonl, or '-')")
+    p.add_argument("--format", choices=["csv", "json"], help="default: from the file name")
 
 
 def readable(path: str) -> str:

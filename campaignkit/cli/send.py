@@ -21,7 +21,7 @@ from ..progress import ProgressUpdate
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
-from .input import bulk_input, load_users
+from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
 from .track import report_status, track_campaign
@@ -37,9 +37,7 @@ def register(add: AddCommand) -> None:
         "objects as on the wire ({cellphone, country_code, user_session_keys, "
         'deployment_eta?}; user_session_keys may be an object), or {"users": [...]}.',
     )
-    p.add_argument("poll_id")
-    p.add_argument("file", help="users file (.csv / .json / .jsonl, or '-')")
-    p.add_argument("--format", choices=["csv", "json"], help="default: from the file name")
+    add_users_arguments(p)
     p.add_argument("--track", action="store_true", help="track the campaign after sending")
     bulk = p.add_argument_group("bulk (large lists: chunks, concurrency, resumable journal)")
     bulk.add_argument("--bulk", action="store_true", help="send in chunks")

@@ -9,7 +9,7 @@ from ..bulk import DEFAULT_CHUNK_SIZE
 from . import sending_line
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, require_workers
-from .input import bulk_input
+from .input import add_users_arguments, bulk_input
 from .output import program, table
 from .runs import open_ledger
 
@@ -24,9 +24,7 @@ def register(add: AddCommand) -> None:
         "Run it again with the same --run after a crash: only who the run does not hold yet "
         "is planned, and chunks never enqueued are enqueued again.",
     )
-    p.add_argument("poll_id")
-    p.add_argument("file", help="users file (.csv / .json / .jsonl, or '-')")
-    p.add_argument("--format", choices=["csv", "json"], help="default: from the file name")
+    add_users_arguments(p)
     p.add_argument(
         "--broker",
         required=True,

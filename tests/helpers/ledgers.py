@@ -6,9 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from campaignkit.ledger import Ledger, MemoryLedger, PostgresLedger, SqliteLedger
+from campaignkit.ledger import Ledger, MemoryLedger, PostgresLedger, Recipient, SqliteLedger
 
 STORES = ["sqlite", "postgres"]
 """The durable stores (the ones another process can open)."""
@@ -56,3 +57,15 @@ def journal_of(ledger: Ledger) -> str:
         return ledger.dsn
     assert isinstance(ledger, SqliteLedger), ledger
     return ledger.path
+
+
+def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
+    """``count`` recipients numbered from ``first``, at input positions from ``position``."""
+    return [
+        Recipient(
+            f"+57300{n:07d}",
+            position + i,
+            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
+        )
+        for i, n in enumerate(range(first, first + count))
+    ]

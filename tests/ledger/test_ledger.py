@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers.ledgers import NewLedger, journal_of
+from helpers.ledgers import NewLedger, journal_of, people
 
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import (
@@ -35,18 +35,6 @@ from campaignkit.ledger._store import SqlLedger
 
 RUN = "run-1"
 CLAIMER = Path(__file__).parent.parent / "helpers" / "ledger_claimer.py"
-
-
-def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
-    """``count`` recipients numbered from ``first``, at input positions from ``position``."""
-    return [
-        Recipient(
-            f"+57300{n:07d}",
-            position + i,
-            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
-        )
-        for i, n in enumerate(range(first, first + count))
-    ]
 
 
 async def sql(ledger: Ledger, statement: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -7,9 +7,8 @@ import asyncio
 import time
 from collections import Counter
 
-import orjson
 import pytest
-from helpers.ledgers import NewLedger
+from helpers.ledgers import NewLedger, people
 
 from campaignkit.ledger import ACCEPTED, DEFERRED, IN_FLIGHT, PLANNED, Ledger, Recipient
 from campaignkit.ledger._sending import DAY
@@ -17,17 +16,6 @@ from campaignkit.ledger._sending import DAY
 pytestmark = pytest.mark.timeout(60)
 
 RUN = "run-1"
-
-
-def people(count: int, *, first: int = 0) -> list[Recipient]:
-    return [
-        Recipient(
-            f"+57300{n:07d}",
-            i,
-            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
-        )
-        for i, n in enumerate(range(first, first + count))
-    ]
 
 
 async def states(ledger: Ledger, run: str = RUN) -> Counter[str]:

@@ -6,9 +6,8 @@ import asyncio
 import time
 import uuid
 
-import orjson
 import pytest
-from helpers.ledgers import NewLedger
+from helpers.ledgers import NewLedger, people
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +23,6 @@ from campaignkit.ledger import (
     REJECTED,
     SUPPRESSED,
     Ledger,
-    Recipient,
     Suppression,
     suppression_reason,
 )
@@ -182,17 +180,6 @@ def test_a_phone_is_normalised_or_refused_by_name(text: str) -> None:
 # -- runs honour the list
 
 RUN = "run-1"
-
-
-def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
-    return [
-        Recipient(
-            f"+57300{n:07d}",
-            position + i,
-            orjson.dumps({"country_code": "+57", "cellphone": f"300{n:07d}"}).decode(),
-        )
-        for i, n in enumerate(range(first, first + count))
-    ]
 
 
 async def states(ledger: Ledger) -> dict[str, tuple[str, str | None]]:
