@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import orjson
 
 from ..errors import ValidationError
-from ..ledger import AMBIGUOUS, REJECTED, SUPPRESSED, Record
+from ..ledger import AMBIGUOUS, DEFERRED, REJECTED, SUPPRESSED, Record
 from ..ledger._outcomes import failure_statuses
 from .context import Ctx
 from .files import write_atomically
@@ -63,6 +63,8 @@ async def export_run(
         advice = "send them again with `campaignkit send POLL FILE --bulk`"
     elif state == SUPPRESSED:
         advice = "their numbers were on the suppression list (`campaignkit suppress list`)"
+    elif state == DEFERRED:
+        advice = "over the daily limit: rerunning the run sends them once the budget allows"
     else:
         advice = "send them in a follow-up run with `campaignkit send POLL FILE --bulk --run NEW`"
     ctx.note(

@@ -85,7 +85,7 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
     )
-    exported = ["rejected", "ambiguous", "suppressed"]
+    exported = ["rejected", "ambiguous", "suppressed", "deferred"]
     p.add_argument("--export", choices=exported, help="write these users as CSV")
     p.add_argument(
         "--export-status",

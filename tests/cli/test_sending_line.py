@@ -37,6 +37,14 @@ async def test_window_daily_limit_and_lines_from_the_command_line(
     assert Counter(user["line"] for user in got) == Counter({lines[0]: 2, lines[1]: 2})
     text = await run(sb, *argv)
     assert "deferred: 2 users over the daily limit" in text.err
+    runs = await run(None, "runs", "--journal", str(journal))
+    run_name = runs.out.splitlines()[2].split()[0]
+    export = tmp_path / "deferred.csv"
+    exported = await run(
+        None, "runs", run_name, "--journal", str(journal), "--export", "deferred", "-o", str(export)
+    )
+    assert "wrote 2 deferred users" in exported.err, exported.err
+    assert len(export.read_text().splitlines()) == 3  # a header and the two deferred
 
 
 async def test_bad_sending_line_options_are_usage_errors(sb: Sandbox, tmp_path: Path) -> None:
