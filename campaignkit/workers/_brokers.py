@@ -55,6 +55,10 @@ def broker_from(
             xread_count=1,
             xread_block=1000,
             client_name=client_name(queue),
+            # No read waits for ever (a reply lost with its connection, a
+            # cancellation swallowed under a read): it times out, and is
+            # reconnected, or ends if its task was cancelled.
+            socket_timeout=10,
         )
     module, sep, attribute = spec.partition(":")
     if not sep or "://" in spec:
@@ -72,6 +76,28 @@ def broker_from(
     return broker
 
 
+async def pause(what: str, exc: BaseException, attempt: int) -> None:
+    """Wait before reconnection ``attempt`` after losing the broker (one warning).
+
+    A task being cancelled is not kept: on Python 3.11 a read's timeout can
+    turn the cancellation into the very timeout error that brought us here,
+    and a worker told to stop would go on reading for ever.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+    delay = reconnect_delay(attempt)
+    log.warning(
+        "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
+        what,
+        type(exc).__name__,
+        exc,
+        delay,
+        attempt,
+    )
+    await asyncio.sleep(delay)
+
+
 def _redis_streams() -> type[RedisStreamBroker]:
     from redis.asyncio import Redis
     from redis.exceptions import ConnectionError, ResponseError, TimeoutError
@@ -79,18 +105,6 @@ def _redis_streams() -> type[RedisStreamBroker]:
     from taskiq_redis import RedisStreamBroker
 
     lost = (ConnectionError, TimeoutError, OSError)
-
-    async def pause(what: str, exc: BaseException, attempt: int) -> None:
-        delay = reconnect_delay(attempt)
-        log.warning(
-            "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
-            what,
-            type(exc).__name__,
-            exc,
-            delay,
-            attempt,
-        )
-        await asyncio.sleep(delay)
 
     async def reconnecting(what: str, call: Callable[[], Awaitable[None]]) -> None:
         for attempt in range(1, _ATTEMPTS + 1):
@@ -121,7 +135,7 @@ def _redis_streams() -> type[RedisStreamBroker]:
                 try:
                     async with Redis(connection_pool=self.connection_pool) as conn:
                         while True:
-                            batch = await self._fetch(conn)
+                            batch = await self._fetch_or_stop(conn)
                             attempt = 0
                             for message_id, fields in batch:
                                 if fields:  # None: deleted from the stream meanwhile
@@ -135,6 +149,20 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     await pause("while reading", exc, attempt)
                     if isinstance(exc, ResponseError):
                         await self._declare_consumer_group()
+
+        async def _fetch_or_stop(self, conn: Redis) -> list[tuple[bytes, Any]]:
+            """:meth:`_fetch`, in a task of its own: a worker told to stop cancels
+            its read, and on Python 3.11 redis' connection pool and timeouts
+            can swallow that cancellation (their ``wait_for``), leaving the read
+            waiting for ever and the worker never stopping. Here the
+            cancellation ends the wait at once; the read is cancelled, not awaited."""
+            fetch = asyncio.ensure_future(self._fetch(conn))
+            try:
+                await asyncio.wait({fetch})
+            except asyncio.CancelledError:
+                fetch.cancel()
+                raise
+            return fetch.result()
 
         async def _fetch(self, conn: Redis) -> list[tuple[bytes, Any]]:
             """Dead consumers' messages first, else new ones (a blocking read).

@@ -6,6 +6,7 @@ own connections are cut (its Redis client name, its application_name)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import asyncpg
@@ -23,6 +24,8 @@ from helpers.workers import (
 
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
+from campaignkit.workers import broker_from
+from campaignkit.workers._brokers import pause
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -157,3 +160,46 @@ async def test_dead_consumers_chunk_reclaimed_while_connections_flap(
             assert worker.alive, "\n".join(worker.lines)
     assert report.counts["accepted"] == len(expected_phones(50))
     assert max((await received(sb)).values()) == 1
+
+
+async def test_a_cancelled_reader_does_not_reconnect() -> None:
+    """A worker told to stop cancels its read; on Python 3.11 the read's own
+    timeout can swallow that cancellation and raise the timeout error that a
+    lost connection raises. Reconnecting then kept the stopped worker reading
+    for ever: the cancellation wins."""
+
+    async def read_cancelled_into_a_timeout() -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # what the read's timeout did
+            await asyncio.sleep(10)
+        await pause("while reading", TimeoutError("Timeout reading from redis"), 1)
+
+    task = asyncio.create_task(read_cancelled_into_a_timeout())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_stopped_worker_stops_even_if_its_read_swallows_the_cancellation(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Python 3.11, redis' pool and timeouts (their ``wait_for``) can swallow
+    the cancellation of a read: a worker told to stop then waited for ever
+    for a read nobody would end. The cancellation ends the wait at once."""
+    broker: Any = broker_from(redis_url, queue=unique_name("ck-test-"))
+
+    async def read_swallowing_its_cancellation(conn: Any) -> list[Any]:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        await asyncio.sleep(3600)  # a read that never ends
+        return []
+
+    monkeypatch.setattr(broker, "_fetch", read_swallowing_its_cancellation)
+    reader = broker.listen()
+    waiting = asyncio.ensure_future(reader.__anext__())
+    await asyncio.sleep(0.1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, 5)
+    await reader.aclose()
+    await broker.shutdown()
