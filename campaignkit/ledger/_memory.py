@@ -65,9 +65,12 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     async def aclose(self) -> None:
         self._open = False
 
-    def _run(self, run: str) -> RunState | None:
+    def _check_open(self) -> None:
         if not self._open:
             raise LedgerError("the memory ledger is not open")
+
+    def _run(self, run: str) -> RunState | None:
+        self._check_open()
         return self._runs.get(run)
 
     def _state(self, run: str) -> RunState:
@@ -228,7 +231,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         return None if state is None else state.info
 
     async def runs(self) -> list[RunInfo]:
-        self._run("")
+        self._check_open()
         infos = [state.info for state in self._runs.values() if state.info is not None]
         return sorted(infos, key=lambda info: (-info.created, info.run))
 

@@ -55,6 +55,7 @@ class MemoryOutcomes:
     if TYPE_CHECKING:
         _runs: dict[str, RunState]
 
+        def _check_open(self) -> None: ...
         def _run(self, run: str) -> RunState | None: ...
         def _state(self, run: str) -> RunState: ...
         async def _add_suppressions(
@@ -81,7 +82,7 @@ class MemoryOutcomes:
         found = fact_of(event)
         if found is None:
             return
-        self._run("")  # open?
+        self._check_open()
         newest_first = sorted(
             (state for state in self._runs.values() if state.info is not None),
             key=lambda state: (state.info.created, state.info.run) if state.info else (0.0, ""),

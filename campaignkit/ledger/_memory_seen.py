@@ -5,8 +5,6 @@ from __future__ import annotations
 import abc
 import time
 
-from ._memory_runs import RunState
-
 
 class MemorySeen(abc.ABC):
     """A part of :class:`MemoryLedger`."""
@@ -14,7 +12,7 @@ class MemorySeen(abc.ABC):
     _seen: dict[str, dict[str, float]]
 
     @abc.abstractmethod
-    def _run(self, run: str) -> RunState | None: ...
+    def _check_open(self) -> None: ...
 
     async def first_sighting(self, namespace: str, key: str) -> bool:
         seen = self._seen_in(namespace)
@@ -34,5 +32,5 @@ class MemorySeen(abc.ABC):
         return len(old)
 
     def _seen_in(self, namespace: str) -> dict[str, float]:
-        self._run("")  # open?
+        self._check_open()
         return self._seen.setdefault(namespace, {})

@@ -17,10 +17,10 @@ class MemorySuppressions(SuppressionList):
     _suppressions: dict[str, Suppression]
 
     @abc.abstractmethod
-    def _run(self, run: str) -> RunState | None: ...
+    def _check_open(self) -> None: ...
 
     def _list(self) -> dict[str, Suppression]:
-        self._run("")  # open?
+        self._check_open()
         return self._suppressions
 
     def _entries(self, phones: Iterable[str]) -> dict[str, Suppression]:
