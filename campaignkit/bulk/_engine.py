@@ -278,6 +278,8 @@ class BulkSend:
             keep_accepted_users=self.keep_accepted_users,
         )
         report.fatal = self.fatal
+        if self.fatal is not None:  # the run's report read from the ledger shows it too
+            await self.ledger.stop_run(self.run_name, error_detail(self.fatal))
         if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
             if self.fatal is None:

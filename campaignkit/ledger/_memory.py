@@ -98,8 +98,13 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
             )
         if input_pass is not None:
             state.input_pass = input_pass
-            state.info = attrs.evolve(state.info, total=None, input_done=False)
+            state.info = attrs.evolve(state.info, total=None, input_done=False, stopped=None)
         return state.info
+
+    async def stop_run(self, run: str, detail: str) -> None:
+        state = self._run(run)
+        if state is not None and state.info is not None and state.info.stopped is None:
+            state.info = attrs.evolve(state.info, stopped=detail)
 
     async def plan(
         self,

@@ -37,6 +37,13 @@ SCHEMA: Final = (
         input_done INTEGER NOT NULL DEFAULT 0,
         input_pass TEXT NOT NULL DEFAULT ''
     )""",
+    # A table of its own, not a column of the runs': ledgers made before it
+    # gain it when they are opened.
+    """CREATE TABLE IF NOT EXISTS campaignkit_run_stops (
+        run TEXT PRIMARY KEY,
+        detail TEXT NOT NULL,
+        stopped DOUBLE PRECISION NOT NULL
+    )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
         run TEXT NOT NULL,
         phone TEXT NOT NULL,

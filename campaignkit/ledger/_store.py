@@ -102,6 +102,7 @@ class SqlLedger(
                     input_pass,
                     run,
                 )
+                await tx.execute("DELETE FROM campaignkit_run_stops WHERE run = ?", run)
                 info = await self._run_info(tx, run)
         assert info is not None
         if info.poll != poll:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from helpers.ledgers import NewLedger, journal_of, people
 
-from campaignkit.errors import LedgerError
+from campaignkit.errors import LedgerError, NotFoundError
 from campaignkit.ledger import (
     ACCEPTED,
     AMBIGUOUS,
@@ -126,6 +126,32 @@ async def test_runs(ledger: Ledger) -> None:
     assert info is not None
     assert (info.total, info.input_done) == (42, True)
     assert [r.run for r in await ledger.runs()] == ["run-2", RUN]
+
+
+async def test_a_run_stopped_by_a_fatal_answer(ledger: Ledger) -> None:
+    """The first fatal answer recorded stays, shows in the run's info and
+    report (its class rebuilt), and a new pass over the input clears it."""
+    gone = "NotFoundError: POST http://x.test/v2/send-campaign/7 -> 404: Poll 7 not found."
+    await ledger.start_run(RUN, "poll-1", input_pass="p1")
+    await ledger.start_run("run-2", "poll-1")
+    await ledger.stop_run("missing", gone)  # no such run: nothing to stop
+    await ledger.stop_run(RUN, gone)
+    await ledger.stop_run(RUN, "AuthenticationError: a later one")
+    info = await ledger.run_info(RUN)
+    assert info is not None
+    assert info.stopped == gone
+    assert await ledger.start_run(RUN, "poll-1") == info
+    assert {r.run: r.stopped for r in await ledger.runs()} == {RUN: gone, "run-2": None}
+    assert await ledger.run_info("missing") is None
+    report = await ledger.report(RUN)
+    assert isinstance(report.fatal, NotFoundError)
+    assert (report.fatal.status, report.fatal.detail) == (404, "Poll 7 not found.")
+    assert (await ledger.report("run-2")).fatal is None
+
+    again = await ledger.start_run(RUN, "poll-1", input_pass="p2")
+    assert again.stopped is None
+    assert await ledger.run_info(RUN) == again
+    assert (await ledger.report(RUN)).fatal is None
 
 
 # -- planning
