@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import orjson
 
+from .._io.transport import cancelled_between_attempts
 from .._report import BulkReport
 from ..errors import CampaignKitError
 from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
@@ -167,8 +168,12 @@ class BulkSend:
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
-            except asyncio.CancelledError:
-                self.progress.advance({IN_FLIGHT: -len(users), AMBIGUOUS: len(users)})  # so settled
+            except asyncio.CancelledError as cancelled:
+                # As send_claim settled it: planned again (never sent), or ambiguous.
+                unsent = cancelled_between_attempts(cancelled)
+                self.progress.advance(
+                    {IN_FLIGHT: -len(users), AMBIGUOUS: 0 if unsent else len(users)}
+                )
                 raise
         positions = (
             chunk.positions

@@ -1,9 +1,8 @@
-"""The bookkeeping of a run: the chunks its producer enqueued, the inputs it
-skipped, the end of its input, and the fatal answer that ended it."""
+"""The producer's bookkeeping of a run: the chunks it enqueued, the inputs it
+skipped, and the end of its input."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from ..errors import LedgerError
@@ -20,18 +19,6 @@ class ProducerBookkeeping(Transactional):
         async with self._transaction() as tx:
             await tx.execute(
                 "UPDATE campaignkit_runs SET total = ?, input_done = 1 WHERE run = ?", total, run
-            )
-
-    @retried
-    async def stop_run(self, run: str, detail: str) -> None:
-        async with self._transaction() as tx:
-            await tx.execute(
-                "INSERT INTO campaignkit_run_stops (run, detail, stopped)"
-                " SELECT run, ?, ? FROM campaignkit_runs WHERE run = ?"
-                " ON CONFLICT (run) DO NOTHING",
-                detail,
-                time.time(),
-                run,
             )
 
     @retried

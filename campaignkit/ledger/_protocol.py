@@ -116,6 +116,14 @@ class Ledger(SendingRules, SuppressionList):
         """Record what became of a claim's request: accepted, rejected or ambiguous."""
 
     @abc.abstractmethod
+    async def release(self, run: str, claim: str) -> None:
+        """Put the recipients of a claim whose request surely never left (its
+        sender was stopped while waiting to retry a 429) back to planned in
+        their chunk, for the run's next sender to take. A claim settled
+        already keeps its outcome; one reported ambiguous because it expired
+        is released, as its sender knows better."""
+
+    @abc.abstractmethod
     async def expire(self, run: str, *, now: float | None = None) -> int:
         """Report the recipients of expired claims ambiguous; how many there were."""
 

@@ -27,6 +27,9 @@ class Transaction(Protocol):
 
 SCHEMA_VERSION: Final = 1
 
+BATCH: Final = 5000
+"""The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
+
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
     """CREATE TABLE IF NOT EXISTS campaignkit_runs (

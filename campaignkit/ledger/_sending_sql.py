@@ -9,10 +9,8 @@ from typing import Any, Final
 
 import orjson
 
-from ._schema import Transaction, Transactional, retried
+from ._schema import BATCH, Transaction, Transactional, retried
 from ._sending import DAY, daily_limit_of, deferred_detail, over_budget, spread
-
-_BATCH: Final = 5000
 
 # Recipients that count against the daily limit: taken into a request within
 # the window, and not surely refused.
@@ -60,8 +58,8 @@ class SendingRulesStore(Transactional):
         async with self._transaction() as tx:
             await _take_lock(tx, "lines")
             kept: dict[str, str] = {}
-            for start in range(0, len(phones), _BATCH):
-                condition, args = tx.any_of("phone", list(phones[start : start + _BATCH]))
+            for start in range(0, len(phones), BATCH):
+                condition, args = tx.any_of("phone", list(phones[start : start + BATCH]))
                 rows = await tx.fetch(
                     f"SELECT phone, line FROM campaignkit_lines WHERE {condition}", *args
                 )
@@ -104,16 +102,16 @@ class SendingRulesStore(Transactional):
         if len(phones) <= limit - used:
             return
         counted: set[str] = set()
-        for start in range(0, len(phones), _BATCH):
-            condition, args = tx.any_of("r.phone", phones[start : start + _BATCH])
+        for start in range(0, len(phones), BATCH):
+            condition, args = tx.any_of("r.phone", phones[start : start + BATCH])
             rows = await tx.fetch(
                 f"SELECT DISTINCT r.phone{_COUNTED} AND {condition}", since, *args
             )
             counted.update(row[0] for row in rows)
         deferred = over_budget(phones, counted, int(used), limit)
         detail = deferred_detail(limit, None if oldest is None else float(oldest) + DAY)
-        for start in range(0, len(deferred), _BATCH):
-            condition, args = tx.any_of("phone", deferred[start : start + _BATCH])
+        for start in range(0, len(deferred), BATCH):
+            condition, args = tx.any_of("phone", deferred[start : start + BATCH])
             await tx.execute(
                 "UPDATE campaignkit_recipients SET state = 'deferred', detail = ?, updated = ?"
                 f" WHERE run = ? AND chunk = ? AND state = 'planned' AND {condition}",

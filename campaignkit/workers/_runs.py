@@ -85,8 +85,10 @@ async def send_chunk(
     twice at once, never sends anyone twice. ``owner`` names this worker in
     its claims (default: host, pid and a random part). Cancelled while its
     request is under way, the claim is settled ambiguous and the
-    cancellation goes on; a worker killed then leaves a claim that expires
-    (the ledger's ``claim_ttl``) and is reported ambiguous. Raises
+    cancellation goes on (cancelled while waiting to retry a 429, its
+    recipients are planned again, for the task run again to send); a
+    worker killed then leaves a claim that expires (the ledger's
+    ``claim_ttl``) and is reported ambiguous. Raises
     :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
     hold (a worker given another ledger than the producer's).
 

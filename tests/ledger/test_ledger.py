@@ -310,6 +310,34 @@ async def test_settle(ledger: Ledger) -> None:
         await ledger.settle(RUN, ok.token, PLANNED)
 
 
+async def test_release_plans_a_claim_that_was_never_sent_again(new_ledger: NewLedger) -> None:
+    async with new_ledger(claim_ttl=30) as ledger:
+        for chunk, first in [("cut", 0), ("done", 10), ("late", 20)]:
+            await ledger.plan(RUN, chunk, people(3, first=first))
+        cut, done, late = [await claimed(ledger, chunk) for chunk in ("cut", "done", "late")]
+        await ledger.settle(RUN, done.token, ACCEPTED, launch_request_id="L1")
+        assert await ledger.expire(RUN, now=late.expires + 1) == 9 - 3  # cut and late
+        await ledger.settle(RUN, cut.token, AMBIGUOUS, detail="expired, then said so")
+        await ledger.release(RUN, late.token)  # expired: its sender knows better
+        await ledger.release(RUN, done.token)  # settled: keeps its outcome
+        await ledger.release(RUN, "no-such-claim")
+        records = {r.phone: r async for r in ledger.records(RUN)}
+        released = {r.phone for r in late.recipients}
+        assert {(r.state, r.claim, r.detail) for r in records.values() if r.phone in released} == {
+            (PLANNED, None, None)
+        }
+        counts = await ledger.counts(RUN)
+        assert (counts[PLANNED], counts[ACCEPTED], counts[AMBIGUOUS]) == (3, 3, 3)
+        # Its chunk's next claim takes them, once; the old claim settles nothing more.
+        again = await claimed(ledger, "late")
+        assert again.recipients == late.recipients
+        assert await ledger.claim(RUN, "late") is None
+        await ledger.settle(RUN, late.token, REJECTED, detail="too late")
+        assert (await ledger.counts(RUN))[IN_FLIGHT] == 3
+        await ledger.release(RUN, again.token)
+        assert (await ledger.counts(RUN))[PLANNED] == 3
+
+
 async def test_expire_only_claims_past_their_deadline(new_ledger: NewLedger) -> None:
     async with new_ledger(claim_ttl=30) as ledger:
         for chunk, first in [("settled", 0), ("open", 10)]:
