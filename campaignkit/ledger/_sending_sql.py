@@ -4,6 +4,7 @@ tables of their own, beside the run's."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -58,26 +59,37 @@ class SendingRulesStore(Transactional):
         async with self._transaction() as tx:
             await _take_lock(tx, "lines")
             kept: dict[str, str] = {}
+            moved: Counter[str] = Counter()  # people leaving a line not among ``lines``
             for start in range(0, len(phones), BATCH):
                 condition, args = tx.any_of("phone", list(phones[start : start + BATCH]))
                 rows = await tx.fetch(
                     f"SELECT phone, line FROM campaignkit_lines WHERE {condition}", *args
                 )
-                kept.update((phone, line) for phone, line in rows if line in lines)
+                for phone, line in rows:
+                    if line in lines:
+                        kept[phone] = line
+                    else:
+                        moved[line] += 1
             new = [phone for phone in phones if phone not in kept]
             if not new:
                 return kept
             condition, args = tx.any_of("line", list(lines))
             rows = await tx.fetch(
-                f"SELECT line, COUNT(*) FROM campaignkit_lines WHERE {condition} GROUP BY line",
-                *args,
+                f"SELECT line, people FROM campaignkit_line_load WHERE {condition}", *args
             )
-            assigned = spread(new, {line: int(count) for line, count in rows}, lines)
+            assigned = spread(new, {line: int(people) for line, people in rows}, lines)
             await tx.executemany(
                 "INSERT INTO campaignkit_lines (phone, line, assigned) VALUES (?, ?, ?)"
                 " ON CONFLICT (phone) DO UPDATE SET line = excluded.line,"
                 " assigned = excluded.assigned",
                 [(phone, line, now) for phone, line in assigned.items()],
+            )
+            moved.subtract(Counter(assigned.values()))
+            await tx.executemany(
+                "INSERT INTO campaignkit_line_load (line, people) VALUES (?, ?)"
+                " ON CONFLICT (line) DO UPDATE"
+                " SET people = campaignkit_line_load.people + excluded.people",
+                [(line, -change) for line, change in moved.items() if change],
             )
         return kept | assigned
 
