@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import orjson
 
+from .._io.transport import cancelled_between_attempts
 from .._report import BulkReport
 from ..errors import CampaignKitError
 from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
@@ -133,15 +134,21 @@ class BulkSend:
             return  # interrupted: left planned, for the run's next send to take
         # Committed (durably) before the request leaves.
         claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
-        by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
-        claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
-        accounted = {by_phone[r.phone] for r in held}.union(claimed)
-        lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # deferred by the daily limit, or taken by another sender of the run
-            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
-            self._report_held(
-                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
-            )
+        count = len(chunk.phones)
+        if claim is not None and len(claim.recipients) == count:
+            # The whole chunk (a claim is of its recipients, in input order): no
+            # work a recipient to match them (row 6n).
+            claimed: Sequence[int] = range(count)
+        else:
+            by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
+            claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
+            accounted = {by_phone[r.phone] for r in held}.union(claimed)
+            lost = [i for i in range(count) if i not in accounted]
+            if lost:  # deferred by the daily limit, or taken by another sender of the run
+                found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
+                self._report_held(
+                    chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
+                )
         if claim is None:
             return
         users = (
@@ -167,8 +174,12 @@ class BulkSend:
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
-            except asyncio.CancelledError:
-                self.progress.advance({IN_FLIGHT: -len(users), AMBIGUOUS: len(users)})  # so settled
+            except asyncio.CancelledError as cancelled:
+                # As send_claim settled it: planned again (never sent), or ambiguous.
+                unsent = cancelled_between_attempts(cancelled)
+                self.progress.advance(
+                    {IN_FLIGHT: -len(users), AMBIGUOUS: 0 if unsent else len(users)}
+                )
                 raise
         positions = (
             chunk.positions
@@ -278,6 +289,8 @@ class BulkSend:
             keep_accepted_users=self.keep_accepted_users,
         )
         report.fatal = self.fatal
+        if self.fatal is not None:  # the run's report read from the ledger shows it too
+            await self.ledger.stop_run(self.run_name, error_detail(self.fatal))
         if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
             if self.fatal is None:
