@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import orjson
 
-from .._io.transport import cancelled_between_attempts
+from .._io.transport import cancelled_unsent
 from .._report import BulkReport
 from ..errors import CampaignKitError
 from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
@@ -170,7 +170,7 @@ class BulkSend:
                 )
             except asyncio.CancelledError as cancelled:
                 # As send_claim settled it: planned again (never sent), or ambiguous.
-                unsent = cancelled_between_attempts(cancelled)
+                unsent = cancelled_unsent(cancelled)
                 self.progress.advance(
                     {IN_FLIGHT: -len(users), AMBIGUOUS: 0 if unsent else len(users)}
                 )
