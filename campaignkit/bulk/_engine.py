@@ -134,15 +134,21 @@ class BulkSend:
             return  # interrupted: left planned, for the run's next send to take
         # Committed (durably) before the request leaves.
         claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
-        by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
-        claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
-        accounted = {by_phone[r.phone] for r in held}.union(claimed)
-        lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # deferred by the daily limit, or taken by another sender of the run
-            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
-            self._report_held(
-                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
-            )
+        count = len(chunk.phones)
+        if claim is not None and len(claim.recipients) == count:
+            # The whole chunk (a claim is of its recipients, in input order): no
+            # work a recipient to match them (row 6n).
+            claimed: Sequence[int] = range(count)
+        else:
+            by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
+            claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
+            accounted = {by_phone[r.phone] for r in held}.union(claimed)
+            lost = [i for i in range(count) if i not in accounted]
+            if lost:  # deferred by the daily limit, or taken by another sender of the run
+                found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
+                self._report_held(
+                    chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
+                )
         if claim is None:
             return
         users = (

@@ -15,7 +15,8 @@ from .._input.users import as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
 from .._wire.decode import user_wire_at
-from ..ledger import Recipient, Skipped
+from ..ledger import Skipped
+from ..ledger._records import Recipients
 from ..models import User
 
 
@@ -35,12 +36,10 @@ class PlannedChunk:
         return b'{"users":' + orjson.dumps(self.wires) + b"}"
 
     @property
-    def recipients(self) -> tuple[Recipient, ...]:
+    def recipients(self) -> Recipients:
         """The chunk as the ledger files it."""
-        return tuple(
-            Recipient(phone, position, orjson.dumps(wire).decode())
-            for phone, position, wire in zip(self.phones, self.positions, self.wires, strict=True)
-        )
+        users = [orjson.dumps(wire).decode() for wire in self.wires]
+        return Recipients(self.phones, self.positions, users)
 
 
 class SeenPhones(Protocol):

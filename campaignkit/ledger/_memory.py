@@ -11,12 +11,13 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from itertools import pairwise
 
 import attrs
 
 from ..errors import LedgerError
 from ._memory_outcomes import MemoryOutcomes
-from ._memory_runs import ClaimState, RunState
+from ._memory_runs import Batch, ClaimState, RunState
 from ._memory_seen import MemorySeen
 from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
@@ -31,6 +32,7 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
@@ -139,24 +141,15 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
         if not batches:
             return None
-        recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
-            assert batch.recipients is not None
-            dead = batch.dead
-            if dead:
-                recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
-            else:
-                recipients += batch.recipients
-        if len(batches) > 1 or not isinstance(batches[0].positions, range):
-            # Not one batch planned in input order (its positions one run).
-            recipients.sort(key=lambda r: (r.position, r.phone))  # input order
+        recipients = _claimed(batches)
         expires = now + self.claim_ttl
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
         self._note_claim(run, token, now)
-        return Claim(token, chunk, tuple(recipients), expires)
+        return Claim(token, chunk, recipients, expires)
 
     async def settle(
         self,
@@ -273,3 +266,22 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     async def last_update(self, run: str) -> float | None:
         state = self._run(run)
         return max((b.updated for b in state.batches), default=None) if state else None
+
+
+def _claimed(batches: Sequence[Batch]) -> Recipients:
+    """The live recipients of ``batches``, in input order."""
+    first = batches[0].recipients
+    assert first is not None
+    if len(batches) == 1 and not batches[0].dead and _ascending(first.positions):
+        return first  # a chunk planned whole, as send_bulk's are: nothing to copy
+    live: list[Recipient] = []
+    for batch in batches:
+        assert batch.recipients is not None
+        dead = batch.dead
+        live += (r for i, r in enumerate(batch.recipients) if i not in dead)
+    live.sort(key=lambda r: (r.position, r.phone))
+    return Recipients.of(live)
+
+
+def _ascending(positions: Sequence[int]) -> bool:
+    return isinstance(positions, range) or all(a < b for a, b in pairwise(positions))

@@ -31,6 +31,7 @@ from campaignkit.ledger import (
     Skipped,
     SqliteLedger,
 )
+from campaignkit.ledger._records import Recipients
 from campaignkit.ledger._store import SqlLedger
 
 RUN = "run-1"
@@ -222,6 +223,29 @@ async def test_claim_takes_planned_recipients_once_in_input_order(ledger: Ledger
     assert await ledger.claim(RUN, "c1") is None
     assert await ledger.claim(RUN, "unknown") is None
     assert set((await states(ledger)).values()) == {IN_FLIGHT}
+
+
+async def test_a_chunk_as_columns_is_filed_as_its_recipients_would_be(ledger: Ledger) -> None:
+    # What send_bulk's planner hands the ledger: the first recipients new to
+    # the run, then one it holds (sent), one given twice (the last one is
+    # filed) and one planned by another chunk (adopted).
+    a, b, c, d, e = people(5)
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "sent", [Recipient(c.phone, 100, c.user)])
+    await ledger.settle(RUN, (await claimed(ledger, "sent")).token, ACCEPTED)
+    await ledger.plan(RUN, "other", [Recipient(e.phone, 101, e.user)])
+    given = [a, b, c, Recipient(a.phone, 3, a.user), Recipient(d.phone, 4, d.user), e]
+    chunk = Recipients.of([Recipient(r.phone, i, r.user) for i, r in enumerate(given)])
+    held = await ledger.plan(RUN, "chunk", chunk)
+    assert [(r.phone, r.position, r.state) for r in held] == [(c.phone, 100, ACCEPTED)]
+    claim = await claimed(ledger, "chunk")
+    assert [(r.phone, r.position, r.user) for r in claim.recipients] == [
+        (b.phone, 1, b.user),
+        (a.phone, 3, a.user),
+        (d.phone, 4, d.user),
+        (e.phone, 5, e.user),
+    ]
+    assert await ledger.claim(RUN, "other") is None
 
 
 async def test_concurrent_claims_take_each_recipient_once(new_ledger: NewLedger) -> None:
