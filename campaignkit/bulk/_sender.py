@@ -115,6 +115,7 @@ async def send_claim(
     otherwise they are read back from the ledger's copy (for errors' ``users``).
     ``rules`` (the run's send window and lines) are applied now, just before
     the request leaves: a run resumed days later is sent by the clock of then.
+    A fatal answer is recorded on the run (``Ledger.stop_run``).
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
@@ -145,6 +146,8 @@ async def send_claim(
             await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
             raise
     await settle_claim(ledger, run, claim.token, result)
+    if result.error is not None and is_fatal(result.error):
+        await ledger.stop_run(run, error_detail(result.error))  # for every sender of the run
     return result
 
 
