@@ -121,9 +121,10 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        listed = {} if ignore_suppression else self._entries(r.phone for r in recipients)
+        columns = Recipients.of(recipients)
+        listed = {} if ignore_suppression else self._entries(columns.phones)
         if not listed:
-            return state.file(chunk, recipients, adopt, None, now)
+            return state.file(chunk, columns, adopt, None, now)
         by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
         for recipient in recipients:
             entry = listed.get(recipient.phone)
