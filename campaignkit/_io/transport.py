@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 import orjson
@@ -37,6 +37,17 @@ Clock = Callable[[], float]
 logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+_BETWEEN_ATTEMPTS: Final = "campaignkit: cancelled while waiting to retry, no attempt under way"
+
+
+def cancelled_between_attempts(cancelled: asyncio.CancelledError) -> bool:
+    """Whether ``cancelled`` came while :meth:`Transport.call` waited to retry
+    its request, with no attempt under way. A send is retried only after a
+    failure without effect (a 429, a connection refused before any byte), so
+    such a send surely never reached the service: whoever settles it may
+    say so, rather than call it ambiguous."""
+    return _BETWEEN_ATTEMPTS in getattr(cancelled, "__notes__", ())
 
 
 @attrs.frozen
@@ -172,7 +183,11 @@ class Transport:
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
                 break
-            await self.sleep(wait)
+            try:
+                await self.sleep(wait)
+            except asyncio.CancelledError as cancelled:
+                cancelled.add_note(_BETWEEN_ATTEMPTS)
+                raise
             attempt += 1
             telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):

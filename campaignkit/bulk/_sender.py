@@ -13,6 +13,7 @@ import orjson
 
 from .._input.users import as_user
 from .._io import telemetry
+from .._io.transport import cancelled_between_attempts
 from .._wire import sansio as wire
 from ..errors import (
     AmbiguousSendError,
@@ -106,7 +107,9 @@ async def send_claim(
     """Send the recipients of ``claim`` (already committed) and settle it.
 
     Cancelled while waiting for the answer, the claim is settled ambiguous
-    (the request may have reached the service) before the cancellation goes on.
+    (the request may have reached the service) before the cancellation goes on;
+    cancelled while waiting to retry (after a 429), it is released: its
+    recipients were surely not sent, and are planned again.
     ``users`` are the claim's users in its order, when the caller has them;
     otherwise they are read back from the ledger's copy (for errors' ``users``).
     ``rules`` (the run's send window and lines) are applied now, just before
@@ -124,6 +127,10 @@ async def send_claim(
                 client, segment, body, users, timeout=timeout, max_retries=max_retries
             )
         except asyncio.CancelledError as cancelled:
+            if cancelled_between_attempts(cancelled):
+                # Stopped while waiting to retry a request refused without effect: never sent.
+                await asyncio.shield(ledger.release(run, claim.token))
+                raise
             # Stopped before the answer came: the request may have reached the service.
             error = AmbiguousSendError(
                 "interrupted before the service answered: the request may have reached it",

@@ -100,8 +100,13 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
             )
         if input_pass is not None:
             state.input_pass = input_pass
-            state.info = attrs.evolve(state.info, total=None, input_done=False)
+            state.info = attrs.evolve(state.info, total=None, input_done=False, stopped=None)
         return state.info
+
+    async def stop_run(self, run: str, detail: str) -> None:
+        state = self._run(run)
+        if state is not None and state.info is not None and state.info.stopped is None:
+            state.info = attrs.evolve(state.info, stopped=detail)
 
     async def plan(
         self,
@@ -159,23 +164,13 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     ) -> None:
         if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
             raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
-        found = self._state(run).claims.get(claim)
-        if found is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
-            return
-        found.state, found.ack, found.detail = state, ack, detail
-        now = time.time()
-        for batch in found.batches:
-            if batch.claim == claim and batch.state in (IN_FLIGHT, AMBIGUOUS):
-                batch.state, batch.launch_request_id, batch.detail = (
-                    state,
-                    launch_request_id,
-                    detail,
-                )
-                batch.updated = now
-                if state == ACCEPTED:
-                    batch.recipients = None  # sent: the ledger need not keep their users
-        # Let a long run's other tasks go on between two settles.
-        await asyncio.sleep(0)
+        ended = self._state(run).end_claim(claim, state, launch_request_id, ack, detail)
+        if ended:
+            # Let a long run's other tasks go on between two settles.
+            await asyncio.sleep(0)
+
+    async def release(self, run: str, claim: str) -> None:
+        self._state(run).end_claim(claim, PLANNED, None, None, None)
 
     async def expire(self, run: str, *, now: float | None = None) -> int:
         now = time.time() if now is None else now

@@ -7,6 +7,7 @@ not one unbroken run, its position (8 bytes): about 16 to 24 bytes in all.
 
 from __future__ import annotations
 
+import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
@@ -17,6 +18,7 @@ from ._memory_index import Index
 from ._memory_outcomes import RunOutcomes
 from ._records import (
     ACCEPTED,
+    AMBIGUOUS,
     IN_FLIGHT,
     PLANNED,
     SUPPRESSED,
@@ -261,6 +263,35 @@ class RunState:
             for offset, key in enumerate(keys[batch.start : batch.start + batch.size]):
                 if offset not in dead:
                     yield long_phones[key] if key >= _LONG else key
+
+    def end_claim(
+        self,
+        token: str,
+        state: str,
+        launch_request_id: str | None,
+        ack: str | None,
+        detail: str | None,
+    ) -> bool:
+        """Move claim ``token``, if still open (or expired), and its recipients
+        to ``state``: settled, or planned again (released)."""
+        found = self.claims.get(token)
+        if found is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
+            return False
+        found.state, found.ack, found.detail = state, ack, detail
+        now = time.time()
+        for batch in found.batches:
+            if batch.claim == token and batch.state in (IN_FLIGHT, AMBIGUOUS):
+                batch.state, batch.launch_request_id, batch.detail = (
+                    state,
+                    launch_request_id,
+                    detail,
+                )
+                batch.updated = now
+                if state == ACCEPTED:
+                    batch.recipients = None  # sent: the ledger need not keep their users
+                elif state == PLANNED:
+                    batch.claim = None  # taken by no claim, as a planned record in SQL
+        return True
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""

@@ -101,14 +101,18 @@ class Claim:
 
 @attrs.frozen
 class RunInfo:
-    """A run: the poll it sends, when it started, and whether its producer has
-    planned the whole input (``total`` items) yet."""
+    """A run: the poll it sends, when it started, whether its producer has
+    planned the whole input (``total`` items) yet, and the fatal answer that
+    ended it, if one did."""
 
     run: str
     poll: str
     created: float
     total: int | None = None
     input_done: bool = False
+    stopped: str | None = None
+    """The fatal answer that ended the run (``<ErrorClass>: <message>``, as a
+    rejected recipient's ``detail``): nothing more of it is sent."""
 
 
 @attrs.frozen

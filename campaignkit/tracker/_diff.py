@@ -137,7 +137,7 @@ class View:
     drive it with bytes directly.
     """
 
-    __slots__ = ("counts", "current", "launch_request_id", "stale", "state")
+    __slots__ = ("changed", "counts", "current", "launch_request_id", "stale", "state")
 
     def __init__(self, launch_request_id: str) -> None:
         self.launch_request_id = launch_request_id
@@ -145,6 +145,10 @@ class View:
         self.counts: Counter[DeploymentStatus | None] = Counter()
         self.state: CampaignState | None = None
         self.stale = 0
+        self.changed: list[StatusEntry] | None = None
+        """When a list, each accepted change's entry is appended to it instead
+        of being returned as a :class:`DeploymentChange` (see
+        :meth:`CampaignTracker.collect_changed`)."""
 
     def restore(self, statuses: Mapping[str, str | None]) -> None:
         for key, raw in statuses.items():
@@ -178,12 +182,16 @@ class View:
         missing = _MISSING
         launch = self.launch_request_id
         stale = self.stale
+        collected = self.changed
+        collected_before = 0 if collected is None else len(collected)
         changes: list[tuple[str, DeploymentChange]] = []
         undo: list[tuple[str, Any]] = []  # (key, previous wire status or missing)
         for entry in candidates:
             key = entry_key(entry)
             if not key:
                 self._rollback(undo)
+                if collected is not None:
+                    del collected[collected_before:]
                 raise _keyless(answer, entry)
             raw = entry.status
             old_raw = get(key, missing)
@@ -214,6 +222,9 @@ class View:
                     del counts[previous]
                 counts[status] += 1
             assert status is not None
+            if collected is not None:
+                collected.append(entry)
+                continue
             deployment = _deployment(entry, status)
             changes.append(
                 (key, DeploymentChange(deployment, previous, status, observed_at, launch))

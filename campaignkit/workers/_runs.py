@@ -20,6 +20,7 @@ from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
+    ClaimOutcome,
     PlannedChunk,
     Planner,
     SendRules,
@@ -32,9 +33,11 @@ from ..bulk import (
     send_claim,
     zone_preparer,
 )
+from ..bulk._sender import is_fatal, settle_claim
 from ..client import CampaignClient
 from ..errors import CampaignKitError, LedgerError
 from ..ledger import Claim, Ledger
+from ..ledger._errors import error_detail, error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
 from ._brokers import reconnect_delay
@@ -82,10 +85,17 @@ async def send_chunk(
     twice at once, never sends anyone twice. ``owner`` names this worker in
     its claims (default: host, pid and a random part). Cancelled while its
     request is under way, the claim is settled ambiguous and the
-    cancellation goes on; a worker killed then leaves a claim that expires
-    (the ledger's ``claim_ttl``) and is reported ambiguous. Raises
+    cancellation goes on (cancelled while waiting to retry a 429, its
+    recipients are planned again, for the task run again to send); a
+    worker killed then leaves a claim that expires (the ledger's
+    ``claim_ttl``) and is reported ambiguous. Raises
     :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
     hold (a worker given another ledger than the producer's).
+
+    A fatal answer (a 401, a 404 for the poll, a 400 refusing the whole
+    request) ends the run for every worker, as it ends ``send_bulk``: it is
+    recorded on the run (:meth:`~campaignkit.ledger.Ledger.stop_run`), and
+    every chunk claimed after it is filed rejected with that error, unsent.
     """
     info = await ledger.run_info(run)
     if info is None:
@@ -96,16 +106,25 @@ async def send_chunk(
     claim = await _claim(ledger, run, chunk, owner or worker_name())
     if claim is None:
         return None
-    outcome = await send_claim(
-        client,
-        ledger,
-        run,
-        info.poll,
-        claim,
-        rules=rules,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
+    # Read after the claim, as late as can be before the request would leave:
+    # once any worker's fatal answer ended the run, nobody sends for it again.
+    stopped = (await ledger.run_info(run) or info).stopped
+    if stopped is not None:
+        outcome = ClaimOutcome("rejected", error=error_from_detail(stopped))
+        await settle_claim(ledger, run, claim.token, outcome)
+    else:
+        outcome = await send_claim(
+            client,
+            ledger,
+            run,
+            info.poll,
+            claim,
+            rules=rules,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        if outcome.error is not None and is_fatal(outcome.error):
+            await ledger.stop_run(run, error_detail(outcome.error))
     return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
 
 

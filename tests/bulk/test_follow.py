@@ -207,22 +207,38 @@ async def test_send_bulk_follow_must_be_a_bool(client: CampaignClient) -> None:
 
 _CODES = st.from_regex(r"\+[1-9][0-9]{0,3}", fullmatch=True)
 _CELLPHONES = st.from_regex(r"[0-9]{4,15}", fullmatch=True)
+# The usual launch: one country code, cellphones of one length.
+_ONE_LENGTH = st.sampled_from(["+57", "+1", "+351"]).flatmap(
+    lambda code: st.lists(
+        st.tuples(st.just(code), st.from_regex(f"[0-9]{{{8 - len(code)}}}", fullmatch=True)),
+        min_size=1,
+        max_size=30,
+    )
+)
+
+
+def the_one_ending(phones: list[str], cellphone: str) -> str | None:
+    """The recipient whose number is ``+``, 0 to 4 characters and ``cellphone``,
+    if only one is."""
+    candidates = [p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30))
+@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30) | _ONE_LENGTH)
 def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str]]) -> None:
     phones = list(dict.fromkeys(code + cellphone for code, cellphone in people))
+    # Never someone else; the one recipient it can be, when no other can.
+    cellphones = [cellphone for _, cellphone in people]
+    expected = [the_one_ending(phones, cellphone) for cellphone in cellphones]
+    assert LaunchPhones(phones).phones_of(cellphones) == expected  # a launch's, at once
     found = LaunchPhones(phones)
+    assert [found.phone_of(cellphone) for cellphone in cellphones] == expected
+    # Given with its country code, or with spaces.
     for code, cellphone in people:
-        phone = code + cellphone
-        # Never someone else; the one recipient it can be, when no other can.
-        candidates = [
-            p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5
-        ]
-        expected = phone if candidates == [phone] else None
-        assert found.phone_of(cellphone) == expected
-        assert found.phone_of(phone[1:]) in (phone, None)  # given with its country code
+        assert found.phone_of(code[1:] + cellphone) == the_one_ending(phones, code[1:] + cellphone)
+        spaced = f"{cellphone[:3]} {cellphone[3:]}"
+        assert found.phone_of(spaced) == the_one_ending(phones, cellphone)
 
 
 @given(st.text(max_size=40))
