@@ -32,7 +32,7 @@ from aiohttp import web
 from campaignkit import CampaignClient, User
 from campaignkit._input.validation import users_tuple
 from campaignkit._wire import sansio as wire
-from campaignkit._wire.decode import users_wire
+from campaignkit._wire.body import users_wire
 from campaignkit.bulk import Planner
 
 from ._floor_server import free_port, running

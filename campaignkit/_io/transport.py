@@ -38,16 +38,22 @@ logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
-_BETWEEN_ATTEMPTS: Final = "campaignkit: cancelled while waiting to retry, no attempt under way"
+_UNSENT: Final = "campaignkit: cancelled while no request was under way"
 
 
-def cancelled_between_attempts(cancelled: asyncio.CancelledError) -> bool:
-    """Whether ``cancelled`` came while :meth:`Transport.call` waited to retry
-    its request, with no attempt under way. A send is retried only after a
-    failure without effect (a 429, a connection refused before any byte), so
-    such a send surely never reached the service: whoever settles it may
-    say so, rather than call it ambiguous."""
-    return _BETWEEN_ATTEMPTS in getattr(cancelled, "__notes__", ())
+def note_unsent(cancelled: asyncio.CancelledError) -> None:
+    """Mark ``cancelled`` as coming while no request was under way: before
+    the first attempt, or while :meth:`Transport.call` waited to retry. A
+    send is retried only after a failure without effect (a 429, a connection
+    refused before any byte), so such a send surely never reached the
+    service, and whoever settles it (:func:`cancelled_unsent`) may say so
+    rather than call it ambiguous."""
+    cancelled.add_note(_UNSENT)
+
+
+def cancelled_unsent(cancelled: asyncio.CancelledError) -> bool:
+    """Whether ``cancelled`` was marked by :func:`note_unsent`."""
+    return _UNSENT in getattr(cancelled, "__notes__", ())
 
 
 @attrs.frozen
@@ -186,7 +192,7 @@ class Transport:
             try:
                 await self.sleep(wait)
             except asyncio.CancelledError as cancelled:
-                cancelled.add_note(_BETWEEN_ATTEMPTS)
+                note_unsent(cancelled)
                 raise
             attempt += 1
             telemetry.retried(request.endpoint.name)

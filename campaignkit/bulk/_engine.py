@@ -12,10 +12,9 @@ from typing import Any
 import attrs
 import orjson
 
-from .._io.transport import cancelled_between_attempts
 from .._report import BulkReport
 from ..errors import CampaignKitError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
+from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
@@ -175,11 +174,7 @@ class BulkSend:
                     max_retries=self.max_retries,
                 )
             except asyncio.CancelledError as cancelled:
-                # As send_claim settled it: planned again (never sent), or ambiguous.
-                unsent = cancelled_between_attempts(cancelled)
-                self.progress.advance(
-                    {IN_FLIGHT: -len(users), AMBIGUOUS: 0 if unsent else len(users)}
-                )
+                self.progress.cancelled(len(users), cancelled)
                 raise
         positions = (
             chunk.positions
@@ -289,8 +284,6 @@ class BulkSend:
             keep_accepted_users=self.keep_accepted_users,
         )
         report.fatal = self.fatal
-        if self.fatal is not None:  # the run's report read from the ledger shows it too
-            await self.ledger.stop_run(self.run_name, error_detail(self.fatal))
         if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
             if self.fatal is None:

@@ -14,7 +14,7 @@ from .._input.phones import PhoneSet
 from .._input.users import as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
-from .._wire.decode import user_wire_at
+from .._wire.body import user_wire_at
 from ..ledger import Skipped
 from ..ledger._records import Recipients
 from ..models import User

@@ -272,21 +272,15 @@ class RunState:
         ack: str | None,
         detail: str | None,
     ) -> bool:
-        """Move claim ``token``, if still open (or expired), and its recipients
-        to ``state``: settled, or planned again (released)."""
-        found = self.claims.get(token)
-        if found is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
+        """Settle claim ``token`` (open or expired) as ``state``, or release it (planned)."""
+        if (found := self.claims.get(token)) is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
             return False
         found.state, found.ack, found.detail = state, ack, detail
         now = time.time()
         for batch in found.batches:
             if batch.claim == token and batch.state in (IN_FLIGHT, AMBIGUOUS):
-                batch.state, batch.launch_request_id, batch.detail = (
-                    state,
-                    launch_request_id,
-                    detail,
-                )
-                batch.updated = now
+                batch.state, batch.detail, batch.updated = state, detail, now
+                batch.launch_request_id = launch_request_id
                 if state == ACCEPTED:
                     batch.recipients = None  # sent: the ledger need not keep their users
                 elif state == PLANNED:

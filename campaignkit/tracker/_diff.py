@@ -18,6 +18,7 @@ from .. import errors
 from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
 from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
+from ._records import Progress
 
 _S = DeploymentStatus
 _MISSING: Any = object()
@@ -60,53 +61,6 @@ class DeploymentChange:
     launch_request_id: str = ""
 
 
-@attrs.frozen(slots=True)
-class Progress:
-    """Campaign progress for a progress bar or a chat message.
-
-    ``done`` counts deployments out of progress (sent, delivered, failed, or
-    an unknown status); ``failed`` those that will not be sent; ``delivered``
-    those confirmed on the device (``DELIVERED``, ``PUSH_NOTIFICATION``).
-    """
-
-    done: int
-    total: int
-    failed: int
-    delivered: int
-
-    @property
-    def fraction(self) -> float:
-        """``done / total`` (0.0 while no deployment is known)."""
-        return self.done / self.total if self.total else 0.0
-
-    @classmethod
-    def of(cls, counts: Mapping[DeploymentStatus | None, int]) -> Progress:
-        total = done = failed = delivered = 0
-        for status, count in counts.items():
-            total += count
-            if status is None or status.is_in_progress:
-                continue
-            done += count
-            if status.is_failure:
-                failed += count
-            elif status is _S.DELIVERED or status is _S.PUSH_NOTIFICATION:
-                delivered += count
-        return cls(done, total, failed, delivered)
-
-
-@attrs.frozen(slots=True)
-class TrackerStats:
-    """``polls``: HTTP exchanges made; ``retries``: failed polls that were
-    retried; ``changes``: changes yielded; ``stale``: backward moves ignored;
-    ``elapsed``: seconds since the first poll."""
-
-    polls: int = 0
-    retries: int = 0
-    changes: int = 0
-    stale: int = 0
-    elapsed: float = 0.0
-
-
 def entry_key(entry: StatusEntry) -> str:
     """The key of one deployment entry: conversation_id, else service_id,
     else cellphone; ``""`` when it has none of them."""
@@ -146,9 +100,8 @@ class View:
         self.state: CampaignState | None = None
         self.stale = 0
         self.changed: list[StatusEntry] | None = None
-        """When a list, each accepted change's entry is appended to it instead
-        of being returned as a :class:`DeploymentChange` (see
-        :meth:`CampaignTracker.collect_changed`)."""
+        """When a list, the entries of the changes go there instead of changes
+        being made (see :meth:`CampaignTracker.collect_changed`)."""
 
     def restore(self, statuses: Mapping[str, str | None]) -> None:
         for key, raw in statuses.items():

@@ -21,8 +21,9 @@ from ..models import CampaignAck, CampaignStatus
 from ..progress import ProgressUpdate, campaign_update
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
-from ._diff import DeploymentChange, Progress, TrackerStats, View
+from ._diff import DeploymentChange, View
 from ._options import StatusSource, TrackOptions
+from ._records import Progress, TrackerStats
 from ._schedule import PollSchedule
 from ._updates import Pacer, Updating
 

@@ -33,11 +33,11 @@ from ..bulk import (
     send_claim,
     zone_preparer,
 )
-from ..bulk._sender import is_fatal, settle_claim
+from ..bulk._sender import settle_claim
 from ..client import CampaignClient
 from ..errors import CampaignKitError, LedgerError
 from ..ledger import Claim, Ledger
-from ..ledger._errors import error_detail, error_from_detail
+from ..ledger._errors import error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
 from ._brokers import reconnect_delay
@@ -123,8 +123,6 @@ async def send_chunk(
             timeout=timeout,
             max_retries=max_retries,
         )
-        if outcome.error is not None and is_fatal(outcome.error):
-            await ledger.stop_run(run, error_detail(outcome.error))
     return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
 
 

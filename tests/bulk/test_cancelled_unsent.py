@@ -1,7 +1,8 @@
 """A bulk send interrupted while its request waits to be retried after a 429
-(refused without effect, by the spec) leaves its recipients planned, for the
-run's next send to take, not ambiguous; interrupted while the request is
-under way, they stay ambiguous. On the I/O seam's fake, every ledger."""
+(refused without effect, by the spec), or before it was built, leaves its
+recipients planned, for the run's next send to take, not ambiguous;
+interrupted while the request is under way, they stay ambiguous. On the I/O
+seam's fake, every ledger."""
 
 from __future__ import annotations
 
@@ -36,9 +37,12 @@ def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
     return ledger_factory(request, tmp_path)
 
 
-@pytest.mark.parametrize(("cut", "left"), [("waiting to retry", PLANNED), ("in flight", AMBIGUOUS)])
+@pytest.mark.parametrize(
+    ("cut", "left"),
+    [("building the request", PLANNED), ("waiting to retry", PLANNED), ("in flight", AMBIGUOUS)],
+)
 async def test_an_interrupt_settles_a_request_by_where_it_was(
-    new_ledger: NewLedger, cut: str, left: str
+    new_ledger: NewLedger, cut: str, left: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mocked = ScriptedExchange()
     reached = asyncio.Event()
@@ -55,6 +59,8 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
         mocked.post(SEND, status=429, headers={"Retry-After": "30"}, payload={"detail": "slow"})
     else:
         mocked.post(SEND, callback=in_flight)
+    # The request's users get their sending line from the ledger.
+    lines = ["573000000001"] if cut == "building the request" else None
     updates: list[ProgressUpdate] = []
     async with (
         CampaignClient(
@@ -63,20 +69,24 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
         new_ledger() as ledger,
     ):
         client.transport.sleep = for_ever  # the wait before the retry: until interrupted
-        sending = asyncio.create_task(
-            client.send_bulk(
-                7,
-                USERS,
-                chunk_size=10,
-                journal=ledger,
-                interrupt_grace=0.05,
-                on_progress=updates.append,
+        with monkeypatch.context() as patched:
+            if lines:
+                patched.setattr(ledger, "assign_lines", for_ever)
+            sending = asyncio.create_task(
+                client.send_bulk(
+                    7,
+                    USERS,
+                    chunk_size=10,
+                    journal=ledger,
+                    interrupt_grace=0.05,
+                    on_progress=updates.append,
+                    lines=lines,
+                )
             )
-        )
-        await asyncio.wait_for(reached.wait(), 5)
-        sending.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await sending
+            await asyncio.wait_for(reached.wait(), 5)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
         counts = await ledger.counts(RUN)
         assert (counts[left], counts[IN_FLIGHT]) == (len(USERS), 0)
         assert updates[-1].counts[left] == len(USERS)
@@ -89,8 +99,9 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
         mocked.routes.clear()
         mocked.post(SEND, callback=accept, repeat=True)
         FakeTime().install(client)
-        again = await client.send_bulk(7, USERS, chunk_size=10, journal=ledger)
-    assert len(mocked.requests) == (2 if left == PLANNED else 1)
+        again = await client.send_bulk(7, USERS, chunk_size=10, journal=ledger, lines=lines)
+    # The first request refused, then the one that sent them; or only one.
+    assert len(mocked.requests) == (2 if cut == "waiting to retry" else 1)
     if left == PLANNED:
         assert (again.counts[ACCEPTED], again.counts[AMBIGUOUS]) == (len(USERS), 0)
     else:
