@@ -27,6 +27,7 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
 )
@@ -139,6 +140,8 @@ class SqlLedger(
         (held, or suppressed).
         """
         now = time.time()
+        # Read as columns: send_bulk's chunks come so, with no Recipient made a person.
+        columns = Recipients.of(recipients)
         async with self._transaction() as tx:
             await tx.execute(
                 "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
@@ -148,11 +151,7 @@ class SqlLedger(
                 len(recipients),
                 now,
             )
-            listed = (
-                {}
-                if ignore_suppression
-                else await self._suppressions_of(tx, [r.phone for r in recipients])
-            )
+            listed = {} if ignore_suppression else await self._suppressions_of(tx, columns.phones)
             await tx.executemany(
                 "INSERT INTO campaignkit_recipients"
                 " (run, phone, position, chunk, state, detail, user_wire, updated)"
@@ -164,13 +163,15 @@ class SqlLedger(
                 " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
                 + (", 'rejected')" if retry_rejected else ")"),
                 [
-                    (run, r.phone, r.position, chunk, *_filed(listed.get(r.phone)), r.user, now)
-                    for r in recipients
+                    (run, phone, position, chunk, *_filed(listed.get(phone)), user, now)
+                    for phone, position, user in zip(
+                        columns.phones, columns.positions, columns.users, strict=True
+                    )
                 ],
             )
             held: list[Record] = []
             for start in range(0, len(recipients), BATCH):
-                phones = [r.phone for r in recipients[start : start + BATCH]]
+                phones = list(columns.phones[start : start + BATCH])
                 condition, args = tx.any_of("phone", phones)
                 rows = await tx.fetch(
                     "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
