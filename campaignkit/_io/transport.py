@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import orjson
@@ -29,6 +29,7 @@ from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_co
 from . import telemetry
 from .body_log import loggable_body
 from .exchange import Answer, Exchange
+from .unsent import note_unsent, retry_waits
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -37,23 +38,6 @@ Clock = Callable[[], float]
 logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-_UNSENT: Final = "campaignkit: cancelled while no request was under way"
-
-
-def note_unsent(cancelled: asyncio.CancelledError) -> None:
-    """Mark ``cancelled`` as coming while no request was under way: before
-    the first attempt, or while :meth:`Transport.call` waited to retry. A
-    send is retried only after a failure without effect (a 429, a connection
-    refused before any byte), so such a send surely never reached the
-    service, and whoever settles it (:func:`cancelled_unsent`) may say so
-    rather than call it ambiguous."""
-    cancelled.add_note(_UNSENT)
-
-
-def cancelled_unsent(cancelled: asyncio.CancelledError) -> bool:
-    """Whether ``cancelled`` was marked by :func:`note_unsent`."""
-    return _UNSENT in getattr(cancelled, "__notes__", ())
 
 
 @attrs.frozen
@@ -190,8 +174,10 @@ class Transport:
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
                 break
+            waits = retry_waits.get()
             try:
-                await self.sleep(wait)
+                with contextlib.nullcontext() if waits is None else waits.waiting():
+                    await self.sleep(wait)
             except asyncio.CancelledError as cancelled:
                 note_unsent(cancelled)
                 raise
