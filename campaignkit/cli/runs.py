@@ -219,6 +219,7 @@ def _run_json(
         "created": _created(info),
         "input_done": info.input_done,
         "total": info.total,
+        "stopped": info.stopped,
         "counts": counts,
     }
     return shown if funnel is None else {**shown, "funnel": funnel.to_json()}
@@ -270,6 +271,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 f"run {info.run}: poll {info.poll}, created {_created(info)}, {state}"
                 + (f" ({info.total} inputs)" if info.total is not None else "")
             )
+            if info.stopped is not None:
+                ctx.print(f"ended by a fatal answer: {info.stopped}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
             ctx.print("")
             ctx.print(table(funnel.rows(), ["funnel", "users"]))

@@ -85,6 +85,19 @@ async def test_export_rejected_then_retry_them(
     assert re.search(r"^accepted +100$", table.out, re.MULTILINE), table.out
 
 
+async def test_a_run_ended_by_a_fatal_answer_says_so(sb: Sandbox, tmp_path: Path) -> None:
+    users = users_csv(tmp_path / "users.csv", 10)
+    journal = ("--journal", str(tmp_path / "runs.db"))
+    sent = await run(sb, "send", "999999", str(users), "--bulk", "--run", "gone", *journal)
+    assert sent.code != 0
+    shown = (await run(None, "runs", "gone", *journal, "--json")).json()
+    assert shown["stopped"].startswith("NotFoundError: POST ")
+    assert shown["stopped"].endswith("-> 404: Poll 999999 not found.")
+    assert shown["counts"]["rejected"] == 10
+    table = await run(None, "runs", "gone", *journal)
+    assert f"ended by a fatal answer: {shown['stopped']}" in table.out.splitlines()
+
+
 async def test_export_ambiguous_to_stdout(sb: Sandbox, tmp_path: Path) -> None:
     poll = await poll_of(sb)
     journal = str(tmp_path / "run.db")
