@@ -15,7 +15,7 @@ from ._input.validation import (
     users_tuple,
 )
 from ._wire import sansio as wire
-from ._wire.decode import users_wire
+from ._wire.body import users_wire
 from .config import SessionQueryNames
 from .models import SessionPage, User
 

@@ -159,6 +159,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         lines: Sequence[str] | None = None,
         tz_for: _bulk.TzFor | None = None,
         follow: bool = False,
+        follow_timeout: float | None = None,
     ) -> _bulk.BulkReport:
         """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
         see :func:`campaignkit.bulk.send_bulk`."""
@@ -183,6 +184,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             lines=lines,
             tz_for=tz_for,
             follow=follow,
+            follow_timeout=follow_timeout,
         )
 
     # -- tracking (campaignkit.tracker) ---------------------------------------

@@ -1,5 +1,6 @@
 """A Telegram bot (aiogram 3) that sends a campaign to the users of a CSV file
-sent in the chat, and shows its progress in one message, edited in place.
+sent in the chat, and shows its progress while sending, then while the
+service delivers it, each in one message edited in place.
 
 Only the chats listed in ``TELEGRAM_TRUSTED_CHATS`` (comma-separated chat
 ids) may use it: anyone can find a bot, and this one messages real people.
@@ -132,6 +133,28 @@ class LiveMessage:
         self.every = every
         self.text = message.text or ""
         self.not_before = time.monotonic() + every  # when the next edit may be made
+        self.pending: str | None = None
+        self.showing: asyncio.Task[None] | None = None
+
+    def offer(self, text: str) -> None:
+        """Show ``text`` when the limits allow, without waiting for it: a
+        callback such as ``send_bulk``'s ``on_progress`` must not hold up the
+        send. An offer not shown yet is replaced by the next one."""
+        self.pending = text
+        if self.showing is None or self.showing.done():
+            self.showing = asyncio.create_task(self._show_pending())
+
+    async def flush(self) -> None:
+        """Wait until the last offer is shown."""
+        if self.showing is not None:
+            await self.showing
+
+    async def _show_pending(self) -> None:
+        while self.pending is not None:
+            # Wait first, then take the latest offer: no stale text is shown.
+            await asyncio.sleep(max(0.0, self.not_before - time.monotonic()))
+            text, self.pending = self.pending, None
+            await self.show(text)
 
     async def show(self, text: str) -> None:
         if text == self.text:
@@ -201,33 +224,44 @@ def campaign_router(
         assert downloaded is not None
         content = downloaded.read()
         run = run_name(message.chat.id, poll, content)
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder, "users.csv")
-            await asyncio.to_thread(path.write_bytes, content)
-            try:
-                report = await client.send_bulk(
-                    poll, ausers_from_csv(path), journal=journal, run=run
-                )
-            except UnicodeDecodeError:
-                await message.answer("Not sent: the file is not UTF-8 text (save it as CSV UTF-8).")
-                return
-        await message.answer(send_summary(report, run))
-        for line in failure_lines(report):
-            await message.answer(line)
-        if not report.acks:
-            return
-        posted = await message.answer(f"Following {report.counts['accepted']} users...")
-        live = LiveMessage(bot, posted, every)
-        group = client.track_many(report.acks, until="settled", timeout=track_timeout)
+        sending = LiveMessage(bot, await message.answer(f"Sending {run}..."), every)
         try:
-            async for update in group.updates(every):
-                await live.show(progress_text(update))
-        except TimeoutError:
-            waiting = report.counts["accepted"] - group.snapshot().done
-            await message.answer(
-                f"Stopped following after {track_timeout:g} s, {waiting} still waiting: "
-                "/campaign the same file again to follow it (nobody is resent)."
-            )
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder, "users.csv")
+                await asyncio.to_thread(path.write_bytes, content)
+                try:
+                    report = await client.send_bulk(
+                        poll,
+                        ausers_from_csv(path),
+                        journal=journal,
+                        run=run,
+                        on_progress=lambda update: sending.offer(progress_text(update)),
+                    )
+                except UnicodeDecodeError:
+                    await message.answer(
+                        "Not sent: the file is not UTF-8 text (save it as CSV UTF-8)."
+                    )
+                    return
+            await message.answer(send_summary(report, run))
+            for line in failure_lines(report):
+                await message.answer(line)
+            if not report.acks:
+                return
+            posted = await message.answer(f"Following {report.counts['accepted']} users...")
+            live = LiveMessage(bot, posted, every)
+            group = client.track_many(report.acks, until="settled", timeout=track_timeout)
+            try:
+                async for update in group.updates(every):
+                    await live.show(progress_text(update))
+            except TimeoutError:
+                waiting = report.counts["accepted"] - group.snapshot().done
+                await message.answer(
+                    f"Stopped following after {track_timeout:g} s, {waiting} still waiting: "
+                    "/campaign the same file again to follow it (nobody is resent)."
+                )
+        finally:
+            # Following starts meanwhile: the send's last update waits for the edit rate.
+            await sending.flush()
 
     return router
 

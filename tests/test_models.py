@@ -41,9 +41,10 @@ from campaignkit import (
     Tag,
     User,
     ValidationError,
+    deployment_squad,
 )
 from campaignkit._input import validation
-from campaignkit._wire import decode as decode_module
+from campaignkit._wire import body as send_body
 from campaignkit._wire import sansio as wire
 from campaignkit._wire.convert import structure
 
@@ -494,21 +495,206 @@ plain_users = st.builds(
 )
 
 
+def reference(given: tuple[Any, ...]) -> tuple[bytes, list[tuple[str, str]]]:
+    """The users' wire JSON and problems as validation builds them, user by user."""
+    problems: list[tuple[str, str]] = []
+    checked = [validation.user_wire(user, f"users[{i}]", problems) for i, user in enumerate(given)]
+    return orjson.dumps([entry for entry in checked if entry is not None]), problems
+
+
 @given(given_users=st.lists(plain_users | users | anything, max_size=6))
 @settings(max_examples=150)
 def test_the_send_bodys_inline_road_builds_what_validation_builds(given_users: Any) -> None:
-    # The decode module reads the common user inline (row 5); the result, the
-    # problems and their paths are validation's, user by user, whatever the input.
+    # The body is built a user at a time inline (row 6), or at once (row 5);
+    # the result, the problems and their paths are validation's, whatever the input.
     given = tuple(given_users)
     inline_problems: list[tuple[str, str]] = []
+    inline = [send_body.user_wire_at(user, i, inline_problems) for i, user in enumerate(given)]
     problems: list[tuple[str, str]] = []
-    inline = decode_module.users_wire(given, inline_problems)
-    checked = [validation.user_wire(user, f"users[{i}]", problems) for i, user in enumerate(given)]
-    expected = [entry for entry in checked if entry is not None]
-    assert inline == expected
-    assert inline_problems == problems
-    if not problems:
-        assert orjson.dumps(inline) == orjson.dumps(expected)
+    at_once = send_body.users_wire(given, problems)
+    expected, expected_problems = reference(given)
+    assert orjson.dumps([entry for entry in inline if entry is not None]) == expected
+    assert orjson.dumps(at_once) == expected
+    assert inline_problems == problems == expected_problems
+
+
+# Common users, one of them changed in one place, near a limit or to a form
+# the checks know: what the whole-body road must take or hand on exactly as
+# validation does (any other user would hide the change by handing it on).
+@attrs.frozen
+class LookAlike:
+    """Reads like a SessionKey (or, with its fields, a User) but is none."""
+
+    key: Any = "name"
+    value: Any = "Ana"
+    type: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class UserLookAlike:
+    cellphone: Any = "3001234567"
+    country_code: Any = "+57"
+    user_session_keys: Any = ()
+    deployment_eta: Any = None
+
+
+class Subclass(User):
+    pass
+
+
+wire_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
+not_text = st.sampled_from(["\ud800", b"k", 5, None])
+key_names = st.sampled_from(
+    ["", "k" * 128, "k" * 129, "é" * 128, "é" * 129, "deployment_squad", '"\\\x00']
+)
+key_values = st.sampled_from(["v" * 4096, "v" * 4097, "é" * 4097, "\x7f\u2028\x1f"])
+common_key = st.builds(SessionKey, st.from_regex(r"[a-z_]{1,8}", fullmatch=True), wire_text)
+edge_key = (
+    st.builds(lambda key, text: attrs.evolve(key, key=text), common_key, key_names | not_text)
+    | st.builds(lambda key, text: attrs.evolve(key, value=text), common_key, key_values | not_text)
+    | st.builds(lambda key, text: attrs.evolve(key, type=text), common_key, wire_text | not_text)
+    | st.builds(SessionKey, st.just("deployment_squad"), st.from_regex(r"DS_[0-9]{1,3}|DS_x"))
+    | st.builds(LookAlike)
+    | st.just({"key": "name", "value": "Ana"})
+)
+common_user = st.builds(
+    User,
+    cellphone=st.from_regex(r"[0-9]{4,15}", fullmatch=True),
+    country_code=st.sampled_from(["+1", "+57", "+1234"]),
+    user_session_keys=st.lists(common_key, max_size=3),
+    deployment_eta=st.none() | st.integers(0, 2**40),
+)
+edge_change = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "cellphone": st.sampled_from(["123", "1234", "1" * 15, "1" * 16])
+            | st.sampled_from(
+                [
+                    "300 123 4567",
+                    "3001234567\n",
+                    "\u0663\u0660\u0660\u0661",
+                    "\uff13\uff10\uff10\uff11",
+                ]
+            )
+            | anything
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "country_code": st.sampled_from(["+12345", "57", "+\u0665\u0667", "+57\n", "+"])
+            | anything
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "deployment_eta": st.sampled_from([-1, 2**63 - 1, 2**63, 2**64, True, 1.5])
+            | st.datetimes(timezones=st.none() | st.just(UTC))
+        }
+    ),
+    st.builds(
+        lambda keys, key: {"user_session_keys": [*keys, key]},
+        st.lists(common_key, max_size=2),
+        edge_key,
+    ),
+)
+
+
+@st.composite
+def edge_users(draw: st.DrawFn) -> list[Any]:
+    given: list[Any] = draw(st.lists(common_user, min_size=1, max_size=4))
+    at = draw(st.integers(0, len(given) - 1))
+    kind = draw(st.sampled_from(["field", "field", "field", "subclass", "look-alike", "dict"]))
+    user = given[at]
+    fields = attrs.asdict(user, recurse=False)
+    if kind == "field":
+        given[at] = attrs.evolve(user, **draw(edge_change))
+    elif kind == "subclass":
+        given[at] = Subclass(**fields)
+    elif kind == "look-alike":
+        given[at] = UserLookAlike(**fields)
+    else:
+        given[at] = fields
+    return given
+
+
+@given(given_users=edge_users())
+@settings(max_examples=400)
+def test_the_whole_body_road_builds_what_validation_builds(given_users: list[Any]) -> None:
+    given = tuple(given_users)
+    problems: list[tuple[str, str]] = []
+    at_once = send_body.users_wire(given, problems)
+    expected, expected_problems = reference(given)
+    assert orjson.dumps(at_once) == expected
+    assert problems == expected_problems
+
+
+COMMON = User(cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"})
+EDGE_KEYS: list[Any] = [
+    *(SessionKey(name, "v") for name in ["", "k" * 128, "k" * 129, "é" * 129, "deployment_squad"]),
+    *(SessionKey("k", value) for value in ["v" * 4096, "v" * 4097, "é" * 4097, "\ud800", '"\\']),
+    *(SessionKey("k", "v", kind) for kind in ["", "location", "\ud800"]),
+    *(SessionKey(5, "v"), SessionKey("k", 5), SessionKey("k", "v", 5)),  # type: ignore[arg-type]
+    SessionKey("deployment_squad", "DS_3001234567"),
+    LookAlike(),
+    {"key": "name", "value": "Ana"},
+]
+EDGE_CHANGES: list[dict[str, Any]] = [
+    *(
+        {"cellphone": phone}
+        for phone in ["123", "1234", "1" * 15, "1" * 16, "300 123", "\uff13" * 4]
+    ),
+    *({"country_code": code} for code in ["+1234", "+12345", "57", "+\u0665\u0667", "+57\n"]),
+    *({"deployment_eta": eta} for eta in [-1, 0, 2**63 - 1, 2**63, True, 1.5, datetime.now(UTC)]),
+    *({"user_session_keys": [SessionKey("a", "b"), key]} for key in EDGE_KEYS),
+]
+
+
+EDGE_USERS: list[Any] = [
+    *(attrs.evolve(COMMON, **change) for change in EDGE_CHANGES),
+    Subclass(cellphone="3001234567", country_code="+57"),
+    UserLookAlike(),
+    {"cellphone": "3001234567", "country_code": "+57"},
+]
+
+
+@pytest.mark.parametrize("user", EDGE_USERS, ids=lambda user: repr(user)[:60])
+def test_a_user_near_a_limit_reads_as_validation_reads_it(user: Any) -> None:
+    given = (COMMON, user, COMMON)
+    problems: list[tuple[str, str]] = []
+    at_once = send_body.users_wire(given, problems)
+    expected, expected_problems = reference(given)
+    assert orjson.dumps(at_once) == expected
+    assert problems == expected_problems
+
+
+def test_common_users_take_the_whole_body_road() -> None:
+    given = (
+        User(cellphone="3001234567", country_code="+57", user_session_keys={"name": "Ana"}),
+        User(
+            cellphone="5512345678",
+            country_code="+52",
+            user_session_keys=[SessionKey("sitio", "Bogotá \u2028", "location")],
+            deployment_eta=1_900_000_000,
+        ),
+    )
+    problems: list[tuple[str, str]] = []
+    assert isinstance(send_body.users_wire(given, problems), orjson.Fragment)
+    assert not problems
+    # Separators to remove, or a deployment_squad to check: user by user.
+    for other in (
+        attrs.evolve(given[0], cellphone="300 123 4567"),
+        attrs.evolve(given[0], user_session_keys=[deployment_squad("3001234567")]),
+    ):
+        assert isinstance(send_body.users_wire((other,), problems), list)
+    assert not problems
+
+
+def test_deployment_eta_beyond_64_bits_is_a_named_problem() -> None:
+    # orjson refused it with a TypeError from send_campaign.
+    user = User(cellphone="3001234567", country_code="+57", deployment_eta=2**64)
+    with pytest.raises(ValidationError) as caught:
+        run(lambda client: client.send_campaign(7, [user]))
+    assert [path for path, _ in caught.value.problems] == ["users[0].deployment_eta"]
 
 
 def run(call: Any) -> Any:

@@ -24,7 +24,10 @@ SESSION_PAGE_LIMIT = range(1, 10_001)
 # that an oversized value is refused here, naming it, not by a gateway.
 MAX_SESSION_KEY_LENGTH = 128
 MAX_SESSION_VALUE_LENGTH = 4096
-_COUNTRY_CODE = re.compile(r"\+[0-9]{1,4}")
+# Written as a JSON integer: orjson refuses more than 64 bits (a TypeError,
+# not a problem named), and a signed 64-bit integer is what servers read.
+MAX_UNIX_SECONDS = 2**63 - 1
+COUNTRY_CODE = re.compile(r"\+[0-9]{1,4}")
 _CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
 _CELLPHONE = re.compile(r"[0-9]{4,15}")
 _SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
@@ -80,7 +83,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
         return None
     before = len(problems)
     country_code = user.country_code
-    if not (isinstance(country_code, str) and _COUNTRY_CODE.fullmatch(country_code)):
+    if not (isinstance(country_code, str) and COUNTRY_CODE.fullmatch(country_code)):
         problems.append(
             (
                 f"{path}.country_code",
@@ -206,12 +209,12 @@ def unix_seconds(value: Any, path: str, problems: Problems) -> int:
             problems.append((path, "datetime must be timezone-aware"))
             return 0
         return int(value.timestamp())
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UNIX_SECONDS:
         return value
     problems.append(
         (
             path,
-            "must be UNIX seconds (an int >= 0) or an aware datetime, "
+            "must be UNIX seconds (an int from 0 to 2**63 - 1) or an aware datetime, "
             f"but {given(value)} was given",
         )
     )

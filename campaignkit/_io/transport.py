@@ -29,6 +29,7 @@ from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_co
 from . import telemetry
 from .body_log import loggable_body
 from .exchange import Answer, Exchange
+from .unsent import note_unsent, retry_waits
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -173,7 +174,13 @@ class Transport:
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
                 break
-            await self.sleep(wait)
+            waits = retry_waits.get()
+            try:
+                with contextlib.nullcontext() if waits is None else waits.waiting():
+                    await self.sleep(wait)
+            except asyncio.CancelledError as cancelled:
+                note_unsent(cancelled)
+                raise
             attempt += 1
             telemetry.retried(request.endpoint.name)
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):

@@ -21,18 +21,7 @@ from typing import Any, TypeVar, overload
 
 import msgspec
 
-from .._input.validation import MAX_SESSION_KEY_LENGTH as _MAX_KEY
-from .._input.validation import MAX_SESSION_VALUE_LENGTH as _MAX_VALUE
-from .._input.validation import Problems, user_wire
-from ..models import (
-    DEPLOYMENT_SQUAD,
-    CampaignStatus,
-    Deployment,
-    SessionKey,
-    SessionMeta,
-    SessionPage,
-    User,
-)
+from ..models import CampaignStatus, Deployment, SessionMeta, SessionPage
 from ..status import CampaignState, DeploymentStatus
 from .convert import parse_json, structure
 
@@ -229,70 +218,3 @@ _decoders: dict[Any, Decode[Any]] = {
     CampaignStatus: _decode_campaign_status,
     SessionPage: _decode_session_page,
 }
-
-
-# -- a campaign's users, the other way: the send body ----------------------------
-# Rows 5 (build a 1,000-user send body) and 6 (send_bulk's planner, a user at a
-# time). validation.user_wire checks every field in general terms (patterns,
-# UTF-8 encodability, a path for each problem). The common user is checked
-# here in a few exact-type, ASCII and length tests instead, about a third of the
-# cost: a User without deployment_eta, its cellphone 4 to 15 ASCII digits, its
-# country code one user_wire found valid before, its session keys SessionKeys
-# of ASCII text within the limits, untyped and none deployment_squad (whose
-# value has a form of its own). ASCII text is always UTF-8 encodable. Any
-# other user goes to user_wire, which builds the same wire form or names each
-# problem; the path is only built then.
-
-_VALID_COUNTRY_CODES: set[str] = set()  # a campaign has few; at most 11,110 exist
-
-
-def users_wire(users: tuple[Any, ...], problems: Problems) -> list[dict[str, Any]]:
-    """The wire list of users, problems added with ``users[i]`` paths."""
-    wire: list[dict[str, Any]] = []
-    for index, user in enumerate(users):
-        entry = user_wire_at(user, index, problems)
-        if entry is not None:
-            wire.append(entry)
-    return wire
-
-
-def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | None:
-    """What ``user_wire(user, f"users[{index}]", problems)`` gives."""
-    if type(user) is User and user.deployment_eta is None:
-        cellphone, country_code, items = user.cellphone, user.country_code, user.user_session_keys
-        if (
-            type(cellphone) is str
-            and cellphone.isascii()
-            and cellphone.isdigit()
-            and 4 <= len(cellphone) <= 15
-            and type(country_code) is str
-            and country_code in _VALID_COUNTRY_CODES
-            and type(items) is tuple
-        ):
-            keys: list[dict[str, str]] = []
-            for item in items:
-                if type(item) is not SessionKey:
-                    break
-                key, value = item.key, item.value
-                if not (
-                    type(key) is str
-                    and type(value) is str
-                    and 0 < len(key) <= _MAX_KEY
-                    and len(value) <= _MAX_VALUE
-                    and key.isascii()
-                    and value.isascii()
-                    and key != DEPLOYMENT_SQUAD
-                    and item.type is None
-                ):
-                    break
-                keys.append({"key": key, "value": value})
-            else:
-                return {
-                    "cellphone": cellphone,
-                    "country_code": country_code,
-                    "user_session_keys": keys,
-                }
-    entry = user_wire(user, f"users[{index}]", problems)
-    if entry is not None:
-        _VALID_COUNTRY_CODES.add(entry["country_code"])
-    return entry

@@ -14,7 +14,7 @@ import orjson
 
 from .._report import BulkReport
 from ..errors import CampaignKitError
-from ..ledger import ACCEPTED, AMBIGUOUS, IN_FLIGHT, Ledger, Record
+from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
@@ -133,15 +133,21 @@ class BulkSend:
             return  # interrupted: left planned, for the run's next send to take
         # Committed (durably) before the request leaves.
         claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
-        by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
-        claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
-        accounted = {by_phone[r.phone] for r in held}.union(claimed)
-        lost = [i for i in range(len(chunk.phones)) if i not in accounted]
-        if lost:  # deferred by the daily limit, or taken by another sender of the run
-            found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
-            self._report_held(
-                chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
-            )
+        count = len(chunk.phones)
+        if claim is not None and len(claim.recipients) == count:
+            # The whole chunk (a claim is of its recipients, in input order): no
+            # work a recipient to match them (row 6n).
+            claimed: Sequence[int] = range(count)
+        else:
+            by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
+            claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
+            accounted = {by_phone[r.phone] for r in held}.union(claimed)
+            lost = [i for i in range(count) if i not in accounted]
+            if lost:  # deferred by the daily limit, or taken by another sender of the run
+                found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
+                self._report_held(
+                    chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
+                )
         if claim is None:
             return
         users = (
@@ -167,8 +173,8 @@ class BulkSend:
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
-            except asyncio.CancelledError:
-                self.progress.advance({IN_FLIGHT: -len(users), AMBIGUOUS: len(users)})  # so settled
+            except asyncio.CancelledError as cancelled:
+                self.progress.cancelled(len(users), cancelled)
                 raise
         positions = (
             chunk.positions
@@ -263,7 +269,7 @@ class BulkSend:
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
-        await until_done(self, asyncio.create_task(self._work(users)))
+        await until_done(self, self._work(users))
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
             self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance

@@ -14,19 +14,20 @@ latest one per deployment of a launch since its last write, every
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Final
 
 import orjson
 
 from .._funnel import Funnel
 from .._redaction import sdk_logger
+from ..config import is_positive_seconds
 from ..errors import CampaignKitError, LedgerError, ValidationError
-from ..ledger import ACCEPTED, Journal, Ledger, StatusRow, ledger_from
+from ..ledger import ACCEPTED, Journal, Ledger, ledger_from
 from ..models import CampaignAck
 from ..tracker import CampaignTracker, StatusSource, TrackOptions
-from ._launch_phones import LaunchPhones
+from ._outcome_writer import LaunchOutcomes, OutcomeWriter
 from ._seam import BulkClient
 
 log = sdk_logger("campaignkit.bulk")
@@ -36,74 +37,6 @@ FLUSH_ROWS: Final = 5000
 (and at the end of the launch)."""
 DEFAULT_FOLLOW_CONCURRENCY: Final = 8
 """Launches tracked at once."""
-
-
-class _Writer:
-    """Writes the launches' outcomes, grouping the writes that wait on one
-    another into one transaction (a durable ledger commits each to disk):
-    whoever takes the turn writes every row handed in by then."""
-
-    def __init__(self, ledger: Ledger, run: str) -> None:
-        self._ledger = ledger
-        self._run = run
-        self._turn = asyncio.Lock()
-        self._open: _Group | None = None
-
-    async def write(self, rows: Sequence[StatusRow], final: Sequence[str]) -> None:
-        """Return once ``rows`` are written (``final`` launches marked with them)."""
-        group = self._open = self._open or _Group()
-        group.rows += rows
-        group.final += final
-        async with self._turn:
-            if group is self._open:  # not written yet: ours to write
-                self._open = None
-                try:
-                    await self._ledger.record_statuses(self._run, group.rows, final=group.final)
-                except BaseException as exc:
-                    group.failure = exc
-                    raise
-            elif group.failure is not None:
-                raise LedgerError(
-                    f"the outcomes of run {self._run!r} could not be written"
-                ) from group.failure
-
-
-class _Group:
-    __slots__ = ("failure", "final", "rows")
-
-    def __init__(self) -> None:
-        self.rows: list[StatusRow] = []
-        self.final: list[str] = []
-        self.failure: BaseException | None = None
-
-
-class _LaunchOutcomes:
-    """One launch being followed: the latest change of each of its
-    deployments (by cellphone) since the last write, each matched to its
-    recipient when written."""
-
-    def __init__(self, writer: _Writer, launch: str, phones: Sequence[str]) -> None:
-        self._writer = writer
-        self._launch = launch
-        self._recipients = LaunchPhones(phones)
-        self.latest: dict[str, tuple[str, str, datetime]] = {}
-        """By cellphone: conversation id, status (wire value) and when seen;
-        plain values, not the changes (held long, they would cost the garbage
-        collector more than they save)."""
-        self.unmatched = 0
-
-    async def write(self, *, final: bool = False) -> None:
-        """Write the changes held (and, with ``final``, mark the launch final)."""
-        latest, self.latest = self.latest, {}
-        phone_of, launch = self._recipients.phone_of, self._launch
-        rows = []
-        for cellphone, (conversation, status, seen) in latest.items():
-            phone = phone_of(cellphone)
-            if phone is None:
-                self.unmatched += 1
-                continue
-            rows.append(StatusRow(phone, launch, conversation or None, status, seen.timestamp()))
-        await self._writer.write(rows, [launch] if final else ())
 
 
 async def _accepted_launches(
@@ -128,6 +61,7 @@ async def follow_launches(
     phones: dict[str, list[str]],
     options: TrackOptions,
     concurrency: int,
+    follow_timeout: float | None = None,
 ) -> None:
     """Track ``acks`` until they settle, writing the outcomes into ``ledger``
     (with None, only consume the changes: the benchmark's baseline).
@@ -135,33 +69,31 @@ async def follow_launches(
     A launch whose tracking fails (after the tracker's own retries: a
     launch the service no longer knows, a timeout) does not stop the
     others: once they are followed, the first such error is raised, with
-    the count.
+    the count. After ``follow_timeout`` seconds, following stops: the
+    launches under way write what was read (not marked final), and the
+    count of launches left is logged.
     """
     queue: asyncio.Queue[CampaignAck] = asyncio.Queue()
     for ack in acks:
         queue.put_nowait(ack)
-    writer = None if ledger is None else _Writer(ledger, run)
+    writer = None if ledger is None else OutcomeWriter(ledger, run)
     failures: list[CampaignKitError] = []
+    ended = 0  # launches followed to their end, or given up
 
     async def consume(tracker: CampaignTracker) -> None:
         async for _ in tracker:
             pass
 
-    async def follow_one(tracker: CampaignTracker, outcomes: _LaunchOutcomes) -> None:
+    async def follow_one(tracker: CampaignTracker, outcomes: LaunchOutcomes) -> None:
         completed = False
+        changed = tracker.collect_changed()
         try:
-            latest = outcomes.latest
-            async for change in tracker:
-                deployment = change.deployment
-                # _value_, not .value: the wire text without the enum's descriptor.
-                latest[deployment.cellphone] = (
-                    deployment.conversation_id,
-                    change.current._value_,
-                    change.observed_at,
-                )
-                if len(latest) >= FLUSH_ROWS:
-                    await outcomes.write()
-                    latest = outcomes.latest
+            while await tracker.advance():
+                if changed:
+                    outcomes.add(changed, time.time())
+                    changed.clear()
+                    if len(outcomes.latest) >= FLUSH_ROWS:
+                        await outcomes.write()
             completed = True
         finally:
             # A launch left at SUCCESS (sent, delivery not yet confirmed) is
@@ -169,10 +101,18 @@ async def follow_launches(
             final = completed and all(
                 status is not None and status.is_final for status in tracker.held_counts()
             )
-            # What was read is kept, even when cancelled.
-            await asyncio.shield(outcomes.write(final=final))
+            # What was read is kept, even when cancelled (the deadline, an
+            # interrupt): written before the cancellation goes on. Cancelled
+            # again meanwhile, the write is cancelled too.
+            written = asyncio.ensure_future(outcomes.write(final=final))
+            try:
+                await asyncio.shield(written)
+            except asyncio.CancelledError:
+                await written
+                raise
 
     async def work() -> None:
+        nonlocal ended
         while not queue.empty():
             ack = queue.get_nowait()
             launch = ack.launch_request_id
@@ -180,9 +120,17 @@ async def follow_launches(
             try:
                 if writer is None:
                     await consume(tracker)
-                    continue
-                outcomes = _LaunchOutcomes(writer, launch, phones.get(launch, ()))
-                await follow_one(tracker, outcomes)
+                else:
+                    await follow_one(
+                        tracker, outcomes := LaunchOutcomes(writer, launch, phones.get(launch, ()))
+                    )
+                    if outcomes.unmatched:
+                        log.warning(
+                            "follow: %d deployment(s) of launch %s matched no recipient of run %s",
+                            outcomes.unmatched,
+                            launch,
+                            run,
+                        )
             except CampaignKitError as exc:
                 if isinstance(exc, LedgerError):
                     raise  # the ledger's trouble is every launch's
@@ -190,20 +138,26 @@ async def follow_launches(
                     "follow: launch %s of run %s could not be followed: %s", launch, run, exc
                 )
                 failures.append(exc)
-                continue
             finally:
                 await tracker.aclose()
-            if outcomes.unmatched:
-                log.warning(
-                    "follow: %d deployment(s) of launch %s matched no recipient of run %s",
-                    outcomes.unmatched,
-                    launch,
-                    run,
-                )
+            ended += 1
 
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(acks))):
-            group.create_task(work())
+    deadline = asyncio.timeout(follow_timeout)
+    try:
+        async with deadline, asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(acks))):
+                group.create_task(work())
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        log.warning(
+            "follow: stopped after %g s (follow_timeout) with %d of %d launch(es) of run %r "
+            "not yet settled; what was read is written, and following again resumes",
+            follow_timeout,
+            len(acks) - ended,
+            len(acks),
+            run,
+        )
     if failures:
         first = failures[0]
         first.add_note(
@@ -211,6 +165,15 @@ async def follow_launches(
             "followed; the others were (following again retries those)"
         )
         raise first
+
+
+def follow_timeout_problems(follow_timeout: object) -> list[tuple[str, str]]:
+    """What is wrong with a ``follow_timeout``: None or a positive number of seconds."""
+    if follow_timeout is None or is_positive_seconds(follow_timeout):
+        return []
+    return [
+        ("follow_timeout", f"must be a positive number of seconds or None, got {follow_timeout!r}")
+    ]
 
 
 async def follow_run(
@@ -223,6 +186,7 @@ async def follow_run(
     max_interval: float = 30.0,
     timeout: float | None = None,
     not_found_grace: float = 30.0,
+    follow_timeout: float | None = None,
 ) -> Funnel:
     """Track every accepted launch of ``run`` until it settles, write each
     recipient's outcome into the ledger, and return the run's :class:`Funnel`.
@@ -239,12 +203,19 @@ async def follow_run(
     deployment is final are not tracked again, so calling it again resumes
     where it stopped (after an interruption), and learns which ``SUCCESS``
     became ``DELIVERED`` (one poll per such launch).
+
+    ``follow_timeout``: at most that many seconds of following in all (None:
+    until every launch settles). Then it stops and returns the funnel as
+    written: the launches under way keep the statuses read so far, those
+    not settled are logged (a warning of ``campaignkit.bulk``), and calling
+    it again resumes with them.
     """
     problems = []
     if not isinstance(run, str) or not run.strip():
         problems.append(("run", f"must be a non-empty string, got {run!r}"))
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         problems.append(("concurrency", f"must be an int >= 1, got {concurrency!r}"))
+    problems += follow_timeout_problems(follow_timeout)
     if problems:
         raise ValidationError(problems)
     options = TrackOptions("settled", poll_interval, max_interval, timeout, not_found_grace)
@@ -254,20 +225,22 @@ async def follow_run(
         await ledger.open()
         if await ledger.run_info(run) is None:
             raise LedgerError(f"this ledger has no run {run!r}")
-        await follow_open(client, ledger, run, options, concurrency)
+        await follow_open(client, ledger, run, options, concurrency, follow_timeout)
         return await ledger.funnel(run)
     finally:
         if owned:
             await ledger.aclose()
 
 
-async def follow_sent(client: BulkClient, ledger: Ledger, run: str) -> None:
+async def follow_sent(
+    client: BulkClient, ledger: Ledger, run: str, follow_timeout: float | None
+) -> None:
     """``send_bulk(follow=True)``'s follow, in an open ledger: a launch that
     cannot be followed is logged, not raised (the send took place: its
     report is what the caller needs; ``follow_run`` later retries it)."""
     options = TrackOptions("settled")
     try:
-        await follow_open(client, ledger, run, options, DEFAULT_FOLLOW_CONCURRENCY)
+        await follow_open(client, ledger, run, options, DEFAULT_FOLLOW_CONCURRENCY, follow_timeout)
     except LedgerError:
         raise
     except CampaignKitError as exc:
@@ -275,8 +248,15 @@ async def follow_sent(client: BulkClient, ledger: Ledger, run: str) -> None:
 
 
 async def follow_open(
-    client: BulkClient, ledger: Ledger, run: str, options: TrackOptions, concurrency: int
+    client: BulkClient,
+    ledger: Ledger,
+    run: str,
+    options: TrackOptions,
+    concurrency: int,
+    follow_timeout: float | None = None,
 ) -> None:
     """Follow the run's launches not yet final, in an open ledger."""
     acks, phones = await _accepted_launches(ledger, run)
-    await follow_launches(client.transport, ledger, run, acks, phones, options, concurrency)
+    await follow_launches(
+        client.transport, ledger, run, acks, phones, options, concurrency, follow_timeout
+    )

@@ -11,6 +11,7 @@ from typing import Any, Final
 import attrs
 
 from .._io.transport import Sleep
+from .._io.unsent import cancelled_unsent
 from .._redaction import sdk_logger
 from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, SUPPRESSED
 from ..progress import Eta, ProgressUpdate, run_update
@@ -87,6 +88,11 @@ class ProgressReporter:
         return attrs.evolve(
             update, finished=finished, elapsed=now - self._started, rate=rate, eta=eta
         )
+
+    def cancelled(self, users: int, cancelled: asyncio.CancelledError) -> None:
+        """Count a request of ``users`` cancelled, as ``send_claim`` settled it:
+        planned again if it never left, else ambiguous."""
+        self.advance({IN_FLIGHT: -users, AMBIGUOUS: 0 if cancelled_unsent(cancelled) else users})
 
     async def finish(self) -> None:
         """The last call, then wait for the async calls still running."""

@@ -16,6 +16,7 @@ import orjson
 
 from .._input.validation import Problems
 from ..ledger import Claim, Ledger
+from ..ledger._records import Recipients
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User
 from ._windows import TZ_KEY, SendWindow, deployment_eta, zone_for, zone_named
 
@@ -125,10 +126,11 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
     """The body of the request of ``claim``, with ``rules`` applied to each
     user: a ``deployment_squad`` for those without one (the line the ledger
     keeps for them), and a ``deployment_eta`` outside their send window."""
+    recipients = Recipients.of(claim.recipients)
     if not rules.rewrites:
-        return ('{"users":[' + ",".join(r.user for r in claim.recipients) + "]}").encode()
-    wires: list[dict[str, Any]] = [orjson.loads(r.user) for r in claim.recipients]
-    phones = [r.phone for r in claim.recipients]
+        return ('{"users":[' + ",".join(recipients.users) + "]}").encode()
+    wires: list[dict[str, Any]] = [orjson.loads(user) for user in recipients.users]
+    phones = recipients.phones
     if rules.lines:
         lineless = [
             p for p, w in zip(phones, wires, strict=True) if _key(w, DEPLOYMENT_SQUAD) is None

@@ -13,7 +13,7 @@ from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ..progress import ProgressUpdate
 from ._engine import BulkSend
-from ._follow import follow_sent
+from ._follow import follow_sent, follow_timeout_problems
 from ._options import bulk_problems
 from ._rules import TzFor, rules_problems, zone_preparer
 from ._seam import BulkClient
@@ -61,6 +61,7 @@ async def send_bulk(
     lines: Sequence[str] | None = None,
     tz_for: TzFor | None = None,
     follow: bool = False,
+    follow_timeout: float | None = None,
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
 
@@ -97,6 +98,10 @@ async def send_bulk(
     recipient's outcome into the ledger before returning (see
     :func:`follow_run`); a launch that cannot be followed is logged (a
     warning of ``campaignkit.bulk``), and the report returned all the same.
+    ``follow_timeout``: follow at most that many seconds (None: until every
+    accepted launch settles), then stop and return the report: what was
+    read is written, the launches left are logged, and ``follow_run`` (or
+    ``campaignkit runs RUN --follow``) resumes with them.
     The report's ``funnel`` is read from the ledger at the end either way.
 
     Protecting the sending line (kept with the run, so the workers apply them
@@ -127,6 +132,7 @@ async def send_bulk(
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
     if not isinstance(follow, bool):
         problems.append(("follow", f"must be True or False, got {follow!r}"))
+    problems += follow_timeout_problems(follow_timeout)
     raise_problems(problems)
     # Without a journal, the same pipeline runs over a ledger in memory, whose
     # index of the run's phones is also the planner's dedupe set.
@@ -162,7 +168,7 @@ async def send_bulk(
         )
         report = await bulk.run(users)
         if follow:
-            await follow_sent(client, ledger, run_name)
+            await follow_sent(client, ledger, run_name, follow_timeout)
         report.funnel = await ledger.funnel(run_name)
         return report
     finally:

@@ -13,6 +13,7 @@ import orjson
 
 from .._input.users import as_user
 from .._io import telemetry
+from .._io.unsent import cancelled_unsent, note_unsent
 from .._wire import sansio as wire
 from ..errors import (
     AmbiguousSendError,
@@ -106,11 +107,15 @@ async def send_claim(
     """Send the recipients of ``claim`` (already committed) and settle it.
 
     Cancelled while waiting for the answer, the claim is settled ambiguous
-    (the request may have reached the service) before the cancellation goes on.
+    (the request may have reached the service) before the cancellation goes on;
+    cancelled before the request left or while waiting to retry it (after a
+    429), it is released: its recipients were surely not sent, and are
+    planned again.
     ``users`` are the claim's users in its order, when the caller has them;
     otherwise they are read back from the ledger's copy (for errors' ``users``).
     ``rules`` (the run's send window and lines) are applied now, just before
     the request leaves: a run resumed days later is sent by the clock of then.
+    A fatal answer is recorded on the run (``Ledger.stop_run``).
     """
     if users is None:
         users = [_stored_user(recipient.user) for recipient in claim.recipients]
@@ -118,12 +123,20 @@ async def send_claim(
         body = await request_body(ledger, claim, rules, utc_now())
     except CampaignKitError as exc:  # the ledger failed to give lines: nothing left
         result = ClaimOutcome("rejected", error=exc)
+    except asyncio.CancelledError as cancelled:
+        note_unsent(cancelled)  # stopped before the request was built
+        await release_claim(ledger, run, claim.token)
+        raise
     else:
         try:
             result = await send_request(
                 client, segment, body, users, timeout=timeout, max_retries=max_retries
             )
         except asyncio.CancelledError as cancelled:
+            if cancelled_unsent(cancelled):
+                # Stopped while waiting to retry a request refused without effect: never sent.
+                await release_claim(ledger, run, claim.token)
+                raise
             # Stopped before the answer came: the request may have reached the service.
             error = AmbiguousSendError(
                 "interrupted before the service answered: the request may have reached it",
@@ -133,6 +146,8 @@ async def send_claim(
             await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
             raise
     await settle_claim(ledger, run, claim.token, result)
+    if result.error is not None and is_fatal(result.error):
+        await ledger.stop_run(run, error_detail(result.error))  # for every sender of the run
     return result
 
 
@@ -149,6 +164,12 @@ async def settle_claim(ledger: Ledger, run: str, token: str, result: ClaimOutcom
             detail=None if result.error is None else error_detail(result.error),
         )
     )
+
+
+async def release_claim(ledger: Ledger, run: str, token: str) -> None:
+    """Plan the recipients of the claim ``token`` again: its request never left."""
+    # Shielded: the cancellation that stopped the request must not strand them in flight.
+    await asyncio.shield(ledger.release(run, token))
 
 
 def _stored_user(text: str) -> User:

@@ -94,6 +94,8 @@ def resume_command(a: argparse.Namespace) -> str:
         for flag in ("--retry-rejected", "--ignore-suppression", "--follow")
         if getattr(a, flag[2:].replace("-", "_"))
     ]
+    if a.follow_timeout is not None:
+        argv += ["--follow-timeout", str(a.follow_timeout)]
     for flag, value in (("--send-window", a.send_window), ("--days", a.days)):
         argv += [flag, value] if value else []
     if a.daily_limit is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._funnel import Funnel
 from .._redaction import redact
-from ..bulk import DEFAULT_FOLLOW_CONCURRENCY, follow_run
+from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
 from ..ledger import (
     DEFAULT_CLAIM_TTL,
     STATES,
@@ -26,6 +26,7 @@ from ..ledger import (
 )
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
+from .following import add_follow_timeout, check_follow_timeout, follow_first
 from .output import table
 from .run_export import export_run, failure_status_list
 
@@ -110,6 +111,7 @@ def register(add: AddCommand) -> None:
         default=DEFAULT_FOLLOW_CONCURRENCY,
         help=f"launches tracked at once with --follow ({DEFAULT_FOLLOW_CONCURRENCY})",
     )
+    add_follow_timeout(p)
     p.set_defaults(func=cmd_runs, needs_client=False)
 
 
@@ -217,6 +219,7 @@ def _run_json(
         "created": _created(info),
         "input_done": info.input_done,
         "total": info.total,
+        "stopped": info.stopped,
         "counts": counts,
     }
     return shown if funnel is None else {**shown, "funnel": funnel.to_json()}
@@ -229,6 +232,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             raise UsageError(f"{option} needs a RUN")
     if a.follow and not a.run:
         raise UsageError("--follow needs a RUN")
+    check_follow_timeout(a)
     if a.export and a.export_status:
         raise UsageError("give --export or --export-status, not both")
     if a.output and not (a.export or a.export_status):
@@ -242,9 +246,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             raise UsageError(f"no run named {a.run!r} in {ledger!r}")
         await ledger.expire(a.run)
         if a.follow:
-            ctx.note(f"following run {a.run}: until every accepted launch settles...")
-            async with ctx.client() as client:
-                await follow_run(client, ledger, a.run, concurrency=a.follow_concurrency)
+            await follow_first(ctx, ledger)
         if a.export:
             await export_run(
                 ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output
@@ -269,6 +271,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 f"run {info.run}: poll {info.poll}, created {_created(info)}, {state}"
                 + (f" ({info.total} inputs)" if info.total is not None else "")
             )
+            if info.stopped is not None:
+                ctx.print(f"ended by a fatal answer: {info.stopped}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
             ctx.print("")
             ctx.print(table(funnel.rows(), ["funnel", "users"]))

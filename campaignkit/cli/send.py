@@ -21,6 +21,7 @@ from ..progress import ProgressUpdate
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
+from .following import add_follow_timeout, check_follow_timeout
 from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
@@ -70,6 +71,7 @@ def register(add: AddCommand) -> None:
         help="then track the accepted launches until they settle, writing each person's "
         "outcome into the journal, and show the run's funnel",
     )
+    add_follow_timeout(bulk)
     sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -84,6 +86,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--retry-rejected", a.retry_rejected),
         ("--ignore-suppression", a.ignore_suppression),
         ("--follow", a.follow),
+        ("--follow-timeout", a.follow_timeout is not None),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -120,6 +123,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     if (a.run or a.retry_rejected or a.ignore_suppression) and not a.journal:
         raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
+    check_follow_timeout(a)
     rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     sent_at = datetime.now(UTC)
@@ -145,6 +149,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 on_progress=on_progress,
                 interrupt_grace=a.interrupt_grace,
                 follow=a.follow,
+                follow_timeout=a.follow_timeout,
                 **rules,
             )
         except asyncio.CancelledError:

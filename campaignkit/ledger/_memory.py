@@ -11,12 +11,13 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from itertools import pairwise
 
 import attrs
 
 from ..errors import LedgerError
 from ._memory_outcomes import MemoryOutcomes
-from ._memory_runs import ClaimState, RunState
+from ._memory_runs import Batch, ClaimState, RunState
 from ._memory_seen import MemorySeen
 from ._memory_suppressions import MemorySuppressions
 from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
@@ -31,6 +32,7 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
@@ -98,8 +100,13 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
             )
         if input_pass is not None:
             state.input_pass = input_pass
-            state.info = attrs.evolve(state.info, total=None, input_done=False)
+            state.info = attrs.evolve(state.info, total=None, input_done=False, stopped=None)
         return state.info
+
+    async def stop_run(self, run: str, detail: str) -> None:
+        state = self._run(run)
+        if state is not None and state.info is not None and state.info.stopped is None:
+            state.info = attrs.evolve(state.info, stopped=detail)
 
     async def plan(
         self,
@@ -114,9 +121,10 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         now = time.time()
         state.chunks.setdefault(chunk, (now, False))
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        listed = {} if ignore_suppression else self._entries(r.phone for r in recipients)
+        columns = Recipients.of(recipients)
+        listed = {} if ignore_suppression else self._entries(columns.phones)
         if not listed:
-            return state.file(chunk, recipients, adopt, None, now)
+            return state.file(chunk, columns, adopt, None, now)
         by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
         for recipient in recipients:
             entry = listed.get(recipient.phone)
@@ -134,24 +142,15 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
         if not batches:
             return None
-        recipients: list[Recipient] = []
         for batch in batches:
             batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
-            assert batch.recipients is not None
-            dead = batch.dead
-            if dead:
-                recipients += (r for i, r in enumerate(batch.recipients) if i not in dead)
-            else:
-                recipients += batch.recipients
-        if len(batches) > 1 or not isinstance(batches[0].positions, range):
-            # Not one batch planned in input order (its positions one run).
-            recipients.sort(key=lambda r: (r.position, r.phone))  # input order
+        recipients = _claimed(batches)
         expires = now + self.claim_ttl
         state.claims[token] = ClaimState(
             chunk, owner, len(recipients), now, expires, batches=batches
         )
         self._note_claim(run, token, now)
-        return Claim(token, chunk, tuple(recipients), expires)
+        return Claim(token, chunk, recipients, expires)
 
     async def settle(
         self,
@@ -165,23 +164,13 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     ) -> None:
         if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
             raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
-        found = self._state(run).claims.get(claim)
-        if found is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
-            return
-        found.state, found.ack, found.detail = state, ack, detail
-        now = time.time()
-        for batch in found.batches:
-            if batch.claim == claim and batch.state in (IN_FLIGHT, AMBIGUOUS):
-                batch.state, batch.launch_request_id, batch.detail = (
-                    state,
-                    launch_request_id,
-                    detail,
-                )
-                batch.updated = now
-                if state == ACCEPTED:
-                    batch.recipients = None  # sent: the ledger need not keep their users
-        # Let a long run's other tasks go on between two settles.
-        await asyncio.sleep(0)
+        ended = self._state(run).end_claim(claim, state, launch_request_id, ack, detail)
+        if ended:
+            # Let a long run's other tasks go on between two settles.
+            await asyncio.sleep(0)
+
+    async def release(self, run: str, claim: str) -> None:
+        self._state(run).end_claim(claim, PLANNED, None, None, None)
 
     async def expire(self, run: str, *, now: float | None = None) -> int:
         now = time.time() if now is None else now
@@ -278,3 +267,22 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     async def last_update(self, run: str) -> float | None:
         state = self._run(run)
         return max((b.updated for b in state.batches), default=None) if state else None
+
+
+def _claimed(batches: Sequence[Batch]) -> Recipients:
+    """The live recipients of ``batches``, in input order."""
+    first = batches[0].recipients
+    assert first is not None
+    if len(batches) == 1 and not batches[0].dead and _ascending(first.positions):
+        return first  # a chunk planned whole, as send_bulk's are: nothing to copy
+    live: list[Recipient] = []
+    for batch in batches:
+        assert batch.recipients is not None
+        dead = batch.dead
+        live += (r for i, r in enumerate(batch.recipients) if i not in dead)
+    live.sort(key=lambda r: (r.position, r.phone))
+    return Recipients.of(live)
+
+
+def _ascending(positions: Sequence[int]) -> bool:
+    return isinstance(positions, range) or all(a < b for a, b in pairwise(positions))

@@ -69,11 +69,13 @@ class MemoryOutcomes:
         kept = outcomes.rows
         get = kept.get
         for phone, launch, conversation, status, at in rows:
-            row = get(phone, _EMPTY)
-            if row[_STATUS] != status:  # the same status seen again keeps its time
+            row = get(phone)
+            if row is None:  # the usual case: a recipient's first status
+                kept[phone] = (launch, conversation, status, at, None, None, None, None, None)
+            elif row[_STATUS] != status:  # the same status seen again keeps its time
                 kept[phone] = (launch, conversation, status, at, *row[4:])
         outcomes.final.update(final)
-        listed = listed_by_outcome((row.phone, row.status) for row in rows)
+        listed = listed_by_outcome(rows)
         for reason, phones in listed.items():
             await self._add_suppressions(phones, reason, run, time.time())
         await asyncio.sleep(0)

@@ -7,6 +7,7 @@ not one unbroken run, its position (8 bytes): about 16 to 24 bytes in all.
 
 from __future__ import annotations
 
+import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
@@ -17,10 +18,12 @@ from ._memory_index import Index
 from ._memory_outcomes import RunOutcomes
 from ._records import (
     ACCEPTED,
+    AMBIGUOUS,
     IN_FLIGHT,
     PLANNED,
     SUPPRESSED,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
@@ -29,10 +32,11 @@ from ._records import (
 _LONG = 1 << 63  # keys of phones too long for an int key (never below it)
 
 
-def compact_positions(positions: array[int]) -> Sequence[int]:
-    """``positions`` as a ``range`` when they are one unbroken run (a chunk of
+def compact_positions(given: Sequence[int]) -> Sequence[int]:
+    """``given`` as a ``range`` when they are one unbroken run (a chunk of
     an input without invalid or duplicate items), which costs no memory a
-    recipient."""
+    recipient, else as an array."""
+    positions = given if isinstance(given, array) else array("Q", given)
     if positions and positions[-1] - positions[0] == len(positions) - 1:
         run = range(positions[0], positions[-1] + 1)
         if positions == array("Q", run):
@@ -49,8 +53,8 @@ class Batch:
     size: int
     positions: Sequence[int]
     """Each record's input position (a ``range`` or an array)."""
-    recipients: tuple[Recipient, ...] | None
-    """As planned (in input order); dropped once accepted."""
+    recipients: Recipients | None
+    """As planned; dropped once accepted."""
     state: str = PLANNED
     claim: str | None = None
     launch_request_id: str | None = None
@@ -83,8 +87,9 @@ class RunState:
     """None while recipients were planned but the run not started (as in SQL)."""
     input_pass: str = ""
     index: Index = attrs.Factory(Index)
-    pending: set[int] = attrs.Factory(set)
-    """Keys of phones the run's planner has seen and the run not yet planned."""
+    pending: dict[str, int] = attrs.Factory(dict)
+    """The phones the run's planner has seen and the run not yet planned, with
+    their keys (worked out once a phone)."""
     long_keys: dict[str, int] = attrs.Factory(dict)
     long_phones: dict[int, str] = attrs.Factory(dict)
     batches: list[Batch] = attrs.Factory(list)
@@ -124,7 +129,7 @@ class RunState:
             batch.state,
             batch.launch_request_id,
             batch.detail,
-            None if batch.recipients is None else batch.recipients[offset].user,
+            None if batch.recipients is None else batch.recipients.users[offset],
             batch.claim,
         )
 
@@ -139,35 +144,45 @@ class RunState:
         """File ``recipients`` in one batch of ``chunk``, planned, or suppressed
         for ``reason``; the records of those it will not send. A recipient
         whose record is in a state not in ``adopt`` keeps it."""
+        columns = Recipients.of(recipients)
         held: list[Record] = []
         index, pending = self.index, self.pending
         start = len(index.keys)
-        joining: list[Recipient] = []
-        positions: array[int] = array("Q")
-        for recipient in recipients:
-            key = self.key(recipient.phone)
-            slot, found = index.find(key)
+        # The offsets of the recipients filed; None while that is all of them
+        # so far, in order (a chunk of send_bulk's planner, new to the run: its
+        # columns become the batch's as they are, with no work a recipient).
+        joining: list[int] | None = None
+        for offset, phone in enumerate(columns.phones):
+            key = pending.pop(phone, 0) or self.key(phone)
+            found = index.add(key)
+            if not found:  # new to the run: now filed
+                if joining is not None:
+                    joining.append(offset)
+                continue
+            if joining is None:
+                joining = list(range(offset))
             number = found - 1
-            if not found:  # new to the run, or only seen by its planner so far
-                pending.discard(key)
-            elif number >= start:  # twice in this call: the last one (an upsert)
-                joining[number - start] = recipient
-                positions[number - start] = recipient.position
+            if number >= start:  # twice in this call: the last one (an upsert)
+                joining[number - start] = offset
                 continue
-            elif (batch := self.batch(number)).state in adopt:
+            batch = self.batch(number)
+            if batch.state in adopt:
                 batch.dead.add(number - batch.start)
-            else:
-                if batch.chunk != chunk:
-                    held.append(self.record(number, recipient.phone))
-                continue
-            index.new_record(slot, key)
-            joining.append(recipient)
-            positions.append(recipient.position)
-        if joining:
-            batch = self._new_batch(chunk, start, joining, positions, now)
+                index.new_record(index.find(key)[0], key)
+                joining.append(offset)
+            elif batch.chunk != chunk:
+                held.append(self.record(number, phone))
+        if joining is not None:
+            columns = Recipients(
+                [columns.phones[i] for i in joining],
+                array("Q", [columns.positions[i] for i in joining]),
+                [columns.users[i] for i in joining],
+            )
+        if columns:
+            batch = self._new_batch(chunk, start, columns, now)
             if reason is not None:
                 batch.state, batch.detail = SUPPRESSED, reason
-                held += (self.record(start + i, r.phone) for i, r in enumerate(joining))
+                held += (self.record(start + i, phone) for i, phone in enumerate(columns.phones))
         return held
 
     def move(
@@ -176,30 +191,33 @@ class RunState:
         """Move the records at ``(batch, offset)`` into a new batch of ``chunk``
         in ``state`` (their new records, now their phones' current ones)."""
         start = len(self.index.keys)
-        recipients: list[Recipient] = []
+        phones: list[str] = []
         positions: array[int] = array("Q")
+        users: list[str] = []
         for batch, offset in moved:
             assert batch.recipients is not None
-            recipient = batch.recipients[offset]
+            phone = batch.recipients.phones[offset]
             batch.dead.add(offset)
-            key = self.key(recipient.phone)
+            key = self.key(phone)
             self.index.new_record(self.index.find(key)[0], key)
-            recipients.append(recipient)
+            phones.append(phone)
             positions.append(batch.positions[offset])
-        if recipients:
-            batch = self._new_batch(chunk, start, recipients, positions, now)
+            users.append(batch.recipients.users[offset])
+        if phones:
+            batch = self._new_batch(chunk, start, Recipients(phones, positions, users), now)
             batch.state, batch.detail = state, detail
 
     def _new_batch(
         self,
         chunk: str,
         start: int,
-        recipients: list[Recipient],
-        positions: array[int],
+        recipients: Recipients,
         now: float,
     ) -> Batch:
-        kept = compact_positions(positions)
-        batch = Batch(chunk, start, len(recipients), kept, tuple(recipients), updated=now)
+        kept = compact_positions(recipients.positions)
+        if kept is not recipients.positions:
+            recipients = Recipients(recipients.phones, kept, recipients.users)
+        batch = Batch(chunk, start, len(recipients), kept, recipients, updated=now)
         self.batches.append(batch)
         self.starts.append(start)
         self.by_chunk.setdefault(chunk, []).append(batch)
@@ -208,10 +226,12 @@ class RunState:
     def add(self, phone: str) -> bool:
         """For the planner of the run's one pass: True if ``phone`` is new to the
         run (it is then held as seen, and planned later), False if seen before."""
-        key = self.key(phone)
-        if key in self.pending or self.index.find(key)[1]:
+        if phone in self.pending:
             return False
-        self.pending.add(key)
+        key = self.key(phone)
+        if self.index.find(key)[1]:
+            return False
+        self.pending[phone] = key
         return True
 
     def current(self, states: set[str]) -> list[tuple[int, str, int]]:
@@ -243,6 +263,29 @@ class RunState:
             for offset, key in enumerate(keys[batch.start : batch.start + batch.size]):
                 if offset not in dead:
                     yield long_phones[key] if key >= _LONG else key
+
+    def end_claim(
+        self,
+        token: str,
+        state: str,
+        launch_request_id: str | None,
+        ack: str | None,
+        detail: str | None,
+    ) -> bool:
+        """Settle claim ``token`` (open or expired) as ``state``, or release it (planned)."""
+        if (found := self.claims.get(token)) is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
+            return False
+        found.state, found.ack, found.detail = state, ack, detail
+        now = time.time()
+        for batch in found.batches:
+            if batch.claim == token and batch.state in (IN_FLIGHT, AMBIGUOUS):
+                batch.state, batch.detail, batch.updated = state, detail, now
+                batch.launch_request_id = launch_request_id
+                if state == ACCEPTED:
+                    batch.recipients = None  # sent: the ledger need not keep their users
+                elif state == PLANNED:
+                    batch.claim = None  # taken by no claim, as a planned record in SQL
+        return True
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""

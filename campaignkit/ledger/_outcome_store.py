@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
+from itertools import repeat
+from operator import add
 from typing import TYPE_CHECKING, Final
 
 from .._funnel import OutcomeGroup
@@ -58,9 +60,10 @@ class OutcomeStore(Transactional):
         now = time.time()
         async with self._transaction() as tx:
             if rows:
-                await tx.executemany(_STATUS_UPSERT, [(run, *row) for row in rows])
+                # Each row's values after the run's, joined in C (benchmarks row 15).
+                await tx.executemany(_STATUS_UPSERT, map(add, repeat((run,)), rows))
             # In the same transaction: an outcome is never kept without its listing.
-            listed = listed_by_outcome((row.phone, row.status) for row in rows)
+            listed = listed_by_outcome(rows)
             for reason, phones in listed.items():
                 await insert_suppressions(tx, phones, reason, run, now)
             if final:
@@ -104,14 +107,14 @@ class OutcomeStore(Transactional):
         if not phones:
             return phones
         async with self._transaction() as tx:
+            # A row per launch, its phones (never a space in them) joined:
+            # half the time of a row per phone (benchmarks row 15).
             rows = await tx.fetch(
-                "SELECT launch_request_id, phone FROM campaignkit_recipients"
-                " WHERE run = ? AND state = 'accepted'",
+                f"SELECT launch_request_id, {tx.spaced('phone')} FROM campaignkit_recipients"
+                " WHERE run = ? AND state = 'accepted' GROUP BY launch_request_id",
                 run,
             )
-        for launch, phone in rows:
-            if launch in phones:
-                phones[launch].append(phone)
+        phones.update((launch, joined.split(" ")) for launch, joined in rows if launch in phones)
         return phones
 
     @retried

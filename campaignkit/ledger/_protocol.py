@@ -17,6 +17,7 @@ from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
 from ._build import build_report, requests_of, suppressed_of, user_of
+from ._errors import error_from_detail
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._records import ACCEPTED, STATES, Claim, Recipient, Record, RunInfo, Skipped
 from ._sending import SendingRules
@@ -73,6 +74,15 @@ class Ledger(SendingRules, SuppressionList):
         """The run, created for ``poll`` if new; a run of another poll is refused."""
 
     @abc.abstractmethod
+    async def stop_run(self, run: str, detail: str) -> None:
+        """Record that a fatal answer ended the run (``detail``: the error, as a
+        rejected recipient's): its :class:`RunInfo` says so (``stopped``), its
+        senders file every chunk they claim after it rejected with it, unsent,
+        and its report's ``fatal`` is that error. The first one recorded
+        stays, until a new pass over the input (``start_run`` with an
+        ``input_pass``) clears it."""
+
+    @abc.abstractmethod
     async def plan(
         self,
         run: str,
@@ -104,6 +114,14 @@ class Ledger(SendingRules, SuppressionList):
         detail: str | None = None,
     ) -> None:
         """Record what became of a claim's request: accepted, rejected or ambiguous."""
+
+    @abc.abstractmethod
+    async def release(self, run: str, claim: str) -> None:
+        """Put the recipients of a claim whose request surely never left (its
+        sender was stopped while waiting to retry a 429) back to planned in
+        their chunk, for the run's next sender to take. A claim settled
+        already keeps its outcome; one reported ambiguous because it expired
+        is released, as its sender knows better."""
 
     @abc.abstractmethod
     async def expire(self, run: str, *, now: float | None = None) -> int:
@@ -191,6 +209,8 @@ class Ledger(SendingRules, SuppressionList):
             elapsed=max(0.0, (last or info.created) - info.created),
         )
         report.funnel = await self.funnel(run)
+        if info.stopped is not None:
+            report.fatal = error_from_detail(info.stopped)
         return report
 
     # -- outcomes: what became of each accepted recipient

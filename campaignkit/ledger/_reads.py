@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Final
+from typing import Any, Final
 
 from ._records import STATES, Record, RunInfo, Skipped
 from ._schema import Transaction, Transactional, retried
@@ -15,6 +15,16 @@ from ._schema import Transaction, Transactional, retried
 _CURRENT_PASS: Final = (
     "run = ? AND input_pass = (SELECT input_pass FROM campaignkit_runs WHERE run = ?)"
 )
+
+_RUNS: Final = (
+    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail FROM campaignkit_runs r"
+    " LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+)
+
+
+def _run_of(row: tuple[Any, ...]) -> RunInfo:
+    name, poll, created, total, done, stopped = row
+    return RunInfo(name, poll, created, total, bool(done), stopped)
 
 
 class LedgerReads(Transactional):
@@ -26,23 +36,15 @@ class LedgerReads(Transactional):
             return await self._run_info(tx, run)
 
     async def _run_info(self, tx: Transaction, run: str) -> RunInfo | None:
-        rows = await tx.fetch(
-            "SELECT run, poll, created, total, input_done FROM campaignkit_runs WHERE run = ?", run
-        )
-        if not rows:
-            return None
-        name, poll, created, total, done = rows[0]
-        return RunInfo(name, poll, created, total, bool(done))
+        rows = await tx.fetch(f"{_RUNS} WHERE r.run = ?", run)
+        return _run_of(rows[0]) if rows else None
 
     @retried
     async def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
         async with self._transaction() as tx:
-            rows = await tx.fetch(
-                "SELECT run, poll, created, total, input_done FROM campaignkit_runs"
-                " ORDER BY created DESC, run"
-            )
-        return [RunInfo(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
+            rows = await tx.fetch(f"{_RUNS} ORDER BY r.created DESC, r.run")
+        return [_run_of(row) for row in rows]
 
     @retried
     async def counts(self, run: str) -> dict[str, int]:

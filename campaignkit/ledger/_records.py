@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterator, Sequence
+from typing import Final, overload
 
 import attrs
 
@@ -29,6 +30,49 @@ class Recipient:
     user: str = attrs.field(repr=False, order=False)
 
 
+@attrs.frozen(eq=False)
+class Recipients(Sequence[Recipient]):
+    """Recipients as three parallel columns (phones, input positions, user
+    JSON): what a chunk of ``send_bulk`` plans and the memory ledger keeps and
+    claims, with no object a recipient (row 6n of the benchmarks). A
+    :class:`Recipient` is made only for whoever reads one."""
+
+    phones: Sequence[str]
+    positions: Sequence[int]
+    users: Sequence[str]
+
+    @classmethod
+    def of(cls, recipients: Sequence[Recipient]) -> Recipients:
+        """``recipients`` as columns (themselves if they are)."""
+        if isinstance(recipients, Recipients):
+            return recipients
+        return cls(
+            [r.phone for r in recipients],
+            [r.position for r in recipients],
+            [r.user for r in recipients],
+        )
+
+    def __len__(self) -> int:
+        return len(self.phones)
+
+    @overload
+    def __getitem__(self, index: int) -> Recipient: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Recipients: ...
+
+    def __getitem__(self, index: int | slice) -> Recipient | Recipients:
+        if isinstance(index, slice):
+            return Recipients(self.phones[index], self.positions[index], self.users[index])
+        return Recipient(self.phones[index], self.positions[index], self.users[index])
+
+    def __iter__(self) -> Iterator[Recipient]:
+        return map(Recipient, self.phones, self.positions, self.users)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} recipients>"
+
+
 @attrs.frozen
 class Record:
     """A recipient's record: its state and what the ledger knows of it."""
@@ -51,20 +95,24 @@ class Claim:
 
     token: str
     chunk: str
-    recipients: tuple[Recipient, ...] = attrs.field(repr=lambda r: f"<{len(r)} recipients>")
+    recipients: Sequence[Recipient] = attrs.field(repr=lambda r: f"<{len(r)} recipients>")
     expires: float = 0.0
 
 
 @attrs.frozen
 class RunInfo:
-    """A run: the poll it sends, when it started, and whether its producer has
-    planned the whole input (``total`` items) yet."""
+    """A run: the poll it sends, when it started, whether its producer has
+    planned the whole input (``total`` items) yet, and the fatal answer that
+    ended it, if one did."""
 
     run: str
     poll: str
     created: float
     total: int | None = None
     input_done: bool = False
+    stopped: str | None = None
+    """The fatal answer that ended the run (``<ErrorClass>: <message>``, as a
+    rejected recipient's ``detail``): nothing more of it is sent."""
 
 
 @attrs.frozen

@@ -24,8 +24,15 @@ class Transaction(Protocol):
         """``column IN (...)`` for ``values``: the SQL and its arguments."""
         ...
 
+    def spaced(self, column: str) -> str:
+        """The aggregate of a group's ``column`` values joined by spaces."""
+        ...
+
 
 SCHEMA_VERSION: Final = 1
+
+BATCH: Final = 5000
+"""The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
 
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
@@ -36,6 +43,13 @@ SCHEMA: Final = (
         total BIGINT,
         input_done INTEGER NOT NULL DEFAULT 0,
         input_pass TEXT NOT NULL DEFAULT ''
+    )""",
+    # A table of its own, not a column of the runs': ledgers made before it
+    # gain it when they are opened.
+    """CREATE TABLE IF NOT EXISTS campaignkit_run_stops (
+        run TEXT PRIMARY KEY,
+        detail TEXT NOT NULL,
+        stopped DOUBLE PRECISION NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_recipients (
         run TEXT NOT NULL,

@@ -4,15 +4,14 @@ tables of their own, beside the run's."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 
-from ._schema import Transaction, Transactional, retried
+from ._schema import BATCH, Transaction, Transactional, retried
 from ._sending import DAY, daily_limit_of, deferred_detail, over_budget, spread
-
-_BATCH: Final = 5000
 
 # Recipients that count against the daily limit: taken into a request within
 # the window, and not surely refused.
@@ -60,26 +59,37 @@ class SendingRulesStore(Transactional):
         async with self._transaction() as tx:
             await _take_lock(tx, "lines")
             kept: dict[str, str] = {}
-            for start in range(0, len(phones), _BATCH):
-                condition, args = tx.any_of("phone", list(phones[start : start + _BATCH]))
+            moved: Counter[str] = Counter()  # people leaving a line not among ``lines``
+            for start in range(0, len(phones), BATCH):
+                condition, args = tx.any_of("phone", list(phones[start : start + BATCH]))
                 rows = await tx.fetch(
                     f"SELECT phone, line FROM campaignkit_lines WHERE {condition}", *args
                 )
-                kept.update((phone, line) for phone, line in rows if line in lines)
+                for phone, line in rows:
+                    if line in lines:
+                        kept[phone] = line
+                    else:
+                        moved[line] += 1
             new = [phone for phone in phones if phone not in kept]
             if not new:
                 return kept
             condition, args = tx.any_of("line", list(lines))
             rows = await tx.fetch(
-                f"SELECT line, COUNT(*) FROM campaignkit_lines WHERE {condition} GROUP BY line",
-                *args,
+                f"SELECT line, people FROM campaignkit_line_load WHERE {condition}", *args
             )
-            assigned = spread(new, {line: int(count) for line, count in rows}, lines)
+            assigned = spread(new, {line: int(people) for line, people in rows}, lines)
             await tx.executemany(
                 "INSERT INTO campaignkit_lines (phone, line, assigned) VALUES (?, ?, ?)"
                 " ON CONFLICT (phone) DO UPDATE SET line = excluded.line,"
                 " assigned = excluded.assigned",
                 [(phone, line, now) for phone, line in assigned.items()],
+            )
+            moved.subtract(Counter(assigned.values()))
+            await tx.executemany(
+                "INSERT INTO campaignkit_line_load (line, people) VALUES (?, ?)"
+                " ON CONFLICT (line) DO UPDATE"
+                " SET people = campaignkit_line_load.people + excluded.people",
+                [(line, -change) for line, change in moved.items() if change],
             )
         return kept | assigned
 
@@ -104,16 +114,16 @@ class SendingRulesStore(Transactional):
         if len(phones) <= limit - used:
             return
         counted: set[str] = set()
-        for start in range(0, len(phones), _BATCH):
-            condition, args = tx.any_of("r.phone", phones[start : start + _BATCH])
+        for start in range(0, len(phones), BATCH):
+            condition, args = tx.any_of("r.phone", phones[start : start + BATCH])
             rows = await tx.fetch(
                 f"SELECT DISTINCT r.phone{_COUNTED} AND {condition}", since, *args
             )
             counted.update(row[0] for row in rows)
         deferred = over_budget(phones, counted, int(used), limit)
         detail = deferred_detail(limit, None if oldest is None else float(oldest) + DAY)
-        for start in range(0, len(deferred), _BATCH):
-            condition, args = tx.any_of("phone", deferred[start : start + _BATCH])
+        for start in range(0, len(deferred), BATCH):
+            condition, args = tx.any_of("phone", deferred[start : start + BATCH])
             await tx.execute(
                 "UPDATE campaignkit_recipients SET state = 'deferred', detail = ?, updated = ?"
                 f" WHERE run = ? AND chunk = ? AND state = 'planned' AND {condition}",

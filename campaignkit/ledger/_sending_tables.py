@@ -16,7 +16,12 @@ TABLES: Final = (
         line TEXT NOT NULL,
         assigned DOUBLE PRECISION NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS campaignkit_lines_line ON campaignkit_lines (line)",
+    # The people on each line, kept beside campaignkit_lines so that a new
+    # person's line is chosen without counting everyone ever assigned.
+    """CREATE TABLE IF NOT EXISTS campaignkit_line_load (
+        line TEXT PRIMARY KEY,
+        people INTEGER NOT NULL
+    )""",
     # One row per rule that needs every claimer of the ledger in turn; the
     # row's lock is held to the end of the transaction (SQLite's BEGIN
     # IMMEDIATE already serialises writers).

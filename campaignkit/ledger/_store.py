@@ -13,12 +13,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Final
 
 from ..errors import LedgerError
 from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
-from ._protocol import EXPIRED, Ledger
+from ._protocol import Ledger
 from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
@@ -28,16 +27,15 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
 )
-from ._schema import Transaction, create_schema, retried
+from ._run_stops import RunStops
+from ._schema import BATCH, Transaction, create_schema, retried
 from ._sending_sql import SendingRulesStore
 from ._suppression import Suppression
 from ._suppression_store import SuppressionStore
-
-# The most values one "IN" list carries (SQLite allows 32,766 variables).
-_BATCH: Final = 5000
 
 
 def _filed(entry: Suppression | None) -> tuple[str, str | None]:
@@ -47,7 +45,13 @@ def _filed(entry: Suppression | None) -> tuple[str, str | None]:
 
 
 class SqlLedger(
-    OutcomeStore, ProducerBookkeeping, LedgerReads, SendingRulesStore, SuppressionStore, Ledger
+    OutcomeStore,
+    ProducerBookkeeping,
+    RunStops,
+    LedgerReads,
+    SendingRulesStore,
+    SuppressionStore,
+    Ledger,
 ):
     """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
 
@@ -102,6 +106,7 @@ class SqlLedger(
                     input_pass,
                     run,
                 )
+                await tx.execute("DELETE FROM campaignkit_run_stops WHERE run = ?", run)
                 info = await self._run_info(tx, run)
         assert info is not None
         if info.poll != poll:
@@ -135,6 +140,8 @@ class SqlLedger(
         (held, or suppressed).
         """
         now = time.time()
+        # Read as columns: send_bulk's chunks come so, with no Recipient made a person.
+        columns = Recipients.of(recipients)
         async with self._transaction() as tx:
             await tx.execute(
                 "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
@@ -144,11 +151,7 @@ class SqlLedger(
                 len(recipients),
                 now,
             )
-            listed = (
-                {}
-                if ignore_suppression
-                else await self._suppressions_of(tx, [r.phone for r in recipients])
-            )
+            listed = {} if ignore_suppression else await self._suppressions_of(tx, columns.phones)
             await tx.executemany(
                 "INSERT INTO campaignkit_recipients"
                 " (run, phone, position, chunk, state, detail, user_wire, updated)"
@@ -160,13 +163,15 @@ class SqlLedger(
                 " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
                 + (", 'rejected')" if retry_rejected else ")"),
                 [
-                    (run, r.phone, r.position, chunk, *_filed(listed.get(r.phone)), r.user, now)
-                    for r in recipients
+                    (run, phone, position, chunk, *_filed(listed.get(phone)), user, now)
+                    for phone, position, user in zip(
+                        columns.phones, columns.positions, columns.users, strict=True
+                    )
                 ],
             )
             held: list[Record] = []
-            for start in range(0, len(recipients), _BATCH):
-                phones = [r.phone for r in recipients[start : start + _BATCH]]
+            for start in range(0, len(recipients), BATCH):
+                phones = list(columns.phones[start : start + BATCH])
                 condition, args = tx.any_of("phone", phones)
                 rows = await tx.fetch(
                     "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
@@ -265,31 +270,3 @@ class SqlLedger(
                 run,
                 claim,
             )
-
-    @retried
-    async def expire(self, run: str, *, now: float | None = None) -> int:
-        """Report the recipients of expired claims ambiguous; how many there were."""
-        now = time.time() if now is None else now
-        async with self._transaction() as tx:
-            claims = await tx.fetch(
-                "UPDATE campaignkit_claims SET state = 'ambiguous', detail = ?"
-                " WHERE run = ? AND state = 'in_flight' AND expires < ? RETURNING claim",
-                EXPIRED,
-                run,
-                now,
-            )
-            expired = 0
-            for start in range(0, len(claims), _BATCH):
-                condition, args = tx.any_of("claim", [c[0] for c in claims[start : start + _BATCH]])
-                rows = await tx.fetch(
-                    "UPDATE campaignkit_recipients SET state = 'ambiguous', detail = ?, updated = ?"
-                    f" WHERE run = ? AND state = 'in_flight' AND {condition} RETURNING phone",
-                    EXPIRED,
-                    now,
-                    run,
-                    *args,
-                )
-                expired += len(rows)
-        return expired
-
-    # -- reading

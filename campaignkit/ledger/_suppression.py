@@ -9,12 +9,14 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from .._input.validation import Problems, is_text, ledger_phone, raise_problems
 from ..status import DeploymentStatus
+from ._outcomes import StatusRow
 
 if TYPE_CHECKING:
     from ..webhooks import EventKind
@@ -37,13 +39,17 @@ MAX_TEXT_LENGTH: Final = 500
 
 
 _SUPPRESSING_VALUES: Final = frozenset(status.value for status in SUPPRESSING_STATUSES)
+_STATUS: Final = itemgetter(3)
 
 
-def listed_by_outcome(statuses: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """The numbers that ``(phone, status)`` pairs (a status as on the wire)
-    put on the list, by reason: what recording a run's outcomes adds."""
+def listed_by_outcome(rows: Sequence[StatusRow]) -> dict[str, list[str]]:
+    """The numbers that statuses tracking saw put on the list, by reason:
+    what recording a run's outcomes adds."""
+    # Most groups of rows list no one: their statuses, gathered in C, tell.
+    if _SUPPRESSING_VALUES.isdisjoint(map(_STATUS, rows)):
+        return {}
     listed: dict[str, list[str]] = {}
-    for phone, status in statuses:
+    for phone, _, _, status, _ in rows:
         if status in _SUPPRESSING_VALUES:
             listed.setdefault(status, []).append(phone)
     return listed

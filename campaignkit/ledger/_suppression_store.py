@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
-from ._schema import Transaction, Transactional, retried
+from ._schema import BATCH, Transaction, Transactional, retried
 from ._suppression import Suppression, SuppressionList
 
 # Rows one INSERT carries (4 values each: under SQLite's 32,766 variables).
 _ROWS: Final = 1000
-# Values one "IN" list carries.
-_BATCH: Final = 5000
 _COLUMNS: Final = "phone, reason, source, added"
 
 
@@ -50,8 +48,8 @@ class SuppressionStore(SuppressionList, Transactional):
     async def _remove_suppressions(self, phones: Sequence[str]) -> int:
         removed = 0
         async with self._transaction() as tx:
-            for start in range(0, len(phones), _BATCH):
-                condition, args = tx.any_of("phone", phones[start : start + _BATCH])
+            for start in range(0, len(phones), BATCH):
+                condition, args = tx.any_of("phone", phones[start : start + BATCH])
                 rows = await tx.fetch(
                     f"DELETE FROM campaignkit_suppressions WHERE {condition} RETURNING phone", *args
                 )
@@ -68,8 +66,8 @@ class SuppressionStore(SuppressionList, Transactional):
     ) -> dict[str, Suppression]:
         """The entries of those of ``phones`` on the list, in ``tx``."""
         found: dict[str, Suppression] = {}
-        for start in range(0, len(phones), _BATCH):
-            condition, args = tx.any_of("phone", phones[start : start + _BATCH])
+        for start in range(0, len(phones), BATCH):
+            condition, args = tx.any_of("phone", phones[start : start + BATCH])
             rows = await tx.fetch(
                 f"SELECT {_COLUMNS} FROM campaignkit_suppressions WHERE {condition}", *args
             )

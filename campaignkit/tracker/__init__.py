@@ -5,6 +5,7 @@ Tracker section of DESIGN.md).
 - ``_diff``: the pure part: status ranks (statuses only move forward, a
   final one never changes, so no transition is yielded twice), the diff of
   one answer against the statuses held, their counts.
+- ``_records``: :class:`Progress` and :class:`TrackerStats`.
 - ``_checkpoint``: what was yielded, as JSON-able data, and back.
 - ``_schedule``: when the next poll is due (pure but for the jitter).
 - ``_tracker``: the tracker, polling through a small :class:`StatusSource`
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 from .._wire.sansio import resolve_status_url
 from ..models import CampaignAck
-from ._diff import DeploymentChange, Progress, TrackerStats
+from ._diff import DeploymentChange
 from ._group import TrackerGroup
 from ._options import OnState, StatusSource, TrackOptions, Until
+from ._records import Progress, TrackerStats
 from ._tracker import CampaignTracker
 
 Target = CampaignAck | str

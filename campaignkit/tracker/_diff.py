@@ -18,6 +18,7 @@ from .. import errors
 from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
 from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
+from ._records import Progress
 
 _S = DeploymentStatus
 _MISSING: Any = object()
@@ -60,53 +61,6 @@ class DeploymentChange:
     launch_request_id: str = ""
 
 
-@attrs.frozen(slots=True)
-class Progress:
-    """Campaign progress for a progress bar or a chat message.
-
-    ``done`` counts deployments out of progress (sent, delivered, failed, or
-    an unknown status); ``failed`` those that will not be sent; ``delivered``
-    those confirmed on the device (``DELIVERED``, ``PUSH_NOTIFICATION``).
-    """
-
-    done: int
-    total: int
-    failed: int
-    delivered: int
-
-    @property
-    def fraction(self) -> float:
-        """``done / total`` (0.0 while no deployment is known)."""
-        return self.done / self.total if self.total else 0.0
-
-    @classmethod
-    def of(cls, counts: Mapping[DeploymentStatus | None, int]) -> Progress:
-        total = done = failed = delivered = 0
-        for status, count in counts.items():
-            total += count
-            if status is None or status.is_in_progress:
-                continue
-            done += count
-            if status.is_failure:
-                failed += count
-            elif status is _S.DELIVERED or status is _S.PUSH_NOTIFICATION:
-                delivered += count
-        return cls(done, total, failed, delivered)
-
-
-@attrs.frozen(slots=True)
-class TrackerStats:
-    """``polls``: HTTP exchanges made; ``retries``: failed polls that were
-    retried; ``changes``: changes yielded; ``stale``: backward moves ignored;
-    ``elapsed``: seconds since the first poll."""
-
-    polls: int = 0
-    retries: int = 0
-    changes: int = 0
-    stale: int = 0
-    elapsed: float = 0.0
-
-
 def entry_key(entry: StatusEntry) -> str:
     """The key of one deployment entry: conversation_id, else service_id,
     else cellphone; ``""`` when it has none of them."""
@@ -137,7 +91,7 @@ class View:
     drive it with bytes directly.
     """
 
-    __slots__ = ("counts", "current", "launch_request_id", "stale", "state")
+    __slots__ = ("changed", "counts", "current", "launch_request_id", "stale", "state")
 
     def __init__(self, launch_request_id: str) -> None:
         self.launch_request_id = launch_request_id
@@ -145,6 +99,9 @@ class View:
         self.counts: Counter[DeploymentStatus | None] = Counter()
         self.state: CampaignState | None = None
         self.stale = 0
+        self.changed: list[StatusEntry] | None = None
+        """When a list, the entries of the changes go there instead of changes
+        being made (see :meth:`CampaignTracker.collect_changed`)."""
 
     def restore(self, statuses: Mapping[str, str | None]) -> None:
         for key, raw in statuses.items():
@@ -178,12 +135,16 @@ class View:
         missing = _MISSING
         launch = self.launch_request_id
         stale = self.stale
+        collected = self.changed
+        collected_before = 0 if collected is None else len(collected)
         changes: list[tuple[str, DeploymentChange]] = []
         undo: list[tuple[str, Any]] = []  # (key, previous wire status or missing)
         for entry in candidates:
             key = entry_key(entry)
             if not key:
                 self._rollback(undo)
+                if collected is not None:
+                    del collected[collected_before:]
                 raise _keyless(answer, entry)
             raw = entry.status
             old_raw = get(key, missing)
@@ -214,6 +175,9 @@ class View:
                     del counts[previous]
                 counts[status] += 1
             assert status is not None
+            if collected is not None:
+                collected.append(entry)
+                continue
             deployment = _deployment(entry, status)
             changes.append(
                 (key, DeploymentChange(deployment, previous, status, observed_at, launch))

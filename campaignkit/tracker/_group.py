@@ -17,8 +17,9 @@ from ..models import CampaignAck
 from ..progress import ProgressUpdate, campaign_update
 from ..status import DeploymentStatus
 from . import _checkpoint
-from ._diff import DeploymentChange, Progress
+from ._diff import DeploymentChange
 from ._options import Clock, Sleep, StatusSource, TrackOptions
+from ._records import Progress
 from ._tracker import CampaignTracker
 from ._updates import Pacer, Updating, least_state
 

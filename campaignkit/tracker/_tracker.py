@@ -16,13 +16,14 @@ from .._io import telemetry
 from .._io.closing import AsyncClosing
 from .._io.transport import is_retryable
 from .._wire import sansio as wire
-from .._wire.decode import StatusAnswer, decoder
+from .._wire.decode import StatusAnswer, StatusEntry, decoder
 from ..models import CampaignAck, CampaignStatus
 from ..progress import ProgressUpdate, campaign_update
 from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
-from ._diff import DeploymentChange, Progress, TrackerStats, View
+from ._diff import DeploymentChange, View
 from ._options import StatusSource, TrackOptions
+from ._records import Progress, TrackerStats
 from ._schedule import PollSchedule
 from ._updates import Pacer, Updating
 
@@ -225,6 +226,22 @@ class CampaignTracker(Updating, AsyncClosing):
         self._changes += len(changes)
         return changes
 
+    def collect_changed(self) -> list[StatusEntry]:
+        """From now on, each poll appends the entries of the deployments whose
+        status changed to the list returned (their ``status`` is the new one,
+        as on the wire), and makes no :class:`DeploymentChange`: the iterator
+        then yields nothing. For a reader of the latest statuses alone (bulk
+        follow), which needs neither the objects nor their cost (benchmarks
+        row 15)."""
+        entries: list[StatusEntry] = []
+        self._view.changed = entries
+        return entries
+
+    async def advance(self) -> bool:
+        """Make the next poll, waiting until it is due; False once tracking is
+        over (the error that ended it is raised, as the iterator raises it)."""
+        return await self._pacer.advance(self)
+
     def held_counts(self) -> Counter[DeploymentStatus | None]:
         """:attr:`counts` without the copy, for a group's totals."""
         return self._view.counts
@@ -232,8 +249,11 @@ class CampaignTracker(Updating, AsyncClosing):
     async def _apply(self, answer: StatusAnswer) -> bool:
         view = self._view
         previous_state = view.state
+        collected = view.changed
+        before = 0 if collected is None else len(collected)
         changes = view.apply(answer, datetime.now(UTC))
-        telemetry.polled(len(changes))
+        changed = len(changes) if collected is None else len(collected) - before
+        telemetry.polled(changed)
         self._answer = answer
         self._result = None
         self._seen_answer = True
@@ -242,13 +262,13 @@ class CampaignTracker(Updating, AsyncClosing):
         if not self.keep_changes:  # see updates()
             self._buffer.clear()
         self._buffer.extend(changes)
-        self._quiet = 0 if changes else self._quiet + 1
+        self._quiet = 0 if changed else self._quiet + 1
         on_state = self._options.on_state
         if answer.status is not previous_state and on_state is not None:
             outcome = on_state(answer.status)
             if inspect.isawaitable(outcome):
                 await outcome
-        return bool(changes)
+        return bool(changed)
 
     def _finish(self) -> None:
         self._finished = True

@@ -20,6 +20,7 @@ from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
+    ClaimOutcome,
     PlannedChunk,
     Planner,
     SendRules,
@@ -32,9 +33,11 @@ from ..bulk import (
     send_claim,
     zone_preparer,
 )
+from ..bulk._sender import settle_claim
 from ..client import CampaignClient
 from ..errors import CampaignKitError, LedgerError
 from ..ledger import Claim, Ledger
+from ..ledger._errors import error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
 from ._brokers import reconnect_delay
@@ -82,10 +85,17 @@ async def send_chunk(
     twice at once, never sends anyone twice. ``owner`` names this worker in
     its claims (default: host, pid and a random part). Cancelled while its
     request is under way, the claim is settled ambiguous and the
-    cancellation goes on; a worker killed then leaves a claim that expires
-    (the ledger's ``claim_ttl``) and is reported ambiguous. Raises
+    cancellation goes on (cancelled while waiting to retry a 429, its
+    recipients are planned again, for the task run again to send); a
+    worker killed then leaves a claim that expires (the ledger's
+    ``claim_ttl``) and is reported ambiguous. Raises
     :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
     hold (a worker given another ledger than the producer's).
+
+    A fatal answer (a 401, a 404 for the poll, a 400 refusing the whole
+    request) ends the run for every worker, as it ends ``send_bulk``: it is
+    recorded on the run (:meth:`~campaignkit.ledger.Ledger.stop_run`), and
+    every chunk claimed after it is filed rejected with that error, unsent.
     """
     info = await ledger.run_info(run)
     if info is None:
@@ -96,16 +106,23 @@ async def send_chunk(
     claim = await _claim(ledger, run, chunk, owner or worker_name())
     if claim is None:
         return None
-    outcome = await send_claim(
-        client,
-        ledger,
-        run,
-        info.poll,
-        claim,
-        rules=rules,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
+    # Read after the claim, as late as can be before the request would leave:
+    # once any worker's fatal answer ended the run, nobody sends for it again.
+    stopped = (await ledger.run_info(run) or info).stopped
+    if stopped is not None:
+        outcome = ClaimOutcome("rejected", error=error_from_detail(stopped))
+        await settle_claim(ledger, run, claim.token, outcome)
+    else:
+        outcome = await send_claim(
+            client,
+            ledger,
+            run,
+            info.poll,
+            claim,
+            rules=rules,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
     return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
 
 
@@ -154,7 +171,8 @@ async def submit_run(
     with ``retry_rejected``) are planned. A recipient whose phone is on the
     ledger's suppression list when it is planned is filed suppressed, never
     sent, unless ``ignore_suppression`` (this call only). Returns once the whole input is
-    planned; the workers may still be sending. A bad ``poll_id``,
+    planned (the workers may still be sending), or once a worker's fatal
+    answer has stopped the run (the rest left unread). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
     ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
     ``send_bulk``: stored with the run, the workers apply them.
@@ -195,6 +213,11 @@ async def submit_run(
     async for item in _items(users):
         if (planned := planner.take(item)) is not None:
             await plan(planned)
+            # A worker's fatal answer ends the run: as send_bulk does, the
+            # rest of the input is left unread (and the input unfinished).
+            if (info := await ledger.run_info(name)) is not None and info.stopped is not None:
+                log.warning("submit %s: stopped by a fatal answer: %s", name, info.stopped)
+                return name
     await plan(planner.flush())
     await ledger.finish_input(name, planner.total)
     return name

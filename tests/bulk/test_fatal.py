@@ -85,7 +85,11 @@ async def test_a_404_mid_run_rejects_every_unsent_recipient_in_the_ledger_too(
         counts = await ledger.counts(RUN)
         rejected = [r async for r in ledger.records(RUN, [REJECTED])]
         info = await ledger.run_info(RUN)
+        read_back = await ledger.report(RUN)
     assert isinstance(report.fatal, NotFoundError)
+    # Recorded on the run: its report read from the ledger says what ended it.
+    assert isinstance(read_back.fatal, NotFoundError)
+    assert str(read_back.fatal) == str(report.fatal)
     assert report.counts["accepted"] == len(service.phones) == 150
     # Everyone read is accounted for, the same way in the report and the ledger.
     assert report.counts["accepted"] + report.counts["rejected"] == report.total
@@ -99,6 +103,7 @@ async def test_a_404_mid_run_rejects_every_unsent_recipient_in_the_ledger_too(
     assert report.total < 1000
     assert info is not None
     assert not info.input_done
+    assert info.stopped is not None
 
     # The poll is back: a rerun with retry_rejected sends exactly those rejected,
     # and the unread rest; nobody twice.
@@ -115,6 +120,7 @@ async def test_a_404_mid_run_rejects_every_unsent_recipient_in_the_ledger_too(
     assert counts["accepted"] == 1000
     assert info is not None
     assert info.input_done
+    assert info.stopped is None
 
 
 async def test_without_a_journal_the_report_counts_every_read_input(

@@ -6,7 +6,9 @@ run resends to the chosen failures and no one else."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -17,10 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
+from campaignkit._wire.decode import StatusEntry
 from campaignkit.bulk._launch_phones import LaunchPhones
+from campaignkit.bulk._outcome_writer import LaunchOutcomes
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
 from campaignkit.errors import TimeoutError as CampaignKitTimeoutError
-from campaignkit.ledger import ACCEPTED, Ledger, Recipient
+from campaignkit.ledger import ACCEPTED, Ledger, Recipient, StatusRow
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
 from campaignkit.sandbox._outcomes import STATUSES
@@ -188,6 +192,9 @@ async def test_webhook_events_reach_the_ledgers_funnel(
         ({"run": ""}, "run"),
         ({"poll_interval": -1}, "poll_interval"),
         ({"timeout": 0}, "timeout"),
+        ({"follow_timeout": 0}, "follow_timeout"),
+        ({"follow_timeout": "60"}, "follow_timeout"),
+        ({"follow_timeout": True}, "follow_timeout"),
     ],
 )
 async def test_follow_run_options_are_checked_before_anything(
@@ -203,26 +210,44 @@ async def test_follow_run_options_are_checked_before_anything(
 async def test_send_bulk_follow_must_be_a_bool(client: CampaignClient) -> None:
     with pytest.raises(ValidationError, match="follow"):
         await client.send_bulk(1001, EVERYONE, follow="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="follow_timeout"):
+        await client.send_bulk(1001, EVERYONE, follow=True, follow_timeout=-1)
 
 
 _CODES = st.from_regex(r"\+[1-9][0-9]{0,3}", fullmatch=True)
 _CELLPHONES = st.from_regex(r"[0-9]{4,15}", fullmatch=True)
+# The usual launch: one country code, cellphones of one length.
+_ONE_LENGTH = st.sampled_from(["+57", "+1", "+351"]).flatmap(
+    lambda code: st.lists(
+        st.tuples(st.just(code), st.from_regex(f"[0-9]{{{8 - len(code)}}}", fullmatch=True)),
+        min_size=1,
+        max_size=30,
+    )
+)
+
+
+def the_one_ending(phones: list[str], cellphone: str) -> str | None:
+    """The recipient whose number is ``+``, 0 to 4 characters and ``cellphone``,
+    if only one is."""
+    candidates = [p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30))
+@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30) | _ONE_LENGTH)
 def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str]]) -> None:
     phones = list(dict.fromkeys(code + cellphone for code, cellphone in people))
+    # Never someone else; the one recipient it can be, when no other can.
+    cellphones = [cellphone for _, cellphone in people]
+    expected = [the_one_ending(phones, cellphone) for cellphone in cellphones]
+    assert LaunchPhones(phones).phones_of(cellphones) == expected  # a launch's, at once
     found = LaunchPhones(phones)
+    assert [found.phone_of(cellphone) for cellphone in cellphones] == expected
+    # Given with its country code, or with spaces.
     for code, cellphone in people:
-        phone = code + cellphone
-        # Never someone else; the one recipient it can be, when no other can.
-        candidates = [
-            p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5
-        ]
-        expected = phone if candidates == [phone] else None
-        assert found.phone_of(cellphone) == expected
-        assert found.phone_of(phone[1:]) in (phone, None)  # given with its country code
+        assert found.phone_of(code[1:] + cellphone) == the_one_ending(phones, code[1:] + cellphone)
+        spaced = f"{cellphone[:3]} {cellphone[3:]}"
+        assert found.phone_of(spaced) == the_one_ending(phones, cellphone)
 
 
 @given(st.text(max_size=40))
@@ -323,3 +348,98 @@ async def test_followed_opt_outs_blocks_and_invalid_numbers_are_never_sent_again
     got = await received(sb)
     assert {phone: got[phone] for phone in listed} == dict.fromkeys(listed, 1)
     assert max(got.values()) == 2  # the two others, sent in both runs
+
+
+async def sent_with_one_launch_stuck(client: CampaignClient, ledger: Ledger, sb: Sandbox) -> str:
+    """Run r1: three launches final, and one whose deployment stays RECEIVED
+    for good (never settles); its phone."""
+    stuck = users(phone_ending(6, S.RECEIVED))
+    await client.send_bulk(
+        await poll_of(client), EVERYONE[:3] + stuck, chunk_size=1, journal=ledger, run="r1"
+    )
+    await sb.set_clock(advance=600)  # the others final
+    return "+57" + stuck[0].cellphone
+
+
+async def test_follow_run_stops_at_its_follow_timeout_keeping_what_it_read(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    stuck = await sent_with_one_launch_stuck(client, ledger, sb)
+    started = time.monotonic()
+    funnel = await asyncio.wait_for(
+        follow_run(client, ledger, "r1", poll_interval=0.05, follow_timeout=0.5), 10
+    )
+    assert 0.5 <= time.monotonic() - started < 5
+    assert funnel == await ledger.funnel("r1")
+    assert funnel.delivered == 3
+    # The stuck launch's status read so far is written, the launch not marked final.
+    outcomes = {o.phone: o for o in await ledger.outcomes("r1")}
+    assert outcomes[stuck].status is S.RECEIVED
+    assert len(await ledger.final_launches("r1")) == 3
+    assert "with 1 of 4 launch(es) of run 'r1' not yet settled" in caplog.text
+    caplog.clear()
+    # Following again resumes: the stuck launch only.
+    await follow_run(client, ledger, "r1", poll_interval=0.05, follow_timeout=0.3)
+    assert "with 1 of 1 launch(es) of run 'r1' not yet settled" in caplog.text
+
+
+async def test_send_bulk_follow_timeout_returns_the_report_in_time(
+    sb: Sandbox, client: CampaignClient, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    stuck = users(phone_ending(6, S.RECEIVED))
+    started = time.monotonic()
+    report = await asyncio.wait_for(
+        client.send_bulk(
+            await poll_of(client),
+            EVERYONE[:2] + stuck,
+            chunk_size=1,
+            journal=ledger,
+            run="r1",
+            follow=True,
+            follow_timeout=1.0,
+        ),
+        15,
+    )
+    assert time.monotonic() - started < 10
+    assert report.funnel is not None
+    assert report.funnel.accepted == 3
+    assert "launch(es) of run 'r1' not yet settled" in caplog.text
+    # A later follow resumes with the launches not yet final.
+    await sb.set_clock(advance=600)
+    funnel = await follow_run(client, ledger, "r1", poll_interval=0.05, follow_timeout=2)
+    assert funnel.delivered == 2
+    outcomes = {o.phone: o.status for o in await ledger.outcomes("r1")}
+    assert outcomes["+57" + stuck[0].cellphone] is S.RECEIVED
+    assert len(await ledger.final_launches("r1")) == 2
+
+
+async def test_a_launchs_latest_statuses_are_written_as_a_ledger_keeps_them() -> None:
+    written: list[tuple[list[StatusRow], list[str]]] = []
+
+    class Writer:
+        async def write(self, rows: Sequence[StatusRow], final: Sequence[str]) -> None:
+            written.append((list(rows), list(final)))
+
+    writer: Any = Writer()
+    outcomes = LaunchOutcomes(writer, "L1", ["+573001112222", "+573003334444"])
+    outcomes.add(
+        [
+            StatusEntry("c1", None, "3001112222", status="RECEIVED"),
+            StatusEntry("", None, "3003334444", status="PUSH_NOTIFATION"),  # the misspelling
+            StatusEntry("c9", None, "3009999999", status="SUCCESS"),  # nobody's
+        ],
+        10.0,
+    )
+    outcomes.add([StatusEntry("c1", None, "3001112222", status="SUCCESS")], 11.0)
+    await outcomes.write(final=True)
+    assert written == [
+        (
+            [
+                ("+573001112222", "L1", "c1", "SUCCESS", 11.0),
+                ("+573003334444", "L1", None, "PUSH_NOTIFICATION", 10.0),
+            ],
+            ["L1"],
+        )
+    ]
+    assert outcomes.unmatched == 1
+    assert outcomes.latest == {}

@@ -188,7 +188,7 @@ def test_the_resume_command_repeats_every_option_but_the_key() -> None:
     argv += ["--send-window", "09:00-18:00", "--days", "mon-fri", "--daily-limit", "900"]
     argv += ["--line", "573001112222", "--line", "573003334444", "--retry-rejected"]
     argv += ["--api-key", "sk_live_secret_0123456789", "--campaign-url", "http://c.test"]
-    argv += ["--interrupt-grace", "2.5", "--quiet"]
+    argv += ["--interrupt-grace", "2.5", "--quiet", "--follow", "--follow-timeout", "90.5"]
     resumed = shlex.split(resume_command(parse(argv)))
     assert Path(resumed[0]).name == "campaignkit" or resumed[0] == "campaignkit"
     again = parse(resumed[1:])
@@ -197,6 +197,7 @@ def test_the_resume_command_repeats_every_option_but_the_key() -> None:
     assert (again.run, again.daily_limit) == ("poll-12", 900)
     assert again.lines == ["573001112222", "573003334444"]
     assert (again.retry_rejected, again.interrupt_grace, again.quiet) == (True, 2.5, True)
+    assert (again.follow, again.follow_timeout) == (True, 90.5)
     assert again.campaign_url == "http://c.test"
     assert again.api_key is None
     assert "sk_live" not in " ".join(resumed)

@@ -10,16 +10,19 @@ import logging
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from helpers.cli import run
 
+from campaignkit import DeploymentStatus
 from campaignkit.cli.context import Ctx
 from campaignkit.cli.runs import _worker_logging
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
+from campaignkit.sandbox._outcomes import STATUSES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -80,6 +83,19 @@ async def test_export_rejected_then_retry_them(
     assert set(counts.values()) == {1}
     table = await run(None, "runs", "spring", "--journal", postgres_dsn)
     assert re.search(r"^accepted +100$", table.out, re.MULTILINE), table.out
+
+
+async def test_a_run_ended_by_a_fatal_answer_says_so(sb: Sandbox, tmp_path: Path) -> None:
+    users = users_csv(tmp_path / "users.csv", 10)
+    journal = ("--journal", str(tmp_path / "runs.db"))
+    sent = await run(sb, "send", "999999", str(users), "--bulk", "--run", "gone", *journal)
+    assert sent.code != 0
+    shown = (await run(None, "runs", "gone", *journal, "--json")).json()
+    assert shown["stopped"].startswith("NotFoundError: POST ")
+    assert shown["stopped"].endswith("-> 404: Poll 999999 not found.")
+    assert shown["counts"]["rejected"] == 10
+    table = await run(None, "runs", "gone", *journal)
+    assert f"ended by a fatal answer: {shown['stopped']}" in table.out.splitlines()
 
 
 async def test_export_ambiguous_to_stdout(sb: Sandbox, tmp_path: Path) -> None:
@@ -259,3 +275,54 @@ async def test_send_bulk_follow_reports_the_funnel(sb: Sandbox, tmp_path: Path) 
     single = await run(sb, "send", poll, str(users), "--follow")
     assert single.code == 2
     assert "--follow needs --bulk" in single.err
+
+
+async def test_follow_timeout_stops_following_and_following_again_resumes(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await poll_of(sb)
+    journal = str(tmp_path / "run.db")
+    users = tmp_path / "users.csv"
+    stuck = f"55100099{STATUSES.index(DeploymentStatus.RECEIVED):02d}"  # never settles
+    with users.open("w", newline="") as f:
+        csv.writer(f).writerows(
+            [("country_code", "cellphone"), ("+52", "5510000001"), ("+52", stuck)]
+        )
+    started = time.monotonic()
+    sent = await run(
+        sb,
+        "send",
+        poll,
+        str(users),
+        "--bulk",
+        "--chunk-size",
+        "1",
+        "--journal",
+        journal,
+        "--run",
+        "spring",
+        "--follow",
+        "--follow-timeout",
+        "1",
+        "--json",
+    )
+    assert sent.code == 0, sent.err
+    assert time.monotonic() - started < 10
+    assert sent.json()["funnel"]["accepted"] == 2
+    await sb.set_clock(advance=600)  # the other deployment final
+    followed = await run(
+        sb, "runs", "spring", "--journal", journal, "--follow", "--follow-timeout", "2", "--json"
+    )
+    assert followed.code == 0, followed.err
+    assert followed.json()["funnel"]["delivered"] == 1
+    async with SqliteLedger(journal) as ledger:
+        assert len(await ledger.final_launches("spring")) == 1
+        outcomes = {o.phone: o.status for o in await ledger.outcomes("spring")}
+    assert outcomes["+52" + stuck] is DeploymentStatus.RECEIVED
+    for argv in (
+        ("runs", "spring", "--journal", journal, "--follow-timeout", "1"),
+        ("send", poll, str(users), "--bulk", "--follow-timeout", "1"),
+        ("send", poll, str(users), "--follow", "--follow-timeout", "1"),
+        ("runs", "spring", "--journal", journal, "--follow", "--follow-timeout", "0"),
+    ):
+        assert (await run(sb, *argv)).code == 2, argv

@@ -51,13 +51,14 @@ class Call:
     method: str
     chat_id: int | str | None
     text: str
+    message_id: int
     flooded: bool = False
 
 
 class FakeBotApi(BaseSession):
     """The Bot API as aiogram's session sees it, in memory: messages sent and
     edited are recorded; files are served from ``files``; the edit numbered
-    ``flood_at`` (from 1) is answered 429 with ``retry_after``."""
+    ``flood_at`` (from 1) of each message is answered 429 with ``retry_after``."""
 
     def __init__(self, flood_at: int = 0) -> None:
         super().__init__()
@@ -78,18 +79,19 @@ class FakeBotApi(BaseSession):
             )
         assert isinstance(method, SendMessage | EditMessageText), method
         name = type(method).__name__
-        edits = sum(call.method == "EditMessageText" for call in self.calls)
+        if isinstance(method, SendMessage):
+            number = 1001 + len(self.calls)
+        else:
+            assert method.message_id is not None
+            number = method.message_id
+        edits = len(self.edits(number))
         flooded = name == "EditMessageText" and edits + 1 == self.flood_at
-        self.calls.append(Call(time.monotonic(), name, method.chat_id, str(method.text), flooded))
+        text = str(method.text)
+        self.calls.append(Call(time.monotonic(), name, method.chat_id, text, number, flooded))
         if flooded:
             raise TelegramRetryAfter(  # type: ignore[misc]  # aiogram's generic __init__
                 method=method, message="Too Many Requests", retry_after=RETRY_AFTER
             )
-        if isinstance(method, SendMessage):
-            number = 1000 + len(self.calls)
-        else:
-            assert method.message_id is not None
-            number = method.message_id
         return Message.model_validate(
             {
                 "message_id": number,
@@ -115,7 +117,17 @@ class FakeBotApi(BaseSession):
         pass
 
     def texts(self, method: str = "SendMessage", chat: int = CHAT) -> list[str]:
-        return [c.text for c in self.calls if c.method == method and c.chat_id == chat]
+        """The texts sent to ``chat``, but the messages showing a send's progress."""
+        return [
+            c.text
+            for c in self.calls
+            if c.method == method and c.chat_id == chat and not c.text.startswith("Sending ")
+        ]
+
+    def edits(self, message_id: int) -> list[Call]:
+        return [
+            c for c in self.calls if c.method == "EditMessageText" and c.message_id == message_id
+        ]
 
 
 def document_message(bot: Bot, chat: int, file_id: str, caption: str, size: int) -> Update:
@@ -193,19 +205,28 @@ async def test_a_csv_sent_in_the_chat_is_followed_in_one_edited_message(
 ) -> None:
     await harness.send_file(users_csv(40))
     api = harness.api
-    summary, following = api.texts()  # then only edits
-    assert summary.startswith(f"Run tg-{CHAT}-{harness.poll}-")
-    assert summary.endswith(": 40 sent now")
-    assert following == "Following 40 users..."
-    edits = [c for c in api.calls if c.method == "EditMessageText"]
-    assert {c.chat_id for c in edits} == {CHAT}
+    sending, summary, following = (c for c in api.calls if c.method == "SendMessage")
+    assert summary.text.startswith(f"Run tg-{CHAT}-{harness.poll}-")
+    assert summary.text.endswith(": 40 sent now")
+    assert sending.text == f"Sending {summary.text[4:].split(':')[0]}..."
+    # The send's progress, in the message that announced it, up to its end.
+    sent = [e.text for e in api.edits(sending.message_id) if not e.flooded]
+    assert sent[-1].splitlines()[:3] == [
+        "[####################]",
+        f"Finished; request {CampaignState.DONE.description}",
+        "40/40 settled (100%): 40 sent",
+    ]
+    assert following.text == "Following 40 users..."
+    assert api.texts() == [summary.text, following.text]  # then only edits
+    assert {c.chat_id for c in api.calls} == {CHAT}
+    edits = api.edits(following.message_id)
     # The 429 was waited out, and the same edit made again: no update lost.
     assert [i for i, e in enumerate(edits) if e.flooded] == [1]
     assert edits[2].text == edits[1].text
     assert edits[2].at - edits[1].at >= RETRY_AFTER
     shown = [e for e in edits if not e.flooded]
     texts = [e.text for e in shown]
-    assert all(a != b for a, b in itertools.pairwise([following, *texts]))
+    assert all(a != b for a, b in itertools.pairwise([following.text, *texts]))
     assert min(b.at - a.at for a, b in itertools.pairwise(shown)) >= EVERY * 0.95
     last = texts[-1].splitlines()
     assert last[:2] == [

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from helpers.ledgers import NewLedger, journal_of, people
 
-from campaignkit.errors import LedgerError
+from campaignkit.errors import LedgerError, NotFoundError
 from campaignkit.ledger import (
     ACCEPTED,
     AMBIGUOUS,
@@ -31,6 +31,7 @@ from campaignkit.ledger import (
     Skipped,
     SqliteLedger,
 )
+from campaignkit.ledger._records import Recipients
 from campaignkit.ledger._store import SqlLedger
 
 RUN = "run-1"
@@ -128,6 +129,32 @@ async def test_runs(ledger: Ledger) -> None:
     assert [r.run for r in await ledger.runs()] == ["run-2", RUN]
 
 
+async def test_a_run_stopped_by_a_fatal_answer(ledger: Ledger) -> None:
+    """The first fatal answer recorded stays, shows in the run's info and
+    report (its class rebuilt), and a new pass over the input clears it."""
+    gone = "NotFoundError: POST http://x.test/v2/send-campaign/7 -> 404: Poll 7 not found."
+    await ledger.start_run(RUN, "poll-1", input_pass="p1")
+    await ledger.start_run("run-2", "poll-1")
+    await ledger.stop_run("missing", gone)  # no such run: nothing to stop
+    await ledger.stop_run(RUN, gone)
+    await ledger.stop_run(RUN, "AuthenticationError: a later one")
+    info = await ledger.run_info(RUN)
+    assert info is not None
+    assert info.stopped == gone
+    assert await ledger.start_run(RUN, "poll-1") == info
+    assert {r.run: r.stopped for r in await ledger.runs()} == {RUN: gone, "run-2": None}
+    assert await ledger.run_info("missing") is None
+    report = await ledger.report(RUN)
+    assert isinstance(report.fatal, NotFoundError)
+    assert (report.fatal.status, report.fatal.detail) == (404, "Poll 7 not found.")
+    assert (await ledger.report("run-2")).fatal is None
+
+    again = await ledger.start_run(RUN, "poll-1", input_pass="p2")
+    assert again.stopped is None
+    assert await ledger.run_info(RUN) == again
+    assert (await ledger.report(RUN)).fatal is None
+
+
 # -- planning
 
 
@@ -196,6 +223,29 @@ async def test_claim_takes_planned_recipients_once_in_input_order(ledger: Ledger
     assert await ledger.claim(RUN, "c1") is None
     assert await ledger.claim(RUN, "unknown") is None
     assert set((await states(ledger)).values()) == {IN_FLIGHT}
+
+
+async def test_a_chunk_as_columns_is_filed_as_its_recipients_would_be(ledger: Ledger) -> None:
+    # What send_bulk's planner hands the ledger: the first recipients new to
+    # the run, then one it holds (sent), one given twice (the last one is
+    # filed) and one planned by another chunk (adopted).
+    a, b, c, d, e = people(5)
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.plan(RUN, "sent", [Recipient(c.phone, 100, c.user)])
+    await ledger.settle(RUN, (await claimed(ledger, "sent")).token, ACCEPTED)
+    await ledger.plan(RUN, "other", [Recipient(e.phone, 101, e.user)])
+    given = [a, b, c, Recipient(a.phone, 3, a.user), Recipient(d.phone, 4, d.user), e]
+    chunk = Recipients.of([Recipient(r.phone, i, r.user) for i, r in enumerate(given)])
+    held = await ledger.plan(RUN, "chunk", chunk)
+    assert [(r.phone, r.position, r.state) for r in held] == [(c.phone, 100, ACCEPTED)]
+    claim = await claimed(ledger, "chunk")
+    assert [(r.phone, r.position, r.user) for r in claim.recipients] == [
+        (b.phone, 1, b.user),
+        (a.phone, 3, a.user),
+        (d.phone, 4, d.user),
+        (e.phone, 5, e.user),
+    ]
+    assert await ledger.claim(RUN, "other") is None
 
 
 async def test_concurrent_claims_take_each_recipient_once(new_ledger: NewLedger) -> None:
@@ -282,6 +332,34 @@ async def test_settle(ledger: Ledger) -> None:
     ]
     with pytest.raises(LedgerError, match="not 'planned'"):
         await ledger.settle(RUN, ok.token, PLANNED)
+
+
+async def test_release_plans_a_claim_that_was_never_sent_again(new_ledger: NewLedger) -> None:
+    async with new_ledger(claim_ttl=30) as ledger:
+        for chunk, first in [("cut", 0), ("done", 10), ("late", 20)]:
+            await ledger.plan(RUN, chunk, people(3, first=first))
+        cut, done, late = [await claimed(ledger, chunk) for chunk in ("cut", "done", "late")]
+        await ledger.settle(RUN, done.token, ACCEPTED, launch_request_id="L1")
+        assert await ledger.expire(RUN, now=late.expires + 1) == 9 - 3  # cut and late
+        await ledger.settle(RUN, cut.token, AMBIGUOUS, detail="expired, then said so")
+        await ledger.release(RUN, late.token)  # expired: its sender knows better
+        await ledger.release(RUN, done.token)  # settled: keeps its outcome
+        await ledger.release(RUN, "no-such-claim")
+        records = {r.phone: r async for r in ledger.records(RUN)}
+        released = {r.phone for r in late.recipients}
+        assert {(r.state, r.claim, r.detail) for r in records.values() if r.phone in released} == {
+            (PLANNED, None, None)
+        }
+        counts = await ledger.counts(RUN)
+        assert (counts[PLANNED], counts[ACCEPTED], counts[AMBIGUOUS]) == (3, 3, 3)
+        # Its chunk's next claim takes them, once; the old claim settles nothing more.
+        again = await claimed(ledger, "late")
+        assert again.recipients == late.recipients
+        assert await ledger.claim(RUN, "late") is None
+        await ledger.settle(RUN, late.token, REJECTED, detail="too late")
+        assert (await ledger.counts(RUN))[IN_FLIGHT] == 3
+        await ledger.release(RUN, again.token)
+        assert (await ledger.counts(RUN))[PLANNED] == 3
 
 
 async def test_expire_only_claims_past_their_deadline(new_ledger: NewLedger) -> None:

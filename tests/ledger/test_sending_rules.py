@@ -176,3 +176,13 @@ async def test_concurrent_assignments_keep_the_lines_even(new_ledger: NewLedger)
     load = Counter(line for result in results for line in result.values())
     assert sum(load.values()) == 30
     assert max(load.values()) - min(load.values()) <= 1
+
+
+async def test_people_moved_off_a_line_leave_its_count(ledger: Ledger) -> None:
+    moved, stays = "+573000000001", "+573000000002"
+    await ledger.assign_lines([moved, stays], LINES[:1])  # both on the first line
+    assert await ledger.assign_lines([moved], LINES[1:]) == {moved: LINES[1]}
+    # The first line holds one person now, the second one, the third none.
+    newcomers = [f"+57301{n:07d}" for n in range(4)]
+    assigned = await ledger.assign_lines(newcomers, LINES)
+    assert [assigned[p] for p in newcomers] == [LINES[2], LINES[0], LINES[1], LINES[2]]

@@ -8,6 +8,7 @@ import warnings
 from collections import Counter
 from typing import Any
 
+import pytest
 from helpers.exchange import ScriptedExchange
 from helpers.fakes import FakeTime
 from helpers.tracking import (
@@ -24,7 +25,9 @@ from helpers.tracking import (
 from campaignkit import (
     CampaignClient,
 )
-from campaignkit._wire.decode import StatusAnswer, decoder
+from campaignkit._wire.decode import StatusAnswer, StatusEntry, decoder
+from campaignkit.errors import ResponseError
+from campaignkit.status import status_from_wire
 from campaignkit.tracker._diff import View
 
 
@@ -121,3 +124,30 @@ async def test_a_result_keeps_the_statuses_held_when_it_was_made() -> None:
     assert result.deployments[-1].conversation_id == "c599"
     assert result.deployments[10:12] == tuple(result.deployments)[10:12]
     assert {d.status for d in view.result(decode(first)).deployments} == {S.SUCCESS}
+
+
+def test_a_view_collecting_entries_accepts_the_changes_it_would_yield() -> None:
+    """Bulk follow's view: the entries of the changes, not the changes."""
+    answers = [
+        answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "FAILURE"), dep(3, "PUSH_NOTIFATION")),
+        answer("CLAIMED", dep(1, "DELIVERED"), dep(2, "RETRY"), dep(3, "PUSH_NOTIFICATION")),
+        answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "FAILURE"), dep(4, "RECEIVED")),
+    ]
+    yielding, collecting = View("lr-1"), View("lr-1")
+    collected: list[StatusEntry] = []
+    collecting.changed = collected
+    for data in answers:
+        changes = yielding.apply(decode(data), now())
+        before = len(collected)
+        assert collecting.apply(decode(data), now()) == []
+        assert [(e.conversation_id, status_from_wire(e.status)) for e in collected[before:]] == [
+            (c.deployment.conversation_id, c.current) for _, c in changes
+        ]
+    assert len(collected) == 5
+    assert collecting.counts == yielding.counts
+    # An answer with a deployment of no identifier is refused whole: nothing collected.
+    keyless = {"conversation_id": None, "service_id": None, "cellphone": None, "status": "SUCCESS"}
+    with pytest.raises(ResponseError):
+        collecting.apply(decode(answer("CLAIMED", dep(5, "RECEIVED"), keyless)), now())
+    assert len(collected) == 5
+    assert collecting.counts == yielding.counts

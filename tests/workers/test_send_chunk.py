@@ -94,6 +94,48 @@ async def test_a_task_cancelled_mid_request_settles_its_chunk_ambiguous(
     assert counts[IN_FLIGHT] == 0
 
 
+async def test_a_task_cancelled_while_waiting_to_retry_a_429_leaves_its_chunk_to_send(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    """The service refused the request (429, by the spec without effect) and
+    asked for a wait: cancelled during it, the chunk was surely not sent, so
+    it is planned again, and the task run again sends it."""
+    chunks: list[tuple[str, str]] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        chunks.append((run, chunk))
+
+    await sb.set_faults({"kind": "429", "route": "send_campaign", "count": 1, "retry_after": 30})
+    async with sb.client() as client, PostgresLedger(postgres_dsn) as ledger:
+        waiting = asyncio.Event()
+        sleep = client.transport.sleep
+
+        async def wait_to_retry(seconds: float) -> None:
+            waiting.set()
+            await sleep(seconds)
+
+        client.transport.sleep = wait_to_retry
+        poll = await first_poll(client)
+        await submit_run(ledger, poll, make_users(50), enqueue=enqueue, run="cut")
+        [(run, chunk)] = chunks
+        task = asyncio.create_task(send_chunk(client, ledger, run, chunk))
+        await asyncio.wait_for(waiting.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        counts = await ledger.counts(run)
+        again = await send_chunk(client, ledger, run, chunk)
+        settled = await ledger.counts(run)
+    valid = len(expected_phones(50))
+    assert (counts[PLANNED], counts[IN_FLIGHT], counts[AMBIGUOUS]) == (valid, 0, 0)
+    assert again is not None
+    assert (again.outcome, again.users) == ("accepted", valid)
+    assert settled[ACCEPTED] == valid
+    received: Counter[str] = Counter((await sb.snapshot())["companies"][0]["phone_counts"])
+    assert set(received) == expected_phones(50)
+    assert max(received.values()) == 1
+
+
 @pytest.mark.parametrize("table", ["campaignkit_run_options", "campaignkit_claims"])
 async def test_a_ledger_session_terminated_mid_chunk_does_not_fail_it(
     sb: Sandbox, postgres_dsn: str, table: str
