@@ -59,14 +59,11 @@ class AiohttpExchange:
         (which reads the environment and ``~/.netrc`` each time, doubling a
         small call's CPU, and lets a ``~/.netrc`` entry replace the key).
         """
-        host = request.endpoint.host
-        proxy = self._proxies.get(host)
-        if proxy is None:
-            proxy = (None, None)
-            if self._config.trust_env:
-                with contextlib.suppress(LookupError):
-                    proxy = get_env_proxy_for_url(url)
-            self._proxies[host] = proxy
+        proxy: tuple[yarl.URL | None, aiohttp.BasicAuth | None] = (None, None)
+        if self._config.trust_env:
+            with contextlib.suppress(LookupError):
+                proxy = get_env_proxy_for_url(url)
+        self._proxies[request.endpoint.host] = proxy
         return proxy
 
     async def aclose(self) -> None:
@@ -82,19 +79,19 @@ class AiohttpExchange:
             if timeout == self._config.timeout
             else self._client_timeout(timeout)
         )
-        name = request.endpoint.name
+        endpoint = request.endpoint
         url = yarl.URL(request.url, encoded=True)
-        proxy, proxy_auth = self._proxy(request, url)
+        proxy = self._proxies.get(endpoint.host) or self._proxy(request, url)
         try:
             async with self.session.request(
-                request.endpoint.method,
+                endpoint.method,
                 url,
                 data=request.body,
                 headers=request.headers,
                 timeout=client_timeout,
                 allow_redirects=False,
-                proxy=proxy,
-                proxy_auth=proxy_auth,
+                proxy=proxy[0],
+                proxy_auth=proxy[1],
             ) as response:
                 length = response.content_length
                 if length is None:
@@ -110,19 +107,19 @@ class AiohttpExchange:
                 return Answer(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
             raise errors.ConnectionError(
-                f"cannot connect for {name}: {exc.os_error or exc}", request_sent=False
+                f"cannot connect for {endpoint.name}: {exc.os_error or exc}", request_sent=False
             ) from None
         except aiohttp.ConnectionTimeoutError:
             raise errors.TimeoutError(
-                f"{name}: no connection within the connect timeout", request_sent=False
+                f"{endpoint.name}: no connection within the connect timeout", request_sent=False
             ) from None
         except (aiohttp.ServerTimeoutError, TimeoutError):
             raise errors.TimeoutError(
-                f"{name}: no complete answer within {timeout:g} s", request_sent=True
+                f"{endpoint.name}: no complete answer within {timeout:g} s", request_sent=True
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise errors.ConnectionError(
-                f"{name}: connection failed after the request was sent "
+                f"{endpoint.name}: connection failed after the request was sent "
                 f"({type(exc).__name__}: {exc})",
                 request_sent=True,
             ) from None

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import orjson
@@ -29,6 +29,7 @@ from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_co
 from . import telemetry
 from .body_log import loggable_body
 from .exchange import Answer, Exchange
+from .unsent import note_unsent, retry_waits
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -37,23 +38,6 @@ Clock = Callable[[], float]
 logger = sdk_logger("campaignkit")
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-_UNSENT: Final = "campaignkit: cancelled while no request was under way"
-
-
-def note_unsent(cancelled: asyncio.CancelledError) -> None:
-    """Mark ``cancelled`` as coming while no request was under way: before
-    the first attempt, or while :meth:`Transport.call` waited to retry. A
-    send is retried only after a failure without effect (a 429, a connection
-    refused before any byte), so such a send surely never reached the
-    service, and whoever settles it (:func:`cancelled_unsent`) may say so
-    rather than call it ambiguous."""
-    cancelled.add_note(_UNSENT)
-
-
-def cancelled_unsent(cancelled: asyncio.CancelledError) -> bool:
-    """Whether ``cancelled`` was marked by :func:`note_unsent`."""
-    return _UNSENT in getattr(cancelled, "__notes__", ())
 
 
 @attrs.frozen
@@ -181,7 +165,8 @@ class Transport:
                 failure = errors.TimeoutError("the call's deadline passed", request_sent=False)
                 break
             try:
-                return await self.attempt(request, decode, min(timeout, left), attempt)
+                answer = await self._exchange(request, min(timeout, left), attempt)
+                return self._read(request, answer, decode)
             except errors.CampaignKitError as exc:
                 failure = exc
             if attempt > retries or not is_retryable(request, failure, resend_after_429=trust):
@@ -189,8 +174,10 @@ class Transport:
             wait = retry_wait(policy, attempt, failure)
             if deadline_at is not None and self.clock() + wait >= deadline_at:
                 break
+            waits = retry_waits.get()
             try:
-                await self.sleep(wait)
+                with contextlib.nullcontext() if waits is None else waits.waiting():
+                    await self.sleep(wait)
             except asyncio.CancelledError as cancelled:
                 note_unsent(cancelled)
                 raise
@@ -216,12 +203,28 @@ class Transport:
     ) -> T:
         """One try of ``request``: exactly one HTTP exchange, no retry."""
         timeout = self.config.timeout if timeout is None else timeout
-        if logger.isEnabledFor(logging.DEBUG):
-            answer = await self._logged_exchange(request, timeout, attempt_number)
-        elif telemetry.tracing():
-            answer = await self._exchange(request, timeout, attempt_number)
-        else:  # the success path of a small call, kept short (benchmarks row 3)
-            answer = await self.exchange(request, timeout)
+        answer = await self._exchange(request, timeout, attempt_number)
+        return self._read(request, answer, decode)
+
+    def _exchange(
+        self, request: Request, timeout: float, attempt_number: int, *, logged: bool = True
+    ) -> Awaitable[Answer]:
+        """The exchange of one attempt, logged at DEBUG and in a span when tracing.
+
+        On the success path of a small call this is the exchange's own
+        awaitable, not a coroutine around it: every coroutine between a call
+        and aiohttp is resumed at each wait of the exchange (benchmarks row 3).
+        """
+        if logged and logger.isEnabledFor(logging.DEBUG):
+            return self._logged_exchange(request, timeout, attempt_number)
+        if telemetry.tracing():
+            return telemetry.traced_exchange(
+                request, attempt_number, lambda: self.exchange(request, timeout)
+            )
+        return self.exchange(request, timeout)
+
+    def _read(self, request: Request, answer: Answer, decode: Decode[T]) -> T:
+        """The answer recorded (when asked) and decoded, or its typed error."""
         recorder = _recorders.get()
         if recorder is not None:
             endpoint = request.endpoint
@@ -237,13 +240,6 @@ class Transport:
             )
         return read_response(request, answer.status, answer.headers, answer.body, decode)
 
-    async def _exchange(self, request: Request, timeout: float, attempt_number: int) -> Answer:
-        if not telemetry.tracing():
-            return await self.exchange(request, timeout)
-        return await telemetry.traced_exchange(
-            request, attempt_number, lambda: self.exchange(request, timeout)
-        )
-
     async def _logged_exchange(
         self, request: Request, timeout: float, attempt_number: int
     ) -> Answer:
@@ -252,7 +248,7 @@ class Transport:
         started = time.monotonic()
         answer: Answer | None = None
         try:
-            answer = await self._exchange(request, timeout, attempt_number)
+            answer = await self._exchange(request, timeout, attempt_number, logged=False)
             return answer
         finally:
             endpoint = request.endpoint

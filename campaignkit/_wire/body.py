@@ -92,8 +92,9 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
         if not all(map(COUNTRY_CODE.fullmatch, {record.country_code for record in records})):
             return None
         written = _ENCODE(records)
-    except (TypeError, ValueError, msgspec.ValidationError):
-        # ValueError: a lone surrogate (UnicodeEncodeError).
+    except (TypeError, ValueError):
+        # msgspec.ValidationError is a ValueError, and so is the
+        # UnicodeEncodeError of a lone surrogate.
         return None
     return None if _SQUAD_WRITTEN in written else written
 

@@ -269,7 +269,7 @@ class BulkSend:
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
-        await until_done(self, asyncio.create_task(self._work(users)))
+        await until_done(self, self._work(users))
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
             self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance

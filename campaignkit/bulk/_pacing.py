@@ -10,7 +10,8 @@ from typing import Any, Final
 
 import attrs
 
-from .._io.transport import Sleep, cancelled_unsent
+from .._io.transport import Sleep
+from .._io.unsent import cancelled_unsent
 from .._redaction import sdk_logger
 from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, SUPPRESSED
 from ..progress import Eta, ProgressUpdate, run_update

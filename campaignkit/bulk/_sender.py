@@ -13,7 +13,7 @@ import orjson
 
 from .._input.users import as_user
 from .._io import telemetry
-from .._io.transport import cancelled_unsent, note_unsent
+from .._io.unsent import cancelled_unsent, note_unsent
 from .._wire import sansio as wire
 from ..errors import (
     AmbiguousSendError,

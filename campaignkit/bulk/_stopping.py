@@ -5,8 +5,11 @@ period to be answered; or its senders failing."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from collections.abc import Coroutine
 from typing import Any, Final, Protocol
 
+from .._io.unsent import RetryWaits, retry_waits
 from ._pacing import ProgressReporter, logger
 
 DEFAULT_INTERRUPT_GRACE: Final = 10.0
@@ -26,14 +29,16 @@ class Sending(Protocol):
     progress: ProgressReporter
 
 
-async def stop_gracefully(send: Sending, work: asyncio.Task[None]) -> None:
-    """Stop ``work``, the tasks of ``send``: no new request starts, the reader
+async def stop_gracefully(send: Sending, work: asyncio.Task[None], waits: RetryWaits) -> None:
+    """Stop ``work``, the tasks of ``send``: no new request starts (those
+    waiting to retry one, ``waits``, are cancelled: nothing under way), the reader
     is cancelled, the senders waiting for a chunk are sent home, and the
     requests under way get ``interrupt_grace`` seconds to be answered (and
     are settled from their answers); those still unanswered then are settled
     ambiguous, and a last progress call says where the run stands. Cancelled
     meanwhile, it stops at once."""
     send.stopping = True
+    waits.stop()
     if send.reader is not None:
         send.reader.cancel()
     # The chunks queued are not planned yet: dropped, like the unread input.
@@ -53,17 +58,21 @@ async def stop_gracefully(send: Sending, work: asyncio.Task[None]) -> None:
     await send.progress.interrupted()
 
 
-async def until_done(send: Sending, work: asyncio.Task[None]) -> None:
-    """Wait for ``work``, the tasks of ``send``. Interrupted, stop it
+async def until_done(send: Sending, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work``, the tasks of ``send``. Interrupted, stop it
     gracefully (:func:`stop_gracefully`), then the cancellation goes on;
     failed (its senders failing together, a ledger gone), raise the first
     error, the others named in its notes, rather than an ExceptionGroup
     nobody catches."""
+    waits = RetryWaits()
+    context = contextvars.copy_context()
+    context.run(retry_waits.set, waits)  # for every task ``work`` starts
+    task = asyncio.create_task(work, context=context)
     try:
-        await asyncio.shield(work)  # an interrupt stops it gracefully
+        await asyncio.shield(task)  # an interrupt stops it gracefully
     except asyncio.CancelledError:
-        if not work.done():
-            await stop_gracefully(send, work)
+        if not task.done():
+            await stop_gracefully(send, task, waits)
         raise
     except BaseException as failed:
         await send.progress.cancel()

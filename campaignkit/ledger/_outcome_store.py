@@ -107,14 +107,14 @@ class OutcomeStore(Transactional):
         if not phones:
             return phones
         async with self._transaction() as tx:
+            # A row per launch, its phones (never a space in them) joined:
+            # half the time of a row per phone (benchmarks row 15).
             rows = await tx.fetch(
-                "SELECT launch_request_id, phone FROM campaignkit_recipients"
-                " WHERE run = ? AND state = 'accepted'",
+                f"SELECT launch_request_id, {tx.spaced('phone')} FROM campaignkit_recipients"
+                " WHERE run = ? AND state = 'accepted' GROUP BY launch_request_id",
                 run,
             )
-        for launch, phone in rows:
-            if launch in phones:
-                phones[launch].append(phone)
+        phones.update((launch, joined.split(" ")) for launch, joined in rows if launch in phones)
         return phones
 
     @retried

@@ -174,5 +174,8 @@ class _PostgresTransaction:
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *args)]
 
+    def spaced(self, column: str) -> str:
+        return f"string_agg({column}, ' ')"
+
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(?)", (list(values),)

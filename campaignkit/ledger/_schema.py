@@ -24,6 +24,10 @@ class Transaction(Protocol):
         """``column IN (...)`` for ``values``: the SQL and its arguments."""
         ...
 
+    def spaced(self, column: str) -> str:
+        """The aggregate of a group's ``column`` values joined by spaces."""
+        ...
+
 
 SCHEMA_VERSION: Final = 1
 

@@ -246,6 +246,9 @@ class _SqliteTransaction:
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._conn.execute(sql, args).fetchall()
 
+    def spaced(self, column: str) -> str:
+        return f"group_concat({column}, ' ')"
+
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         if not values:
             return "0 = 1", ()

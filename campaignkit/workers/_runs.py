@@ -171,7 +171,8 @@ async def submit_run(
     with ``retry_rejected``) are planned. A recipient whose phone is on the
     ledger's suppression list when it is planned is filed suppressed, never
     sent, unless ``ignore_suppression`` (this call only). Returns once the whole input is
-    planned; the workers may still be sending. A bad ``poll_id``,
+    planned (the workers may still be sending), or once a worker's fatal
+    answer has stopped the run (the rest left unread). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
     ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
     ``send_bulk``: stored with the run, the workers apply them.
@@ -212,6 +213,11 @@ async def submit_run(
     async for item in _items(users):
         if (planned := planner.take(item)) is not None:
             await plan(planned)
+            # A worker's fatal answer ends the run: as send_bulk does, the
+            # rest of the input is left unread (and the input unfinished).
+            if (info := await ledger.run_info(name)) is not None and info.stopped is not None:
+                log.warning("submit %s: stopped by a fatal answer: %s", name, info.stopped)
+                return name
     await plan(planner.flush())
     await ledger.finish_input(name, planner.total)
     return name

@@ -107,3 +107,48 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
     else:
         assert again.counts[AMBIGUOUS] == len(USERS)
         assert all(chunk.resumed for chunk in again.ambiguous)
+
+
+@pytest.mark.parametrize("cut", ["waiting to retry", "answered 429 during the grace"])
+async def test_an_interrupt_starts_no_retry_even_within_the_grace(
+    new_ledger: NewLedger, cut: str
+) -> None:
+    """A wait to retry a 429 shorter than the grace, under way or starting
+    once interrupted: the interrupt ends it at once, no second request
+    starts, the recipients stay planned."""
+    mocked = ScriptedExchange()
+    reached, interrupted = asyncio.Event(), asyncio.Event()
+
+    async def answered_late(request: Request) -> Reply:
+        reached.set()
+        await interrupted.wait()
+        return Reply(status=429, headers={"Retry-After": "1"}, payload={"detail": "slow"})
+
+    async def short_wait(seconds: float) -> None:
+        reached.set()
+        await asyncio.sleep(0.3)
+
+    if cut == "waiting to retry":
+        mocked.post(SEND, status=429, headers={"Retry-After": "1"}, payload={"detail": "slow"})
+    else:
+        mocked.post(SEND, callback=answered_late)
+    mocked.post(SEND, status=202, payload=ACK)  # what a retry would get
+    async with (
+        CampaignClient(
+            "sk_test_cancel_0123456789", campaign_url="http://campaign.test", exchange=mocked
+        ) as client,
+        new_ledger() as ledger,
+    ):
+        client.transport.sleep = short_wait
+        sending = asyncio.create_task(
+            client.send_bulk(7, USERS, chunk_size=10, journal=ledger, interrupt_grace=10)
+        )
+        await asyncio.wait_for(reached.wait(), 5)
+        sending.cancel()
+        await asyncio.sleep(0)  # the interrupt is under way
+        interrupted.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(sending, 5)
+        counts = await ledger.counts(RUN)
+    assert len(mocked.requests) == 1
+    assert (counts[PLANNED], counts[IN_FLIGHT], counts[ACCEPTED]) == (len(USERS), 0, 0)

@@ -241,3 +241,21 @@ async def test_outcomes_that_forbid_sending_list_the_number(ledger: Ledger) -> N
     await ledger.start_run("run-2", "1001")
     held = await ledger.plan("run-2", "c1", [person(n) for n in range(5)])
     assert {r.phone for r in held if r.state == "suppressed"} == set(listed) - {"+573000000009"}
+
+
+async def test_launch_phones_are_the_accepted_recipients_of_each_launch_asked(
+    ledger: Ledger,
+) -> None:
+    await accept(ledger, RUN, "c1", range(3), "L1")
+    await accept(ledger, RUN, "c2", range(3, 5), "L2")
+    await accept(ledger, RUN, "c3", range(5, 6), "L3")
+    await accept(ledger, "other", "c1", range(6, 8), "L1")
+    await ledger.plan(RUN, "c4", [person(8)])  # planned, not accepted
+    found = await ledger.launch_phones(RUN, ["L1", "L2", "L9"])
+    assert {launch: sorted(phones) for launch, phones in found.items()} == {
+        "L1": ["+573000000000", "+573000000001", "+573000000002"],
+        "L2": ["+573000000003", "+573000000004"],
+        "L9": [],
+    }
+    assert await ledger.launch_phones(RUN, []) == {}
+    assert await ledger.launch_phones("nope", ["L1"]) == {"L1": []}

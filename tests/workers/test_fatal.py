@@ -14,10 +14,10 @@ from helpers.bulk_child import expected_phones, make_users
 from helpers.workers import producer
 
 from campaignkit.errors import NotFoundError
-from campaignkit.ledger import ACCEPTED, REJECTED, ledger_from
+from campaignkit.ledger import ACCEPTED, PLANNED, REJECTED, ledger_from
 from campaignkit.sandbox import Sandbox, _app
 from campaignkit.sandbox._http import ServiceError
-from campaignkit.workers import BulkWorkers, broker_from
+from campaignkit.workers import BulkWorkers, broker_from, submit_run
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,11 +93,36 @@ async def test_the_first_404_ends_the_run_for_every_worker(
     assert info is not None
     assert info.stopped is not None
     assert info.stopped.startswith("NotFoundError")
-    # Everyone is in exactly one state: accepted (and received), or rejected with the error.
-    assert sorted(r.phone for r in records) == sorted(expected_phones(COUNT))
+    # Everyone planned is in exactly one state: accepted (and received), or
+    # rejected with the error; the producer stops reading once the run stops.
+    phones = [r.phone for r in records]
+    assert len(phones) == len(set(phones)) > WORKERS * CHUNK
+    assert set(phones) <= expected_phones(COUNT)
     assert {r.state for r in records} == {ACCEPTED, REJECTED}
     rejected = [r for r in records if r.state == REJECTED]
     assert all(r.detail == info.stopped for r in rejected)
     received = (await sb.snapshot())["companies"][0]["phone_counts"]
     assert set(received) == {r.phone for r in records if r.state == ACCEPTED}
     assert report.counts[REJECTED] == len(rejected)
+
+
+async def test_the_producer_stops_reading_once_a_worker_stops_the_run(journal: str) -> None:
+    enqueued: list[str] = []
+    ledger = ledger_from(journal)
+
+    async def enqueue(run: str, chunk: str) -> None:
+        enqueued.append(chunk)
+        if len(enqueued) == 2:  # a worker's fatal answer to the first chunk
+            await ledger.stop_run(run, "NotFoundError: Poll 1 not found.")
+
+    async with ledger:
+        run = await submit_run(
+            ledger, 1, make_users(COUNT), enqueue=enqueue, run="stopped", chunk_size=CHUNK
+        )
+        info = await ledger.run_info(run)
+        counts = await ledger.counts(run)
+    assert len(enqueued) == 2
+    assert counts[PLANNED] == 2 * CHUNK  # the rest of the input left unread
+    assert info is not None
+    assert not info.input_done
+    assert info.stopped == "NotFoundError: Poll 1 not found."
