@@ -144,9 +144,17 @@ async def follow_launches(
 
     deadline = asyncio.timeout(follow_timeout)
     try:
-        async with deadline, asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(acks))):
-                group.create_task(work())
+        async with deadline:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(min(concurrency, len(acks))):
+                        group.create_task(work())
+            except BaseExceptionGroup as failed:
+                # The ledger's error itself (what callers catch), not a group.
+                first, *others = failed.exceptions
+                for other in others:
+                    first.add_note(f"follow: failed at the same time: {other!r}")
+                raise first from None
     except TimeoutError:
         if not deadline.expired():
             raise

@@ -24,7 +24,7 @@ from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.bulk._outcome_writer import LaunchOutcomes
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
 from campaignkit.errors import TimeoutError as CampaignKitTimeoutError
-from campaignkit.ledger import ACCEPTED, Ledger, Recipient, StatusRow
+from campaignkit.ledger import ACCEPTED, Ledger, MemoryLedger, Recipient, StatusRow
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
 from campaignkit.sandbox._outcomes import STATUSES
@@ -443,3 +443,54 @@ async def test_a_launchs_latest_statuses_are_written_as_a_ledger_keeps_them() ->
     ]
     assert outcomes.unmatched == 1
     assert outcomes.latest == {}
+
+
+class _FullLedger(MemoryLedger):
+    """A ledger whose outcomes can no longer be written."""
+
+    async def record_statuses(
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
+    ) -> None:
+        raise LedgerError("the disk is full")
+
+
+async def test_a_ledger_that_fails_to_write_raises_its_error(client: CampaignClient) -> None:
+    """Not an ExceptionGroup of the launches' tasks: the error callers catch."""
+    poll = await poll_of(client)
+    async with _FullLedger() as ledger:
+        report = await client.send_bulk(poll, EVERYONE, chunk_size=2, journal=ledger, run="r1")
+        assert report.counts["accepted"] == 5
+        with pytest.raises(LedgerError, match="the disk is full"):
+            await follow_run(client, ledger, "r1", poll_interval=0.05)
+        with pytest.raises(LedgerError, match="the disk is full"):
+            await client.send_bulk(poll, EVERYONE, journal=ledger, run="r2", follow=True)
+
+
+class _SlowLedger(MemoryLedger):
+    """A ledger whose outcomes take a while to write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = asyncio.Event()
+
+    async def record_statuses(
+        self, run: str, rows: Sequence[StatusRow], *, final: Sequence[str] = ()
+    ) -> None:
+        self.writing.set()
+        await asyncio.sleep(0.2)
+        await super().record_statuses(run, rows, final=final)
+
+
+async def test_a_follow_cancelled_while_writing_returns_once_written(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    async with _SlowLedger() as ledger:
+        await client.send_bulk(await poll_of(client), EVERYONE[:1], journal=ledger, run="r1")
+        await sb.set_clock(advance=600)  # final
+        following = asyncio.create_task(follow_run(client, ledger, "r1", poll_interval=0.05))
+        await asyncio.wait_for(ledger.writing.wait(), 10)
+        following.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await following
+        # Written before the cancellation went on (not left to finish behind it).
+        assert [o.status for o in await ledger.outcomes("r1")] == [S.DELIVERED]
