@@ -125,7 +125,7 @@ def _redis_streams() -> type[RedisStreamBroker]:
         - a lost connection (a killed client, a restart, a failover) is
           reconnected with jittered backoff, one warning per attempt, for
           ever when reading and a few times to send or acknowledge a
-          message; a consumer group lost with the server's data is declared
+          message or to declare the consumer group; a consumer group lost with the server's data is declared
           again. taskiq-redis ends the worker on the first of these.
         """
 
@@ -200,6 +200,11 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     )
 
             return acknowledge
+
+        async def _declare_consumer_group(self) -> None:
+            # Also run by startup(), after the worker said it was ready: a
+            # connection dropped there ended the worker.
+            await reconnecting("declaring its consumer group", super()._declare_consumer_group)
 
         async def kick(self, message: BrokerMessage) -> None:
             # Sent twice after a connection lost mid-command: harmless, the

@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 import redis.asyncio
+import redis.exceptions
 from helpers.bulk_child import expected_phones, make_users
 from helpers.workers import (
     kill_redis_clients,
@@ -21,6 +22,7 @@ from helpers.workers import (
     with_application_name,
     worker_process,
 )
+from taskiq_redis import RedisStreamBroker
 
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
@@ -203,3 +205,35 @@ async def test_a_stopped_worker_stops_even_if_its_read_swallows_the_cancellation
         await asyncio.wait_for(waiting, 5)
     await reader.aclose()
     await broker.shutdown()
+
+
+async def test_a_connection_dropped_while_starting_up_is_reconnected(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The consumer group is declared after the worker says it is ready:
+    its connection dropped there (a killed client) is reconnected, not the
+    worker's end."""
+    declare = RedisStreamBroker._declare_consumer_group
+    calls = 0
+
+    async def dropped_once(broker: RedisStreamBroker) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise redis.exceptions.ConnectionError("Connection closed by server.")
+        await declare(broker)
+
+    monkeypatch.setattr(RedisStreamBroker, "_declare_consumer_group", dropped_once)
+    queue = unique_name("ck-test-")
+    broker = broker_from(redis_url, queue=queue)
+    assert isinstance(broker, RedisStreamBroker)
+    await broker.startup()
+    try:
+        async with redis.asyncio.Redis.from_url(redis_url) as conn:
+            groups = await conn.xinfo_groups(queue)
+            await conn.delete(queue)
+    finally:
+        await broker.shutdown()
+    assert calls == 2
+    assert [group["name"] for group in groups] == [broker.consumer_group_name.encode()]
+    assert "lost the broker declaring its consumer group" in caplog.text
