@@ -125,8 +125,9 @@ def _redis_streams() -> type[RedisStreamBroker]:
         - a lost connection (a killed client, a restart, a failover) is
           reconnected with jittered backoff, one warning per attempt, for
           ever when reading and a few times to send or acknowledge a
-          message or to declare the consumer group; a consumer group lost with the server's data is declared
-          again. taskiq-redis ends the worker on the first of these.
+          message or to declare the consumer group; a consumer group lost
+          with the server's data is declared again. taskiq-redis ends the
+          worker on the first of these.
         """
 
         async def listen(self) -> AsyncGenerator[AckableMessage, None]:
