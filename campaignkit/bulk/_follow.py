@@ -86,9 +86,9 @@ async def follow_launches(
 
     async def follow_one(tracker: CampaignTracker, outcomes: LaunchOutcomes) -> None:
         completed = False
-        changed = tracker.collect_changed()
+        changed = tracker._collect_changed()
         try:
-            while await tracker.advance():
+            while await tracker._advance():
                 if changed:
                     outcomes.add(changed, time.time())
                     changed.clear()

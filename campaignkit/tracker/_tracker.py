@@ -226,7 +226,7 @@ class CampaignTracker(Updating, AsyncClosing):
         self._changes += len(changes)
         return changes
 
-    def collect_changed(self) -> list[StatusEntry]:
+    def _collect_changed(self) -> list[StatusEntry]:
         """From now on, each poll appends the entries of the deployments whose
         status changed to the list returned (their ``status`` is the new one,
         as on the wire), and makes no :class:`DeploymentChange`: the iterator
@@ -237,7 +237,7 @@ class CampaignTracker(Updating, AsyncClosing):
         self._view.changed = entries
         return entries
 
-    async def advance(self) -> bool:
+    async def _advance(self) -> bool:
         """Make the next poll, waiting until it is due; False once tracking is
         over (the error that ended it is raised, as the iterator raises it)."""
         return await self._pacer.advance(self)
