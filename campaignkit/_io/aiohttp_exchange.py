@@ -55,9 +55,10 @@ class AiohttpExchange:
         """The proxy for the request's host, from the environment (``HTTP(S)_PROXY``,
         ``NO_PROXY``, proxy credentials in ``~/.netrc``) when ``trust_env``.
 
-        Read once per host, not by aiohttp's ``trust_env`` on every request
-        (which reads the environment and ``~/.netrc`` each time, doubling a
-        small call's CPU, and lets a ``~/.netrc`` entry replace the key).
+        Read once per host and remembered (the exchange looks it up first),
+        not by aiohttp's ``trust_env`` on every request (which reads the
+        environment and ``~/.netrc`` each time, doubling a small call's CPU,
+        and lets a ``~/.netrc`` entry replace the key).
         """
         proxy: tuple[yarl.URL | None, aiohttp.BasicAuth | None] = (None, None)
         if self._config.trust_env:
