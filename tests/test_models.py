@@ -689,6 +689,44 @@ def test_common_users_take_the_whole_body_road() -> None:
     assert not problems
 
 
+@pytest.mark.parametrize("counts", [(0, 0, 0), (2, 2, 2), (1, 0, 3), (3, 1, 1)])
+def test_the_whole_body_road_keeps_each_users_keys(counts: tuple[int, ...]) -> None:
+    # The keys are read as one column and cut back per user: in C when the
+    # users carry as many keys each, else by slices.
+    given = tuple(
+        User(
+            cellphone=f"300123456{i}",
+            country_code="+57",
+            user_session_keys=[SessionKey(f"k{j}", f"user {i} key {j}") for j in range(count)],
+            deployment_eta=None if i else 1_900_000_000,
+        )
+        for i, count in enumerate(counts)
+    )
+    problems: list[tuple[str, str]] = []
+    at_once = send_body.users_wire(given, problems)
+    assert isinstance(at_once, orjson.Fragment)
+    assert orjson.dumps(at_once) == reference(given)[0]
+    assert not problems
+
+
+def test_session_keys_swapped_for_an_iterator_go_user_by_user_unread() -> None:
+    # A frozen User changed behind its back: the whole-body road must not
+    # consume the iterator before handing the users on (here, to name the
+    # second user's cellphone), or the first user's keys would be lost.
+    def given() -> tuple[User, ...]:
+        swapped = User(cellphone="3001234567", country_code="+57")
+        object.__setattr__(swapped, "user_session_keys", iter([SessionKey("name", "Ana")]))
+        return swapped, User(cellphone="12", country_code="+57")
+
+    problems: list[tuple[str, str]] = []
+    at_once = send_body.users_wire(given(), problems)
+    expected, expected_problems = reference(given())
+    assert orjson.dumps(at_once) == expected
+    assert b'"name"' in expected
+    assert problems == expected_problems
+    assert [path for path, _ in problems] == ["users[1].cellphone"]
+
+
 def test_deployment_eta_beyond_64_bits_is_a_named_problem() -> None:
     # orjson refused it with a TypeError from send_campaign.
     user = User(cellphone="3001234567", country_code="+57", deployment_eta=2**64)

@@ -89,14 +89,15 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
     """``users`` as the JSON array of their wire form, or None when one may
     not be the common user (the caller then goes user by user)."""
     try:
-        if {*map(type, users)} != {User}:
+        # Exact types counted rather than collected in a set: ~30% less (row 5).
+        if not users or [*map(type, users)].count(User) != len(users):
             return None
         keys_of = [user.user_session_keys for user in users]
         # len() also refuses an iterator, which the user-by-user road would
         # find consumed.
         counts = [*map(len, keys_of)]
         items = [*chain.from_iterable(keys_of)]
-        if not {*map(type, items)} <= {SessionKey}:
+        if [*map(type, items)].count(SessionKey) != len(items):
             return None
         cellphones = [user.cellphone for user in users]
         country_codes = [user.country_code for user in users]
@@ -105,7 +106,17 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
         values = [item.value for item in items]
         kinds = [item.type for item in items]
         distinct_names = {*names}
-        msgspec.convert((cellphones, [*distinct_names], values, kinds, etas), _CHECKED_COLUMNS)
+        # Types and ETAs are mostly all None: checked only when one is set.
+        msgspec.convert(
+            (
+                cellphones,
+                [*distinct_names],
+                values,
+                kinds if kinds.count(None) < len(kinds) else [],
+                etas if etas.count(None) < len(etas) else [],
+            ),
+            _CHECKED_COLUMNS,
+        )
         if (
             not "".join(cellphones).encode("ascii").isdigit()
             or not all(map(COUNTRY_CODE.fullmatch, {*country_codes}))
