@@ -11,7 +11,7 @@ user to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import accumulate, chain, pairwise
+from itertools import accumulate, pairwise
 from typing import Annotated, Any
 
 import msgspec
@@ -96,7 +96,9 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
         # len() also refuses an iterator, which the user-by-user road would
         # find consumed.
         counts = [*map(len, keys_of)]
-        items = [*chain.from_iterable(keys_of)]
+        items: list[Any] = []
+        for keys in keys_of:  # extend() copies a tuple at once: half chain's cost (row 5)
+            items.extend(keys)
         if [*map(type, items)].count(SessionKey) != len(items):
             return None
         cellphones = [user.cellphone for user in users]
