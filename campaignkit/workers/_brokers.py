@@ -98,6 +98,11 @@ async def pause(what: str, exc: BaseException, attempt: int) -> None:
     await asyncio.sleep(delay)
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def _redis_streams() -> type[RedisStreamBroker]:
     from redis.asyncio import Redis
     from redis.exceptions import ConnectionError, ResponseError, TimeoutError
@@ -162,6 +167,9 @@ def _redis_streams() -> type[RedisStreamBroker]:
                 await asyncio.wait({fetch})
             except asyncio.CancelledError:
                 fetch.cancel()
+                # It may have failed meanwhile (a connection lost as the worker
+                # stops): read its error, or asyncio logs it as never retrieved.
+                fetch.add_done_callback(_retrieve)
                 raise
             return fetch.result()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from typing import Any
 
 import asyncpg
@@ -237,3 +238,38 @@ async def test_a_connection_dropped_while_starting_up_is_reconnected(
     assert calls == 2
     assert [group["name"] for group in groups] == [broker.consumer_group_name.encode()]
     assert "lost the broker declaring its consumer group" in caplog.text
+
+
+async def test_a_read_failing_as_the_worker_stops_leaves_no_unretrieved_error(
+    redis_url: str,
+) -> None:
+    """The worker told to stop cancels its read, and the read ends in a
+    connection error instead (redis turns a cancellation during a read on a
+    closed connection into one): the error is read, not logged by asyncio as
+    never retrieved (CI's log showed it)."""
+    broker: Any = broker_from(redis_url, queue=unique_name("ck-test-"))
+
+    async def read_turning_its_cancellation_into_an_error(conn: object) -> list[Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise redis.exceptions.ConnectionError("Connection closed by server.") from None
+        raise AssertionError("never woken")
+
+    broker._fetch = read_turning_its_cancellation_into_an_error
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    try:
+        reading = asyncio.create_task(broker._fetch_or_stop(None))
+        await asyncio.sleep(0)  # the read is under way
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        del reading
+        for _ in range(3):  # the read's end, then its task's collection
+            await asyncio.sleep(0)
+        gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []
