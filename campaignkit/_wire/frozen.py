@@ -14,8 +14,8 @@ def field_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
 
     ``object.__new__(cls)`` with each field set through these is the object
     ``cls(*values)`` makes (equal, hashed, shown and frozen alike) in about
-    two thirds of the time: the generated ``__init__`` sets each field through
-    ``object.__setattr__``, which looks the slot up by name. Only for a class
+    three quarters of the time: the generated ``__init__`` sets each field
+    through ``object.__setattr__``, which looks the slot up by name. Only for a class
     whose ``__init__`` does nothing else (no converter, validator, pre- or
     post-init hook), which is checked here.
     """
