@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import platform
 import re
+import weakref
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
@@ -11,10 +13,11 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from multidict import CIMultiDictProxy
 
 import campaignkit
 from campaignkit import errors
-from campaignkit._input.validation import path_segment
+from campaignkit._input.validation import encoded_segment, path_segment
 from campaignkit._wire import sansio as wire
 from campaignkit.config import ClientConfig
 from campaignkit.models import CampaignAck, Poll
@@ -204,6 +207,75 @@ def test_any_text_stays_in_its_segment(value: str) -> None:
         return
     assert re.fullmatch(r"[A-Za-z0-9_.~%-]+", segment)
     assert segment not in (".", "..")
+
+
+SEGMENT_VALUES = st.one_of(
+    st.text(),
+    st.text(alphabet="aZ09._~-/% \n\x7fé"),
+    st.integers(),
+    st.sampled_from([None, True, 1.5, b"L1"]),
+)
+
+
+@given(SEGMENT_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_the_shortcut_for_plain_ids_agrees_with_every_check(value: object) -> None:
+    shortcut: list[tuple[str, str]] = []
+    checked: list[tuple[str, str]] = []
+    assert path_segment("poll_id", value, shortcut) == encoded_segment("poll_id", value, checked)
+    assert shortcut == checked
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "params", "json"),
+    [
+        (wire.LIST_POLLS, None, None),
+        (wire.CAMPAIGN_STATUS, {"launch_request_id": "L1"}, None),
+        (wire.SEND_CAMPAIGN, {"poll_id": "5"}, {"users": []}),
+        (wire.UPDATE_SESSION, {"session_external_id": "e"}, {"user_session_keys": []}),
+    ],
+)
+def test_headers_made_once_per_config_are_the_general_ones(
+    endpoint: wire.Endpoint, params: dict[str, str] | None, json: object
+) -> None:
+    for config in (CONFIG, make_config(authorize_session_update=False, default_headers={"X": "1"})):
+        first = wire.build_request(config, endpoint, path_params=params, json=json)
+        again = wire.build_request(config, endpoint, path_params=params, json=json)
+        assert first.headers is again.headers
+        assert first.headers == wire.request_headers(config, endpoint, None, json is not None)
+
+
+def test_each_config_has_its_own_headers_and_none_is_kept_alive() -> None:
+    config = ClientConfig("sk_other_key_0123", base_url="https://other.example.com")
+    request = wire.build_request(config, wire.LIST_POLLS)
+    assert request.headers["Authorization"] == "sk_other_key_0123"
+    assert request.url == "https://other.example.com/poll/api/all"
+    assert wire.build_request(CONFIG, wire.LIST_POLLS).headers["Authorization"] == KEY
+    gone = weakref.ref(config)
+    del config, request
+    gc.collect()
+    assert gone() is None
+
+
+def test_an_unconfigured_host_is_refused_at_every_request() -> None:
+    config = ClientConfig(KEY, campaign_url="https://campaigns.example.com")
+    for _ in range(2):
+        with pytest.raises(errors.ConfigurationError, match="base_url is not configured"):
+            wire.build_request(config, wire.LIST_POLLS)
+
+
+def test_extra_headers_replace_defaults_whatever_their_case() -> None:
+    request = wire.build_request(CONFIG, wire.LIST_POLLS, extra_headers={"accept": "text/csv"})
+    assert isinstance(request.headers, CIMultiDictProxy)
+    assert request.headers.getall("Accept") == ["text/csv"]
+    assert request.headers["Authorization"] == KEY
+
+
+def test_an_endpoint_path_has_at_most_one_parameter() -> None:
+    with pytest.raises(ValueError, match="at most one parameter"):
+        wire.Endpoint("two", "GET", "base_url", "/a/{b}/{c}")
+    renamed = wire.Endpoint("list_polls", "GET", "base_url", "/v2/polls")
+    assert wire.build_request(CONFIG, renamed).url == "https://main.example.com/api/v2/polls"
 
 
 # -- answers ------------------------------------------------------------------

@@ -32,6 +32,8 @@ _CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
 _CELLPHONE = re.compile(r"[0-9]{4,15}")
 _SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Unreserved characters only (RFC 3986), not all dots: never "", "." or "..".
+_SAFE_SEGMENT = re.compile(r"(?!\.*\Z)[A-Za-z0-9._~-]+")
 
 
 def is_text(value: object) -> bool:
@@ -239,6 +241,19 @@ def path_segment(name: str, value: Any, problems: Problems) -> str:
     Refuses what could still change the request's target once encoded: empty
     values, ``.`` and ``..``, and control characters.
     """
+    # The hot path (benchmarks row 3): an id such as ``L1``, or an int, is its
+    # own encoding and passes every check of ``encoded_segment``, so it is
+    # returned at once (~4,000 instructions a call less than those checks and
+    # ``quote``).
+    if type(value) is str and _SAFE_SEGMENT.fullmatch(value):
+        return value
+    if type(value) is int:
+        return str(value)
+    return encoded_segment(name, value, problems)
+
+
+def encoded_segment(name: str, value: Any, problems: Problems) -> str:
+    """:func:`path_segment` without its shortcut for ids that need no encoding."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
