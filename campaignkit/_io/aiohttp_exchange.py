@@ -9,14 +9,9 @@ import yarl
 from aiohttp.helpers import get_env_proxy_for_url
 
 from .. import errors
-from .._wire.frozen import field_setters
 from .._wire.sansio import Request
 from ..config import ClientConfig
 from .exchange import Answer
-
-# An answer is made for every call: through its slots, not the generated
-# ``__init__`` (see ``field_setters``; benchmarks row 3).
-_set_status, _set_headers, _set_body = field_setters(Answer)
 
 
 class AiohttpExchange:
@@ -110,11 +105,7 @@ class AiohttpExchange:
                     )
                 else:
                     body = await response.read()
-                answer: Answer = object.__new__(Answer)
-                _set_status(answer, response.status)
-                _set_headers(answer, response.headers)
-                _set_body(answer, body)
-                return answer
+                return Answer(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
             raise errors.ConnectionError(
                 f"cannot connect for {endpoint.name}: {exc.os_error or exc}", request_sent=False

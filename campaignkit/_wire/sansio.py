@@ -26,7 +26,6 @@ from ..config import ClientConfig
 from ..models import User
 from .decode import Decode as Decode
 from .decode import decoder as decoder
-from .frozen import field_setters
 from .status_url import resolve_status_url as resolve_status_url
 
 T = TypeVar("T")
@@ -114,11 +113,6 @@ class Request:
     users: tuple[User, ...] = attrs.field(default=(), repr=False)
 
 
-# A request is made for every call: through its slots, not the generated
-# ``__init__`` (see ``field_setters``; benchmarks row 3).
-_set_endpoint, _set_url, _set_headers, _set_body, _set_users = field_setters(Request)
-
-
 def build_request(
     config: ClientConfig,
     endpoint: Endpoint,
@@ -140,13 +134,8 @@ def build_request(
         headers = request_headers(config, endpoint, extra_headers, json is not None)
     else:
         headers = shared.headers if json is None else shared.json_headers
-    request: Request = object.__new__(Request)
-    _set_endpoint(request, endpoint)
-    _set_url(request, url)
-    _set_headers(request, headers)
-    _set_body(request, None if json is None else orjson.dumps(json))
-    _set_users(request, users)
-    return request
+    body = None if json is None else orjson.dumps(json)
+    return Request(endpoint, url, headers, body, users)
 
 
 def build_request_to_url(config: ClientConfig, endpoint: Endpoint, url: str) -> Request:
