@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 
+from .._funnel import Funnel
 from ..bulk import follow_run
 from ..ledger import Ledger
 from .argtypes import positive_float
 from .context import Ctx, UsageError
+from .interrupt import connection_flags, shell_line
+from .output import program
 
 
 def add_follow_timeout(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -39,3 +42,22 @@ async def follow_first(ctx: Ctx, ledger: Ledger) -> None:
             concurrency=a.follow_concurrency,
             follow_timeout=a.follow_timeout,
         )
+
+
+def note_unconfirmed(ctx: Ctx, funnel: Funnel, run: str) -> None:
+    """After following a run: how many accepted recipients have no outcome
+    confirmed yet, and the command that reads them later. Following stops
+    once every launch has *settled*, and a message sent but not yet
+    confirmed delivered (``SUCCESS``) is settled."""
+    unconfirmed = funnel.accepted - funnel.delivered - sum(funnel.failed.values())
+    if unconfirmed <= 0:
+        return
+    a = ctx.args
+    later = ""
+    if a.journal:
+        again = [program(), "runs", run, "--journal", a.journal, "--follow", *connection_flags(a)]
+        later = f"; later, {shell_line(again)} reads what became of them"
+    ctx.note(
+        f"{unconfirmed} accepted recipient(s) not confirmed delivered yet "
+        f"(sent, or on their way){later}"
+    )

@@ -104,9 +104,20 @@ def resume_command(a: argparse.Namespace) -> str:
         argv += ["--line", line]
     if a.interrupt_grace != DEFAULT_INTERRUPT_GRACE:
         argv += ["--interrupt-grace", f"{a.interrupt_grace:g}"]
+    argv += connection_flags(a)
+    argv += [flag for flag in ("--json", "--quiet", "--debug") if getattr(a, flag[2:])]
+    return shell_line(argv)
+
+
+def connection_flags(a: argparse.Namespace) -> list[str]:
+    """The options given that reach the same service (never the API key)."""
+    argv = []
     for name in ("base_url", "campaign_url", "agent_url", "timeout", "max_retries"):
         if (value := getattr(a, name)) is not None:
             argv += ["--" + name.replace("_", "-"), str(value)]
-    argv += [flag for flag in ("--json", "--quiet", "--debug") if getattr(a, flag[2:])]
-    # program() is already quoted for the shell.
+    return argv
+
+
+def shell_line(argv: list[str]) -> str:
+    """``argv`` (from :func:`program`, which is already quoted) for the shell."""
     return " ".join([argv[0], *map(shlex.quote, argv[1:])])

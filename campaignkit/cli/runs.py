@@ -26,7 +26,7 @@ from ..ledger import (
 )
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
-from .following import add_follow_timeout, check_follow_timeout, follow_first
+from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import table
 from .run_export import export_run, failure_status_list
 
@@ -276,6 +276,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             ctx.print(table(list(counts.items()), ["state", "users"]))
             ctx.print("")
             ctx.print(table(funnel.rows(), ["funnel", "users"]))
+            if a.follow:
+                note_unconfirmed(ctx, funnel, a.run)
     return ExitStatus.OK
 
 

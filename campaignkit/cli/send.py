@@ -21,7 +21,7 @@ from ..progress import ProgressUpdate
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
-from .following import add_follow_timeout, check_follow_timeout
+from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
@@ -174,6 +174,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     print_bulk_report(ctx, report, sent_at)
     if a.follow and report.funnel is not None:
         ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
+        note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
     return bulk_status(report)
 
 

@@ -326,3 +326,25 @@ async def test_follow_timeout_stops_following_and_following_again_resumes(
         ("runs", "spring", "--journal", journal, "--follow", "--follow-timeout", "0"),
     ):
         assert (await run(sb, *argv)).code == 2, argv
+
+
+async def test_following_tells_who_is_not_confirmed_delivered_yet(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await poll_of(sb)
+    journal = str(tmp_path / "run.db")
+    users = tmp_path / "users.csv"
+    # ..03: SUCCESS, delivery never confirmed; ..28: FAILURE_BY_UNABLE_TO_CONTACT.
+    phones = ["5510009903", "5510019903", "5510009928"]
+    with users.open("w", newline="") as f:
+        csv.writer(f).writerows([("country_code", "cellphone")] + [("+52", p) for p in phones])
+    argv = ["send", poll, str(users), "--bulk", "--journal", journal, "--run", "later"]
+    sent = await run(sb, *argv, "--follow")
+    assert sent.code == 0, sent.err
+    note = "2 accepted recipient(s) not confirmed delivered yet (sent, or on their way); later, "
+    assert note in sent.err
+    assert f" runs later --journal {journal} --follow --base-url " in sent.err
+    followed = await run(sb, "runs", "later", "--journal", journal, "--follow")
+    assert note in followed.err
+    shown = await run(sb, "runs", "later", "--journal", journal)  # not following: no note
+    assert "not confirmed" not in shown.err
