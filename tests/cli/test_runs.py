@@ -35,6 +35,15 @@ def users_csv(path: Path, count: int) -> Path:
     return path
 
 
+def phones_csv(path: Path, phones: list[str]) -> Path:
+    """A users file of these Mexican cellphones, each named after itself."""
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(
+            [("country_code", "cellphone", "name")] + [("+52", p, p) for p in phones]
+        )
+    return path
+
+
 async def poll_of(sb: Sandbox) -> str:
     async with sb.client() as client:
         return str((await client.list_polls())[0].id)
@@ -186,13 +195,9 @@ async def test_follow_shows_the_funnel_and_exports_a_follow_up_run(
 ) -> None:
     poll = await poll_of(sb)
     journal = str(tmp_path / "run.db")
-    users = tmp_path / "users.csv"
     # 5599..28: FAILURE_BY_UNABLE_TO_CONTACT, ..20: FAILURE_BY_OPTOUT_CONTACT.
     phones = ["5510000001", "5510000002", "5510009928", "5510019928", "5510009920"]
-    with users.open("w", newline="") as f:
-        csv.writer(f).writerows(
-            [("country_code", "cellphone", "name")] + [("+52", p, p) for p in phones]
-        )
+    users = phones_csv(tmp_path / "users.csv", phones)
     sent = await run(
         sb,
         "send",
@@ -259,10 +264,7 @@ async def test_export_status_needs_failure_statuses(
 
 async def test_send_bulk_follow_reports_the_funnel(sb: Sandbox, tmp_path: Path) -> None:
     poll = await poll_of(sb)
-    users = tmp_path / "users.csv"
-    with users.open("w", newline="") as f:
-        rows = [("+52", phone) for phone in ("5510000001", "5510009928")]
-        csv.writer(f).writerows([("country_code", "cellphone"), *rows])
+    users = phones_csv(tmp_path / "users.csv", ["5510000001", "5510009928"])
     sent = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--json")
     assert sent.code == 0, sent.err
     funnel = sent.json()["funnel"]
@@ -282,12 +284,8 @@ async def test_follow_timeout_stops_following_and_following_again_resumes(
 ) -> None:
     poll = await poll_of(sb)
     journal = str(tmp_path / "run.db")
-    users = tmp_path / "users.csv"
     stuck = f"55100099{STATUSES.index(DeploymentStatus.RECEIVED):02d}"  # never settles
-    with users.open("w", newline="") as f:
-        csv.writer(f).writerows(
-            [("country_code", "cellphone"), ("+52", "5510000001"), ("+52", stuck)]
-        )
+    users = phones_csv(tmp_path / "users.csv", ["5510000001", stuck])
     started = time.monotonic()
     sent = await run(
         sb,
@@ -333,11 +331,8 @@ async def test_following_tells_who_is_not_confirmed_delivered_yet(
 ) -> None:
     poll = await poll_of(sb)
     journal = str(tmp_path / "run.db")
-    users = tmp_path / "users.csv"
     # ..03: SUCCESS, delivery never confirmed; ..28: FAILURE_BY_UNABLE_TO_CONTACT.
-    phones = ["5510009903", "5510019903", "5510009928"]
-    with users.open("w", newline="") as f:
-        csv.writer(f).writerows([("country_code", "cellphone")] + [("+52", p) for p in phones])
+    users = phones_csv(tmp_path / "users.csv", ["5510009903", "5510019903", "5510009928"])
     argv = ["send", poll, str(users), "--bulk", "--journal", journal, "--run", "later"]
     sent = await run(sb, *argv, "--follow")
     assert sent.code == 0, sent.err
