@@ -90,7 +90,7 @@ def test_an_eta_that_is_no_date_names_the_field_and_the_text(tmp_path: Path) -> 
 async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_path: Path) -> None:
     poll = await first_poll(sb)
     path = tmp_path / "u.json"
-    users = [ROW, {"country_code": "+57", "phone": "3000000002"}]
+    users = [ROW, {"country_code": "+57", "phone": "3000000002"}, {**ROW, "country_code": "57"}]
     path.write_text("\n".join(orjson.dumps(user).decode() for user in users))  # JSON Lines
     one = await run(sb, "send", str(poll), str(path))
     assert one.code == 2
@@ -98,6 +98,8 @@ async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_pat
     bulk = await run(sb, "send", str(poll), str(path), "--bulk")
     assert bulk.code == 6, bulk.err
     assert "invalid: input #2: unknown field(s): phone" in bulk.err
+    # The input named once (not again as users[2]), then what is wrong with it.
+    assert "invalid: input #3: country_code: must be '+' and 1 to 4 digits" in bulk.err
 
 
 def test_a_json_lines_file_of_one_line_is_one_user(tmp_path: Path) -> None:
