@@ -36,10 +36,11 @@ class ProgressUpdate:
     will not be sent, ``failures`` the most frequent failure statuses. For a
     bulk run read from its ledger: ``counts`` by ledger state (plus
     ``invalid`` and ``duplicate`` inputs), ``done`` the settled inputs,
-    ``sent`` the recipients the service accepted (delivery is tracked per
-    launch, so ``delivered`` stays 0), ``failed`` those rejected, ambiguous
-    or invalid, ``skipped`` the other settled inputs (duplicates, suppressed,
-    deferred).
+    ``sent`` the recipients the service accepted, less those its ``funnel``
+    knows ``delivered`` or failed (without one, delivery is tracked per
+    launch and ``delivered`` stays 0), ``failed`` those rejected, ambiguous
+    or invalid and those whose deployment failed, ``skipped`` the other
+    settled inputs (duplicates, suppressed, deferred).
 
     ``state`` is the campaign request's (the least advanced launch's for a
     group; a run is ``PENDING`` until an input settles, ``DONE`` once every
@@ -152,11 +153,18 @@ def run_update(
 ) -> ProgressUpdate:
     """A bulk run's update from its ledger counts (``total``: the inputs, once
     the producer has read them all; ``done``: every input settled) and its
-    ``funnel``."""
-    failures = top_failures((state, counts.get(state, 0)) for state in _RUN_FAILURES)
+    ``funnel``: the accepted recipients it knows delivered, or failed (by
+    status), are counted there, the others sent."""
+    outcomes = funnel.failed if funnel is not None else {}
+    failures = top_failures(
+        [(state, counts.get(state, 0)) for state in _RUN_FAILURES] + list(outcomes.items())
+    )
     settled = sum(n for state, n in counts.items() if state not in (PLANNED, IN_FLIGHT))
-    failed = sum(n for _, n in failures)
-    sent = counts.get(ACCEPTED, 0)
+    accepted = counts.get(ACCEPTED, 0)
+    delivered = min(funnel.delivered, accepted) if funnel is not None else 0
+    failed_there = min(sum(outcomes.values()), accepted - delivered)
+    failed = sum(counts.get(state, 0) for state in _RUN_FAILURES) + failed_there
+    sent = accepted - delivered - failed_there
     if done:
         state = CampaignState.DONE
     else:
@@ -164,9 +172,9 @@ def run_update(
     return ProgressUpdate(
         done=settled,
         total=max(total or 0, sum(counts.values())),
-        delivered=0,
+        delivered=delivered,
         sent=sent,
-        skipped=settled - sent - failed,
+        skipped=settled - sent - delivered - failed,
         failed=failed,
         counts=dict[str | None, int](counts.items()),
         failures=failures,

@@ -10,7 +10,7 @@ import attrs
 import pytest
 from helpers.fakes import FakeTime
 
-from campaignkit import CampaignState, DeploymentStatus, ValidationError
+from campaignkit import CampaignState, DeploymentStatus, Funnel, ValidationError
 from campaignkit.progress import (
     Eta,
     ProgressUpdate,
@@ -55,6 +55,16 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
     # The producer's total once it has read the input; a run done is DONE.
     done = run_update({**counts, "planned": 0, "in_flight": 0, "accepted": 15}, 40, True)
     assert (done.total, done.state, done.finished) == (40, CampaignState.DONE, True)
+
+
+def test_a_run_update_with_its_funnel_counts_what_became_of_the_accepted() -> None:
+    counts = {"planned": 0, "in_flight": 0, "accepted": 10, "rejected": 2, "duplicate": 1}
+    outcomes = Funnel(planned=12, accepted=10, delivered=6, failed={"INVALID_PHONE": 3})
+    got = run_update(counts, None, True, outcomes)
+    assert (got.sent, got.delivered, got.failed, got.skipped) == (1, 6, 5, 1)
+    assert got.failures == (("INVALID_PHONE", 3), ("rejected", 2))
+    assert got.summary() == "13/13 settled (100%): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    assert "INVALID_PHONE x3: the number is invalid" in got.text()
 
 
 def test_a_run_with_nothing_settled_is_pending() -> None:

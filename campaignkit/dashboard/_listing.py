@@ -48,9 +48,9 @@ class RunSummary:
     @property
     def update(self) -> ProgressUpdate:
         """Its progress in the words every screen uses (``sent``: accepted
-        by the service; delivery is told per launch)."""
+        by the service, less those its outcomes know delivered or failed)."""
         settled = self.input_done and not (self.counts.get(PLANNED) or self.counts.get(IN_FLIGHT))
-        return run_update(self.counts, None, settled)
+        return run_update(self.counts, None, settled, self.outcomes)
 
 
 @attrs.frozen
