@@ -26,7 +26,16 @@ from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
-from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
+from .output import (
+    Progress,
+    ambiguous_advice,
+    counts_json,
+    funnel_table,
+    one_line,
+    plain,
+    program,
+    table,
+)
 from .track import report_status, track_campaign
 
 
@@ -175,7 +184,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)
     if a.follow and report.funnel is not None:
-        ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
+        ctx.print(funnel_table(report.funnel))
         note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
     return bulk_status(report)
 
