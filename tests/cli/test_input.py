@@ -119,3 +119,18 @@ def test_a_send_of_a_semicolon_file_names_the_file_line(tmp_path: Path) -> None:
         "dashes and parentheses are allowed); line 4: country_code: must be '+' and 1 to 4 "
         "digits, but a str ('57') was given (did you mean '+57'?)"
     )
+
+
+def test_a_header_without_the_columns_gives_no_hint_the_command_cannot_follow(
+    tmp_path: Path,
+) -> None:
+    # The command has no delimiter option (nor has the bot): the error names
+    # the columns it read and how it split them, and nothing else to do.
+    path = tmp_path / "spanish.csv"
+    path.write_bytes(b"telefono;pais\r\n3001234567;+57\r\n")
+    with pytest.raises(UsageError) as info:
+        load_users(str(path), None)
+    assert str(info.value) == (
+        f"{path}: invalid input: header: needs a 'country_code' and a 'cellphone' column "
+        "(read the columns 'telefono', 'pais' split on ';')"
+    )

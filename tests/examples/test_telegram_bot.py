@@ -284,7 +284,7 @@ async def test_every_failure_is_told_in_one_line(harness: Harness, sb: Sandbox) 
     header, run, rows, run_refused, refused, usage, encoding = texts
     assert header == (
         "Not sent: 1 invalid input: header: needs a 'country_code' and a 'cellphone' column "
-        "(read the columns 'telefono', 'pais' split on ';'; pass delimiter= if that is wrong)"
+        "(read the columns 'telefono', 'pais' split on ';')"
     )
     assert run.endswith(": 0 sent now, 2 invalid")
     assert rows.startswith("2 rows not sent: line 2: country_code: must be '+' and 1 to 4 ")
