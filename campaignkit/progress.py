@@ -7,6 +7,7 @@ for the injected clock and sleep."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 
@@ -99,7 +100,7 @@ class ProgressUpdate:
         188 waiting``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
         stages = stages or "no deployment shown by the service yet"
-        return f"{self.done}/{self.total} settled ({self.fraction:.0%}): {stages}"
+        return f"{self.done}/{self.total} settled ({percent(self.done, self.total)}): {stages}"
 
     def text(self) -> str:
         """The update for a person: what is happening, the people per stage,
@@ -120,6 +121,18 @@ class ProgressUpdate:
         if self.eta is not None and not self.finished and self.waiting:
             lines.append(f"about {self.eta:.0f} s left")
         return "\n".join(lines)
+
+
+def percent(count: int, total: int) -> str:
+    """``count`` as a share of ``total``, the way every screen shows it: to
+    the precision that tells shares apart (a decimal below 10%), rounded
+    down, so only all of them is 100% and only none 0%."""
+    if not count or not total:
+        return "0%"
+    share = 100 * count / total
+    if share >= 10:
+        return f"{math.floor(share)}%"
+    return f"{math.floor(share * 10) / 10:.1f}%" if share >= 0.1 else "<0.1%"
 
 
 _RUN_FAILURE_WORDS = {

@@ -84,7 +84,7 @@ def progress_text(update: ProgressUpdate) -> str:
     """The message for one update: a bar of the people settled, then the
     update in campaignkit's words (people per stage, failures, ETA)."""
     width = 20
-    filled = round(update.fraction * width)
+    filled = int(update.fraction * width)  # full only when nobody is waiting
     return f"[{'#' * filled}{'-' * (width - filled)}]\n{update.text()}"
 
 

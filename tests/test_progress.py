@@ -16,6 +16,7 @@ from campaignkit.progress import (
     ProgressUpdate,
     campaign_update,
     check_every,
+    percent,
     run_update,
     throttled,
     top_failures,
@@ -65,6 +66,23 @@ def test_a_run_update_with_its_funnel_counts_what_became_of_the_accepted() -> No
     assert got.failures == (("INVALID_PHONE", 3), ("rejected", 2))
     assert got.summary() == "13/13 settled (100%): 1 sent, 6 delivered, 5 failed, 1 skipped"
     assert "INVALID_PHONE x3: the number is invalid" in got.text()
+
+
+def test_a_share_is_whole_only_when_it_is_whole() -> None:
+    # 199 of 200 settled said "(100%)" beside "1 waiting" (and the
+    # dashboard "100%" beside a waiting share).
+    got = ProgressUpdate(done=199, total=200, delivered=198, failed=0, sent=1, counts={})
+    assert got.summary() == "199/200 settled (99%): 1 waiting, 1 sent, 198 delivered"
+    shares = [(0, 7), (1, 20_000), (3, 200), (199, 200), (19_999, 20_000), (7, 7), (0, 0)]
+    assert [percent(n, total) for n, total in shares] == [
+        "0%",
+        "<0.1%",
+        "1.5%",
+        "99%",
+        "99%",
+        "100%",
+        "0%",
+    ]
 
 
 def test_a_run_with_nothing_settled_is_pending() -> None:

@@ -22,7 +22,7 @@ import orjson
 from .. import errors
 from .._funnel import Funnel
 from ..models import CampaignStatus, HistoryEntry
-from ..progress import ProgressUpdate, campaign_update, failure_words
+from ..progress import ProgressUpdate, campaign_update, failure_words, percent
 from ..status import DeploymentStatus, is_in_progress, stage_of
 
 
@@ -173,12 +173,12 @@ def status_table(status: CampaignStatus) -> str:
     """Deployments per status, with each one's stage and meaning in words, and
     the people per stage below."""
     counts = status_counts(status)
-    total = sum(counts.values()) or 1
+    total = sum(counts.values())
     rows = [
         (
             "(not taken)" if s is None else s.value,
             n,
-            f"{100 * n / total:.1f}%",
+            percent(n, total),
             stage_of(s),
             "not taken by the service yet" if s is None else s.description,
         )

@@ -12,9 +12,9 @@ import attrs
 
 from .._funnel import Funnel as RunFunnel
 from ..ledger import IN_FLIGHT, PLANNED
-from ..progress import ProgressUpdate, failure_words, run_update
+from ..progress import ProgressUpdate, failure_words, percent, run_update
 from ._funnel import Funnel
-from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_html
+from ._html import LaunchSummary, legend_html, moment, poll_label, stack_bar, state_html
 
 __all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "outcomes_html", "total_funnel"]
 

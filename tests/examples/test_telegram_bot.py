@@ -338,3 +338,6 @@ def test_progress_text_shows_the_eta_until_finished() -> None:
         "about 12 s left"
     )
     assert "left" not in text(attrs.evolve(update, finished=True))
+    # The bar is full only when nobody is waiting (199 of 200 filled it).
+    almost = text(attrs.evolve(update, done=199, total=200, delivered=197))
+    assert almost.startswith("[###################-]\n")
