@@ -317,6 +317,21 @@ async def test_tracking_gives_up_after_its_timeout_and_says_so(
     )
 
 
+async def test_a_failure_while_following_says_the_send_was_made(
+    harness: Harness, sb: Sandbox
+) -> None:
+    # The send went through; following it failed (an answer that cannot be
+    # read): the chat must not be told "Not sent".
+    await sb.set_faults({"kind": "wrong_type", "route": "campaign_status"})
+    await harness.send_file(users_csv(3))
+    texts = harness.api.texts()
+    assert texts[0].endswith(": 3 sent now")
+    assert texts[-1].startswith("Stopped following: ")
+    assert texts[-1].endswith(": /campaign the same file again to follow it (nobody is resent).")
+    assert not any(text.startswith("Not sent") for text in texts)
+    assert len((await sb.snapshot(users=False))["companies"][0]["launches"]) == 1
+
+
 def test_trusted_chats_come_from_the_environment() -> None:
     trusted_chats: Any = load_example().trusted_chats
     assert trusted_chats({}) == frozenset()
