@@ -104,11 +104,16 @@ def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> 
     )
     if user is None:
         return InvalidInput(reason=f"line {line}: {reason}", row=line)
-    if validate:
-        problems: Problems = []
-        if user_wire(user, "", problems) is None:
-            text = "; ".join(f"{path.lstrip('.')}: {message}" for path, message in problems)
-            return InvalidInput(reason=f"line {line}: {text}", row=line)
+    return checked_user(user, line) if validate else user
+
+
+def checked_user(user: User, line: int) -> User | InvalidInput:
+    """``user`` if it passes the send's validation, else an
+    :class:`InvalidInput` naming its file ``line`` and every problem."""
+    problems: Problems = []
+    if user_wire(user, "", problems) is None:
+        text = "; ".join(f"{path.lstrip('.')}: {message}" for path, message in problems)
+        return InvalidInput(reason=f"line {line}: {text}", row=line)
     return user
 
 

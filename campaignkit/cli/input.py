@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from .. import errors
+from .._input.csv_files import checked_user
 from .._input.users import as_user
 from ..bulk import InvalidInput, users_from_csv
 from ..models import User
@@ -50,14 +51,14 @@ def is_csv(path: str, fmt: str | None) -> bool:
 
 def load_users(path: str, fmt: str | None) -> list[User]:
     """Every user of the file, for one request; a UsageError naming the first
-    items that are not users, CSV rows by their line (for JSON, the request's
-    validation checks the rest, by index)."""
+    items that are not users, CSV rows and JSON Lines by their line (for a
+    JSON array, the request's validation checks the rest, by index)."""
     name = readable(path)
     with _reading(name):
         if is_csv(path, fmt):
             items = list(users_from_csv(_source(path)))
         else:
-            items = [_user(item, i) for i, item in enumerate(_json_items(path, name))]
+            items = _json_users(*_json_items(path, name))
     bad = [item.reason for item in items if isinstance(item, InvalidInput)]
     if bad:
         more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
@@ -67,18 +68,30 @@ def load_users(path: str, fmt: str | None) -> list[User]:
 
 def bulk_input(path: str, fmt: str | None) -> tuple[Iterable[Any], int | None]:
     """The file's items for ``send_bulk``, which validates and reports each
-    one (CSV rows by line, streamed), and their number if cheaply known."""
+    one (CSV rows and JSON Lines by line, CSV streamed), and their number if
+    cheaply known."""
     name = readable(path)
     if is_csv(path, fmt):
         return users_from_csv(_source(path)), _count_rows(path)
     with _reading(name):
-        items = _json_items(path, name)
-    return items, len(items)
+        items, lines = _json_items(path, name)
+    # JSON Lines checked here, to be named by line; an array's items by send_bulk.
+    return (items if lines is None else _json_users(items, lines)), len(items)
 
 
-def _user(item: Any, index: int) -> User | InvalidInput:
-    user, reason = as_user(item)
-    return InvalidInput(reason=f"users[{index}]: {reason}") if user is None else user
+def _json_users(items: list[Any], lines: list[int] | None) -> list[User | InvalidInput]:
+    """The users of a JSON file, each not one named by its line (JSON Lines,
+    checked as a CSV row is) or its index in the array."""
+    users: list[User | InvalidInput] = []
+    for i, item in enumerate(items):
+        line = None if lines is None else lines[i]
+        user, reason = as_user(item)
+        if user is None:
+            place = f"users[{i}]" if line is None else f"line {line}"
+            users.append(InvalidInput(reason=f"{place}: {reason}", row=line))
+        else:
+            users.append(user if line is None else checked_user(user, line))
+    return users
 
 
 def _source(path: str) -> str:
@@ -97,21 +110,27 @@ def _reading(name: str) -> Iterator[None]:
         raise UsageError(f"{name}: {one_line(exc)}") from None
 
 
-def _json_items(path: str, name: str) -> list[Any]:
+def _json_items(path: str, name: str) -> tuple[list[Any], list[int] | None]:
+    """The file's items, and their lines for JSON Lines (None for an array)."""
     text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8-sig")
+    lines = None
     try:
         data: Any = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
+        numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         try:  # JSON Lines
-            data = [orjson.loads(line) for line in text.splitlines() if line.strip()]
+            data = [orjson.loads(line) for _, line in numbered]
         except orjson.JSONDecodeError:
             raise UsageError(f"{name}: not valid JSON ({exc})") from None
+        lines = [n for n, _ in numbered]
     if isinstance(data, dict):
         # {"users": [...]}, else one user (a JSON Lines file of one line).
-        data = data["users"] if isinstance(data.get("users"), list) else [data]
+        if isinstance(data.get("users"), list):
+            return data["users"], None
+        return [data], [text[: len(text) - len(text.lstrip())].count("\n") + 1]
     if not isinstance(data, list):
         raise UsageError(f'{name}: expected a JSON array of users or {{"users": [...]}}')
-    return data
+    return data, lines
 
 
 def _count_rows(path: str) -> int | None:

@@ -94,12 +94,16 @@ async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_pat
     path.write_text("\n".join(orjson.dumps(user).decode() for user in users))  # JSON Lines
     one = await run(sb, "send", str(poll), str(path))
     assert one.code == 2
-    assert "users[1]: unknown field(s): phone" in one.err
+    assert "line 2: unknown field(s): phone" in one.err
     bulk = await run(sb, "send", str(poll), str(path), "--bulk")
     assert bulk.code == 6, bulk.err
-    assert "invalid: input #2: unknown field(s): phone" in bulk.err
-    # The input named once (not again as users[2]), then what is wrong with it.
-    assert "invalid: input #3: country_code: must be '+' and 1 to 4 digits" in bulk.err
+    assert "invalid: line 2: unknown field(s): phone" in bulk.err
+    # An array's items by their number, named once (not again as users[2]).
+    path.write_bytes(orjson.dumps(users))
+    array = await run(sb, "send", str(poll), str(path), "--bulk")
+    assert array.code == 6, array.err
+    assert "invalid: input #2: unknown field(s): phone" in array.err
+    assert "invalid: input #3: country_code: must be '+' and 1 to 4 digits" in array.err
 
 
 def test_a_json_lines_file_of_one_line_is_one_user(tmp_path: Path) -> None:
@@ -134,3 +138,18 @@ def test_a_header_without_the_columns_gives_no_hint_the_command_cannot_follow(
         f"{path}: invalid input: header: needs a 'country_code' and a 'cellphone' column "
         "(read the columns 'telefono', 'pais' split on ';')"
     )
+
+
+async def test_a_json_lines_file_names_the_file_line(sb: Sandbox, tmp_path: Path) -> None:
+    # As CSV rows are: "line 4", not the user's index ("users[1]"), with or
+    # without --bulk (a blank line counts, as a text editor counts it).
+    poll = await first_poll(sb)
+    path = tmp_path / "u.jsonl"
+    bad = {**ROW, "cellphone": "3000000002", "country_code": "57"}
+    path.write_text(f"{orjson.dumps(ROW).decode()}\n\n\n{orjson.dumps(bad).decode()}\n")
+    one = await run(sb, "send", str(poll), str(path))
+    assert one.code == 2
+    assert f"{path}: line 4: country_code: must be '+' and 1 to 4 digits" in one.err
+    bulk = await run(sb, "send", str(poll), str(path), "--bulk")
+    assert bulk.code == 6, bulk.err
+    assert "invalid: line 4: country_code: must be '+' and 1 to 4 digits" in bulk.err
