@@ -164,7 +164,7 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
-        sent = await wait_for_line(proc, "202 accepted: launch_request_id ")
+        sent = await wait_for_line(proc, "queued by the service (HTTP 202 Accepted): ")
         await wait_for_line(proc, "The dashboard stays open")
         assert sent.split()[-1] in await get_text(url)
     finally:
