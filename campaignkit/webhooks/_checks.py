@@ -2,9 +2,10 @@
 
 Ids (session, conversation, phone, event) are at most :data:`MAX_ID_LENGTH`
 characters without control characters; session variable names likewise;
-their values at most :data:`MAX_VALUE_LENGTH` characters without a NUL (a
-PostgreSQL text cannot hold one). A delivery's dedupe key is a digest of the
-whole body, so no raw id is ever stored.
+their values, and the user's answer (``actual_response``), at most
+:data:`MAX_VALUE_LENGTH` characters without a NUL (a PostgreSQL text cannot
+hold one). A delivery's dedupe key is a digest of the whole body, so no raw
+id is ever stored.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def problem_of(event: WebhookEvent) -> str | None:
             return f"{path}.key: over {MAX_ID_LENGTH} characters or has control characters"
         if len(item.value) > MAX_VALUE_LENGTH or "\x00" in item.value:
             return f"{path}.value: over {MAX_VALUE_LENGTH} characters or has a NUL"
+    answer = event.answer  # what a ledger stores of a response
+    if answer is not None and (len(answer) > MAX_VALUE_LENGTH or "\x00" in answer):
+        return f"actual_response: over {MAX_VALUE_LENGTH} characters or has a NUL"
     if event.kind in SESSION_KINDS and not event.session_id:
         field = (
             "session.external_id" if event.kind is EventKind.CONVERSATION_CLOSED else "session_id"

@@ -224,6 +224,12 @@ BAD = [
         id="nul-value",
     ),
     pytest.param(orjson.dumps({"read_at": "2019-01-01 00:00:00"}), 422, id="no-id"),
+    pytest.param(
+        orjson.dumps({**samples.RESPONSE, "actual_response": "FAKE\x00"}), 422, id="nul-answer"
+    ),
+    pytest.param(
+        orjson.dumps({**samples.RESPONSE, "actual_response": "x" * 70_000}), 422, id="long-answer"
+    ),
 ]
 
 
