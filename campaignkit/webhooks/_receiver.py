@@ -1,7 +1,8 @@
 """The webhook receiver: answer each call of the service within its 10 s.
 
 The service merges the ``user_session_keys`` of a ``200`` answer into the
-session at once, so ``on_event`` runs while the call waits, for at most
+session at once, so ``on_event`` runs while the call waits (a plain function
+in a worker thread, an ``async def`` one on the loop), for at most
 ``deadline`` seconds; a slower callback gets an empty answer sent at the
 deadline, and the keys it returns later go out by
 :meth:`CampaignClient.update_session` when ``client=`` was given.
@@ -88,6 +89,7 @@ class WebhookHandler:
         if problems:
             raise ValidationError(problems)
         self._on_event = on_event
+        self._in_thread = not _is_async(on_event)
         self.kinds = None if kinds is None else frozenset(kinds)
         register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
@@ -200,12 +202,14 @@ class WebhookHandler:
 
     async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
         try:
-            result = self._on_event(event)
-            if not inspect.isawaitable(result):
-                return as_keys(result)  # a plain function: it has run already
+            loop = asyncio.get_running_loop()
+            if self._in_thread:  # a plain function: it may block, the deadline holds
+                result: Any = loop.run_in_executor(None, self._on_event, event)
+            else:
+                result = self._on_event(event)
             # A task of its own (also its own current_task(), for asyncio.timeout
             # and the like), which may outlive the deadline and this request.
-            task = asyncio.get_running_loop().create_task(_keys_of(result))
+            task = loop.create_task(_keys_of(result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             if await self._finished_in_time(task):
@@ -264,8 +268,16 @@ class WebhookHandler:
             logger.exception("webhook: update_session with the late keys failed")
 
 
-async def _keys_of(awaitable: Awaitable[Keys]) -> tuple[SessionKey, ...]:
-    return as_keys(await awaitable)
+def _is_async(on_event: OnEvent) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    return any(map(inspect.iscoroutinefunction, (on_event, type(on_event).__call__)))
+
+
+async def _keys_of(awaitable: Awaitable[Any]) -> tuple[SessionKey, ...]:
+    result = await awaitable
+    if inspect.isawaitable(result):  # a plain function that returned a coroutine
+        result = await result
+    return as_keys(result)
 
 
 webhook_handler = WebhookHandler

@@ -291,6 +291,37 @@ async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
     assert updates.calls == [("1234", (SessionKey("late", "yes"),))]
 
 
+async def test_a_blocking_plain_function_is_answered_at_the_deadline_too(serve: Any) -> None:
+    updates = Updates()
+
+    def blocking(event: WebhookEvent) -> dict[str, str]:
+        time.sleep(0.5)  # in a worker thread: the loop goes on serving
+        return {"late": event.kind.value}
+
+    client = await serve(webhook_app(blocking, deadline=0.1, client=updates))
+    started = time.monotonic()
+    answers = await asyncio.gather(
+        client.post("/webhook", json=samples.RESPONSE), client.post("/webhook", json=samples.READ)
+    )
+    assert time.monotonic() - started < 0.45
+    assert [await a.json() for a in answers] == [{"user_session_keys": []}] * 2
+    for _ in range(100):
+        if len(updates.calls) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert set(updates.calls) == {
+        ("1234", (SessionKey("late", "read"),)),
+        ("1234", (SessionKey("late", "response"),)),
+    }
+
+
+async def test_a_plain_function_returning_a_coroutine_is_awaited(serve: Any) -> None:
+    calls = Calls({"via": "lambda"})
+    client = await serve(webhook_app(lambda event: calls(event)))
+    answer = await client.post("/webhook", json=samples.RESPONSE)
+    assert await answer.json() == {"user_session_keys": [{"key": "via", "value": "lambda"}]}
+
+
 async def test_the_ledger_records_each_event(serve: Any) -> None:
     class Recorder:
         def __init__(self) -> None:
