@@ -252,6 +252,22 @@ async def test_bad_input_is_refused_before_anything_is_stored(
         assert raw not in line
 
 
+async def test_a_wrong_secret_is_refused_before_anything_is_stored(
+    serve: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls, store = Calls(), CountingStore()
+    app = webhook_app(calls, dedupe=store, secret="Bearer s3cret", secret_header="Authorization")
+    client = await serve(app)
+    caplog.set_level(logging.DEBUG, "campaignkit")
+    wrong = {"Authorization": "Bearer FAKE-guess\x7f"}
+    response = await client.post("/webhook", json=samples.RESPONSE, headers=wrong)
+    assert (response.status, (await response.json())["error"]) == (401, "unauthorized")
+    assert (calls.events, store.seen) == ([], {})
+    [line] = [r.getMessage() for r in caplog.records if r.name == "campaignkit.webhooks"]
+    assert "FAKE" not in line
+    assert "s3cret" not in line
+
+
 async def test_a_failing_callback_answers_empty_and_is_handled_again(
     serve: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
