@@ -51,6 +51,16 @@ class Calls:
         return self.answer
 
 
+class Recorder:
+    """A ``ledger=`` that records the events it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[WebhookEvent] = []
+
+    async def record_event(self, event: WebhookEvent) -> None:
+        self.events.append(event)
+
+
 class CountingStore:
     """A dedupe store in memory that counts what reached it."""
 
@@ -183,12 +193,13 @@ async def test_different_answers_of_one_session_are_different_events(serve: Any)
 
 
 async def test_kinds_filters(serve: Any) -> None:
-    calls = Calls({"x": "y"})
-    client = await serve(webhook_app(calls, kinds={EventKind.RESPONSE}))
+    calls, recorder = Calls({"x": "y"}), Recorder()
+    client = await serve(webhook_app(calls, kinds={EventKind.RESPONSE}, ledger=recorder))
     delivered = await client.post("/webhook", json=samples.DELIVERED)
     assert await delivered.json() == {"user_session_keys": []}
     assert (await client.post("/webhook", json=samples.RESPONSE)).status == 200
     assert [e.kind for e in calls.events] == [EventKind.RESPONSE]
+    assert recorder.events == calls.events  # the ledger sees the passed kinds only
 
 
 async def test_the_secret_is_the_whole_header_value(serve: Any) -> None:
@@ -339,13 +350,6 @@ async def test_a_plain_function_returning_a_coroutine_is_awaited(serve: Any) -> 
 
 
 async def test_the_ledger_records_each_event(serve: Any) -> None:
-    class Recorder:
-        def __init__(self) -> None:
-            self.events: list[WebhookEvent] = []
-
-        async def record_event(self, event: WebhookEvent) -> None:
-            self.events.append(event)
-
     recorder = Recorder()
     client = await serve(webhook_app(Calls(), ledger=recorder))
     for body in (samples.DELIVERED, samples.READ, samples.READ):
