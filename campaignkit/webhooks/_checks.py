@@ -49,11 +49,15 @@ def problem_of(event: WebhookEvent) -> str | None:
     return None
 
 
-def delivery_key(event: WebhookEvent) -> str:
+def delivery_key(event: WebhookEvent) -> str | None:
     """The dedupe key: ``event_id`` when given, else the whole body, as a digest
-    (key order does not matter, every other byte does)."""
+    (key order does not matter, every other byte does). None for a body nested
+    deeper than orjson writes (255 levels; it reads 1,024): no real one is."""
     if event.event_id is not None:
         material = b"event_id:" + event.event_id.encode()
     else:
-        material = orjson.dumps(event.payload, option=orjson.OPT_SORT_KEYS)
+        try:
+            material = orjson.dumps(event.payload, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return None
     return f"{event.kind.value}:{hashlib.sha256(material).hexdigest()}"

@@ -1,10 +1,9 @@
 """The webhook receiver: answer each call of the service within its 10 s.
 
-The service merges the ``user_session_keys`` of a ``200`` answer into the
-session at once, so ``on_event`` runs while the call waits (a plain function
-in a worker thread, an ``async def`` one on the loop), for at most
-``deadline`` seconds; a slower callback gets an empty answer sent at the
-deadline, and the keys it returns later go out by
+The service merges the ``user_session_keys`` of a ``200`` answer at once, so
+``on_event`` runs while the call waits (a plain function in a worker thread),
+for at most ``deadline`` seconds; a slower callback gets an empty answer at
+the deadline, and the keys it returns later go out by
 :meth:`CampaignClient.update_session` when ``client=`` was given.
 """
 
@@ -147,6 +146,8 @@ class WebhookHandler:
         if self.kinds is not None and event.kind not in self.kinds:
             return keys_answer(())
         key = delivery_key(event)
+        if key is None:
+            return self._refuse(400, "too_deep", "the body nests too deep")
         try:
             await self._prune()
             first = await self._dedupe.first_sighting(EVENTS_NAMESPACE, key)
