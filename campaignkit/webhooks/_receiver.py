@@ -159,7 +159,7 @@ class WebhookHandler:
             return keys_answer(())
         self.received += 1
         await self._record(event)
-        return keys_answer(await self._call(event, key))
+        return await self._call(event, key)
 
     def _refuse(self, status: int, code: str, message: str) -> web.Response:
         logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
@@ -201,7 +201,7 @@ class WebhookHandler:
         except Exception:
             logger.exception("webhook: the ledger could not record a %s event", event.kind.value)
 
-    async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
+    async def _call(self, event: WebhookEvent, key: str) -> web.Response:
         try:
             loop = asyncio.get_running_loop()
             if self._in_thread:  # a plain function: it may block, the deadline holds
@@ -214,7 +214,7 @@ class WebhookHandler:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             if await self._finished_in_time(task):
-                return task.result()
+                return keys_answer(task.result())  # text orjson cannot write fails here
         except Exception:
             logger.exception("webhook: on_event failed for a %s event", event.kind.value)
             # Forget the delivery so that the same call sent again is handled.
@@ -222,10 +222,10 @@ class WebhookHandler:
                 await self._dedupe.forget(EVENTS_NAMESPACE, key)
             except Exception as exc:
                 logger.error("webhook: could not forget a failed delivery: %r", exc)
-            return ()
+            return keys_answer(())
         task.add_done_callback(lambda t: self._late(event, t))
         logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
-        return ()
+        return keys_answer(())
 
     async def _finished_in_time(self, task: asyncio.Task[Any]) -> bool:
         """Wait for ``task`` until the deadline (lighter than ``asyncio.wait``)."""

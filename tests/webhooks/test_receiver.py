@@ -290,9 +290,12 @@ async def test_a_failing_callback_answers_empty_and_is_handled_again(
         assert (response.status, await response.json()) == (200, {"user_session_keys": []})
     assert len(calls.events) == 2
     assert any("on_event failed" in r.getMessage() for r in caplog.records)
-    calls.answer = "not keys"
-    response = await client.post("/webhook", json=samples.RESPONSE)
-    assert await response.json() == {"user_session_keys": []}
+    # Keys that cannot go on the wire fail like an exception (they were a 500).
+    for wrong in ("not keys", {"a": "\ud800"}, [SessionKey("a", "b", 5)]):  # type: ignore[arg-type]
+        calls.answer = wrong
+        response = await client.post("/webhook", json=samples.RESPONSE)
+        assert (response.status, await response.json()) == (200, {"user_session_keys": []})
+    assert len(calls.events) == 5
 
 
 class Updates:
