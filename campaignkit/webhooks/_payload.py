@@ -23,7 +23,7 @@ import attrs
 from .._redaction import sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
-from ._checks import MAX_ID_LENGTH, problem_of
+from ._checks import MAX_ID_LENGTH, loggable, problem_of
 from ._events import EventKind, parse_event, session_keys_of
 
 logger = sdk_logger("campaignkit.webhooks")
@@ -96,8 +96,8 @@ def read_reply(payload: Any) -> ReplyEvent:
     session_id = str(raw_id).strip()
     if not session_id:
         _unusable(path, "is empty")
-    if len(session_id) > MAX_ID_LENGTH or not session_id.isprintable():
-        _unusable(path, f"over {MAX_ID_LENGTH} characters or has control characters")
+    if not loggable(session_id):
+        _unusable(path, f"over {MAX_ID_LENGTH} characters or not printable")
     nested = holder.get(KEYS_FIELD) if holder is not payload else None
     keys = event.user_session_keys if nested is None else session_keys_of(nested)
     return ReplyEvent(session_id, keys, payload)

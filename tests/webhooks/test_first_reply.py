@@ -398,9 +398,11 @@ async def test_a_nul_id_is_refused_before_the_ledger(
     recorder = Recorder()
     async with new_ledger() as ledger:
         client = await serve(first_reply_app(recorder, dedupe=ledger))
-        for sid in ("a\x00b", "a\nINJECTED"):
-            answer = await client.post("/webhook", json={"session_external_id": sid})
-            assert answer.status == 422
+        for sid in ("a\x00b", "a\nINJECTED", "a\u2028INJECTED", "a\x85INJECTED"):
+            real = {"session_id": sid, "responded_at": "2019-01-01 00:00:00"}
+            for body in ({"session_external_id": sid}, real):
+                answer = await client.post("/webhook", json=body)
+                assert answer.status == 422
         assert await ledger.prune_seen("first_reply", time.time() + 1) == 0
     assert recorder.events == []
     assert not any("INJECTED" in r.getMessage() for r in caplog.records)
