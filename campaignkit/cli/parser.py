@@ -22,6 +22,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "agent_url": None,
     "timeout": None,
     "max_retries": None,
+    "resend_after_429": True,
     "json": False,
     "quiet": False,
     "debug": False,
@@ -48,6 +49,14 @@ def _common() -> Parser:
     g.add_argument("--agent-url", default=s, help=f"agent host ({ENV_URLS['agent_url']})")
     g.add_argument("--timeout", type=positive_float, default=s, help="seconds per request")
     g.add_argument("--max-retries", type=int, default=s, help="retries of a failed read")
+    g.add_argument(
+        "--no-resend-after-429",
+        dest="resend_after_429",
+        action="store_false",
+        default=s,
+        help="a send answered 429 is ambiguous, never resent (for a gateway that may "
+        "answer 429 after the service acted)",
+    )
     o = common.add_argument_group("output")
     o.add_argument("--json", action="store_true", default=s, help="machine-readable output")
     o.add_argument("-q", "--quiet", action="store_true", default=s, help="no progress/notes")
