@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import attrs
 
 from .._redaction import sdk_logger
+from .._wire.convert import json_type
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._checks import MAX_ID_LENGTH, loggable, problem_of
@@ -78,7 +79,7 @@ def extract_reply(payload: Any) -> ReplyEvent:
 def read_reply(payload: Any) -> ReplyEvent:
     """:func:`extract_reply` without its warning (the first-reply handler's)."""
     if not isinstance(payload, Mapping):
-        _unusable("$", f"the body must be a JSON object, got {type(payload).__name__}")
+        _unusable("$", f"the body must be a JSON object, got {json_type(payload)}")
     event = parse_event(payload)
     problem = problem_of(event)
     if problem is not None:
@@ -92,7 +93,7 @@ def read_reply(payload: Any) -> ReplyEvent:
     path, holder = found
     raw_id = holder[ID_FIELD]
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-        _unusable(path, f"must be a string, got {type(raw_id).__name__}")
+        _unusable(path, f"must be a string, got {json_type(raw_id)}")
     session_id = str(raw_id).strip()
     if not session_id:
         _unusable(path, "is empty")
