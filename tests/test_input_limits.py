@@ -133,7 +133,7 @@ async def test_session_variables_at_the_limit_are_sent(size: int) -> None:
         ),
         ((1, [user(deployment_eta=-1)]), "users[0].deployment_eta", "but an int (-1) was given"),
         (
-            (1, [user(user_session_keys=[SessionKey("plan", "gold", type=3)])]),
+            (1, [user(user_session_keys=[SessionKey("plan", "gold", type=3)])]),  # type: ignore[arg-type]
             "users[0].user_session_keys[0].type",
             "must be text (a str), but an int (3) was given",
         ),
