@@ -408,6 +408,21 @@ async def test_a_nul_id_is_refused_before_the_ledger(
     assert not any("INJECTED" in r.getMessage() for r in caplog.records)
 
 
+async def test_ids_seen_are_forgotten_after_the_retention(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    # They were kept in the ledger for good.
+    async with new_ledger() as ledger:
+        client = await serve(first_reply_app(Recorder(), dedupe=ledger, retention=0.5))
+        answers = [(await client.post("/webhook", json={"session_external_id": "a"})).status]
+        answers.append((await client.post("/webhook", json={"session_external_id": "a"})).status)
+        await asyncio.sleep(0.6)
+        answers.append((await client.post("/webhook", json={"session_external_id": "b"})).status)
+        # Only "b" is left: "a" was pruned as "b" arrived.
+        assert await ledger.prune_seen("first_reply", time.time() + 1) == 1
+    assert answers == [202, 200, 202]
+
+
 async def test_real_payloads_are_read(serve: Any) -> None:
     recorder = Recorder()
     app = first_reply_app(recorder)
