@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from .._redaction import redact
 from .._version import __version__
 from ..config import ENV_API_KEY, ENV_URLS
 from . import demo, polls, runs, sandbox, send, sessions, submit, suppress, track, watch
@@ -33,8 +34,9 @@ class Parser(argparse.ArgumentParser):
     """argparse with the CLI's usage exit status."""
 
     def error(self, message: str) -> NoReturn:
+        # Redacted: a key typed where a command or value belongs is quoted back.
         self.print_usage(sys.stderr)
-        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(ExitStatus.USAGE, redact(f"{self.prog}: error: {message}\n"))
 
 
 def _common() -> Parser:
