@@ -4,6 +4,7 @@ stderr and an exit status, with the API key redacted from all of it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sys
@@ -59,6 +60,15 @@ def run(
             return ExitStatus.OK
         err.write("campaignkit: interrupted\n")
         return ExitStatus.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of the output left (`| head`): stop quietly, as a pipe's
+        # writer does; the output still buffered is dropped, not written at exit.
+        with contextlib.suppress(OSError, ValueError):
+            fd = out.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        return ExitStatus.OK
     except Exception as exc:
         if args.debug:
             err.write(redact("".join(traceback.format_exception(exc))))

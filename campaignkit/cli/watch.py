@@ -16,6 +16,7 @@ from ..dashboard import (
     Dashboard,
     Sample,
     follow_report,
+    ledger_history,
     run_of,
     sandbox_launches,
     serve_dashboard,
@@ -76,7 +77,7 @@ def register(add: AddCommand) -> None:
         "Follows the launch until it settles (--no-wait: reads it once; --follow-for: at "
         "most that long), then writes the "
         "report; its chart covers what was watched, from the start of the bulk run that "
-        "sent it when --journal knows it.",
+        "sent it when --journal knows it, with the statuses the run's following saw.",
     )
     p.add_argument("launch_request_id")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
@@ -139,9 +140,12 @@ async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     launch = a.launch_request_id
+    seen: list[Sample] = []  # what the ledger saw of the launch, if it followed the run
     async with maybe_ledger(a.journal) as ledger:
         info = None if ledger is None else await run_of(ledger, launch)
         run_funnel = None if ledger is None or info is None else await ledger.funnel(info.run)
+        if ledger is not None and info is not None:
+            seen = await ledger_history(ledger, info.run, launch)
     started = None if info is None else datetime.fromtimestamp(info.created, UTC)
     history: list[Sample] = []
     if a.no_wait:
@@ -154,7 +158,7 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         client,
         launch,
         a.output,
-        history=history,
+        history=[s for s in seen if not history or s.at < history[0].at] + history,
         status=status,
         poll_name=names.get(status.poll_id),
         started=started,

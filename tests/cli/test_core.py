@@ -3,13 +3,16 @@ one-line errors, the help."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import secrets
 import sys
 
-from helpers.cli import closed_port, subprocess
+from helpers.cli import SCRIPT, closed_port, sandbox_env, subprocess
 
 from campaignkit import cli
 from campaignkit.cli import ExitStatus
+from campaignkit.sandbox import Sandbox
 
 
 async def test_bad_flags_exit_2() -> None:
@@ -121,3 +124,24 @@ def test_exit_statuses_keep_their_numbers() -> None:
     }
     assert {status.name.lower(): status.value for status in ExitStatus} == expected
     assert expected == cli.EXIT
+
+
+async def test_a_reader_that_leaves_early_ends_the_command_quietly(sb: Sandbox) -> None:
+    # `campaignkit polls | head -1`: the pipe closes before the output is
+    # written. No error blaming the service URL, no traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            str(SCRIPT),
+            "polls",
+            stdout=write_end,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **sandbox_env(sb)},
+        )
+    finally:
+        os.close(write_end)
+    async with asyncio.timeout(30):
+        _, err = await process.communicate()
+    assert err.decode() == ""
+    assert process.returncode == ExitStatus.OK

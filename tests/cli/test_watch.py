@@ -69,6 +69,40 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     assert "typo.db: no such ledger file" in missing.err
 
 
+def right_edge(page: str, stage: str) -> float:
+    """Where the chart's area of ``stage`` ends: the largest x at which it has
+    a height (0.0 if it has none). An area is its top edge, then its bottom
+    edge backwards, point for point."""
+    [area] = re.findall(rf'class="area st-{stage}" points="([^"]*)"', page) or [""]
+    points = [tuple(map(float, point.split(","))) for point in area.split()]
+    half = len(points) // 2
+    edges = zip(points[:half], reversed(points[half:]), strict=True)
+    return max((top[0] for top, bottom in edges if bottom[1] - top[1] > 0.5), default=0.0)
+
+
+async def test_a_report_made_later_charts_the_run_as_its_ledger_saw_it(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    # A run followed to the end, its report made seconds later: the chart
+    # moves people out of waiting when the ledger saw them move, not at the
+    # report's reading (it drew them all waiting until then).
+    await sb.set_clock(speed=20)
+    journal = tmp_path / "runs.db"
+    users = [User(cellphone=f"300222{i:04d}", country_code="+57") for i in range(5)]
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0]
+        report = await client.send_bulk(poll.id, users, journal=journal, run="r1", follow=True)
+    await asyncio.sleep(3)
+    out = tmp_path / "report.html"
+    launch = report.launch_request_ids[0]
+    argv = ("report", launch, "-o", str(out), "--journal", str(journal), "--no-wait")
+    result = await run(sb, *argv)
+    assert result.code == 0, result.err
+    page = out.read_text()
+    assert 0 < right_edge(page, "waiting") < 48 + 660 / 2  # the chart's left, half its width
+    assert right_edge(page, "delivered") > 48 + 660 / 2
+
+
 async def wait_for_line(proc: asyncio.subprocess.Process, start: str) -> str:
     assert proc.stdout is not None
     while True:
@@ -131,7 +165,7 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
-        sent = await wait_for_line(proc, "202 accepted: launch_request_id ")
+        sent = await wait_for_line(proc, "queued by the service (HTTP 202 Accepted): launch_request_id ")
         await wait_for_line(proc, "The dashboard stays open")
         assert sent.split()[-1] in await get_text(url)
     finally:
