@@ -165,7 +165,9 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
-        sent = await wait_for_line(proc, "queued by the service (HTTP 202 Accepted): launch_request_id ")
+        sent = await wait_for_line(
+            proc, "queued by the service (HTTP 202 Accepted): launch_request_id "
+        )
         await wait_for_line(proc, "The dashboard stays open")
         assert sent.split()[-1] in await get_text(url)
     finally:
