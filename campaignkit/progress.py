@@ -7,6 +7,7 @@ for the injected clock and sleep."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 
@@ -36,10 +37,11 @@ class ProgressUpdate:
     will not be sent, ``failures`` the most frequent failure statuses. For a
     bulk run read from its ledger: ``counts`` by ledger state (plus
     ``invalid`` and ``duplicate`` inputs), ``done`` the settled inputs,
-    ``sent`` the recipients the service accepted (delivery is tracked per
-    launch, so ``delivered`` stays 0), ``failed`` those rejected, ambiguous
-    or invalid, ``skipped`` the other settled inputs (duplicates, suppressed,
-    deferred).
+    ``sent`` the recipients the service accepted, less those its ``funnel``
+    knows ``delivered`` or failed (without one, delivery is tracked per
+    launch and ``delivered`` stays 0), ``failed`` those rejected, ambiguous
+    or invalid and those whose deployment failed, ``skipped`` the other
+    settled inputs (duplicates, suppressed, deferred).
 
     ``state`` is the campaign request's (the least advanced launch's for a
     group; a run is ``PENDING`` until an input settles, ``DONE`` once every
@@ -98,7 +100,7 @@ class ProgressUpdate:
         188 waiting``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
         stages = stages or "no deployment shown by the service yet"
-        return f"{self.done}/{self.total} settled ({self.fraction:.0%}): {stages}"
+        return f"{self.done}/{self.total} settled ({percent(self.done, self.total)}): {stages}"
 
     def text(self) -> str:
         """The update for a person: what is happening, the people per stage,
@@ -119,6 +121,18 @@ class ProgressUpdate:
         if self.eta is not None and not self.finished and self.waiting:
             lines.append(f"about {self.eta:.0f} s left")
         return "\n".join(lines)
+
+
+def percent(count: int, total: int) -> str:
+    """``count`` as a share of ``total``, the way every screen shows it: to
+    the precision that tells shares apart (a decimal below 10%), rounded
+    down, so only all of them is 100% and only none 0%."""
+    if not count or not total:
+        return "0%"
+    share = 100 * count / total
+    if share >= 10:
+        return f"{math.floor(share)}%"
+    return f"{math.floor(share * 10) / 10:.1f}%" if share >= 0.1 else "<0.1%"
 
 
 _RUN_FAILURE_WORDS = {
@@ -152,11 +166,18 @@ def run_update(
 ) -> ProgressUpdate:
     """A bulk run's update from its ledger counts (``total``: the inputs, once
     the producer has read them all; ``done``: every input settled) and its
-    ``funnel``."""
-    failures = top_failures((state, counts.get(state, 0)) for state in _RUN_FAILURES)
+    ``funnel``: the accepted recipients it knows delivered, or failed (by
+    status), are counted there, the others sent."""
+    outcomes = funnel.failed if funnel is not None else {}
+    failures = top_failures(
+        [(state, counts.get(state, 0)) for state in _RUN_FAILURES] + list(outcomes.items())
+    )
     settled = sum(n for state, n in counts.items() if state not in (PLANNED, IN_FLIGHT))
-    failed = sum(n for _, n in failures)
-    sent = counts.get(ACCEPTED, 0)
+    accepted = counts.get(ACCEPTED, 0)
+    delivered = min(funnel.delivered, accepted) if funnel is not None else 0
+    failed_there = min(sum(outcomes.values()), accepted - delivered)
+    failed = sum(counts.get(state, 0) for state in _RUN_FAILURES) + failed_there
+    sent = accepted - delivered - failed_there
     if done:
         state = CampaignState.DONE
     else:
@@ -164,9 +185,9 @@ def run_update(
     return ProgressUpdate(
         done=settled,
         total=max(total or 0, sum(counts.values())),
-        delivered=0,
+        delivered=delivered,
         sent=sent,
-        skipped=settled - sent - failed,
+        skipped=settled - sent - delivered - failed,
         failed=failed,
         counts=dict[str | None, int](counts.items()),
         failures=failures,

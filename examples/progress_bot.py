@@ -47,7 +47,7 @@ def progress_message(tracker: CampaignTracker) -> str:
     words (``ProgressUpdate.summary``: sent is not delivered)."""
     update = tracker.snapshot()
     bar_width = 20
-    filled = round(update.fraction * bar_width)
+    filled = int(update.fraction * bar_width)  # full only when nobody is waiting
     return f"[{'#' * filled}{'-' * (bar_width - filled)}] {update.summary()}"
 
 

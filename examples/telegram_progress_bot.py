@@ -17,8 +17,8 @@ SQLite file, ``telegram-bot.db`` by default) under a run named after the
 chat, the poll and the file's content (``tg-<chat>-<poll>-<sha256[:12]>``):
 a second ``/campaign`` of the same file resends nobody, it follows the
 campaign again. Every failure (a bad file, a refused send, a send that may or
-may not have arrived, tracking given up after ``--track-timeout``) is told in
-the chat in one line.
+may not have arrived, tracking given up after ``--track-timeout`` or failed
+after the send) is told in the chat in one line.
 
 Telegram limits edits: the message is edited at most once per ``--every``
 seconds, never with unchanged text (Telegram refuses those), and a 429 from
@@ -84,7 +84,7 @@ def progress_text(update: ProgressUpdate) -> str:
     """The message for one update: a bar of the people settled, then the
     update in campaignkit's words (people per stage, failures, ETA)."""
     width = 20
-    filled = round(update.fraction * width)
+    filled = int(update.fraction * width)  # full only when nobody is waiting
     return f"[{'#' * filled}{'-' * (width - filled)}]\n{update.text()}"
 
 
@@ -250,6 +250,7 @@ def campaign_router(
             posted = await message.answer(f"Following {report.counts['accepted']} users...")
             live = LiveMessage(bot, posted, every)
             group = client.track_many(report.acks, until="settled", timeout=track_timeout)
+            again = "/campaign the same file again to follow it (nobody is resent)."
             try:
                 async for update in group.updates(every):
                     await live.show(progress_text(update))
@@ -257,8 +258,10 @@ def campaign_router(
                 waiting = report.counts["accepted"] - group.snapshot().done
                 await message.answer(
                     f"Stopped following after {track_timeout:g} s, {waiting} still waiting: "
-                    "/campaign the same file again to follow it (nobody is resent)."
+                    + again
                 )
+            except CampaignKitError as exc:  # sent: only following it failed
+                await message.answer(f"Stopped following: {one_line(exc)}: {again}")
         finally:
             # Following starts meanwhile: the send's last update waits for the edit rate.
             await sending.flush()

@@ -10,12 +10,13 @@ import attrs
 import pytest
 from helpers.fakes import FakeTime
 
-from campaignkit import CampaignState, DeploymentStatus, ValidationError
+from campaignkit import CampaignState, DeploymentStatus, Funnel, ValidationError
 from campaignkit.progress import (
     Eta,
     ProgressUpdate,
     campaign_update,
     check_every,
+    percent,
     run_update,
     throttled,
     top_failures,
@@ -55,6 +56,33 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
     # The producer's total once it has read the input; a run done is DONE.
     done = run_update({**counts, "planned": 0, "in_flight": 0, "accepted": 15}, 40, True)
     assert (done.total, done.state, done.finished) == (40, CampaignState.DONE, True)
+
+
+def test_a_run_update_with_its_funnel_counts_what_became_of_the_accepted() -> None:
+    counts = {"planned": 0, "in_flight": 0, "accepted": 10, "rejected": 2, "duplicate": 1}
+    outcomes = Funnel(planned=12, accepted=10, delivered=6, failed={"INVALID_PHONE": 3})
+    got = run_update(counts, None, True, outcomes)
+    assert (got.sent, got.delivered, got.failed, got.skipped) == (1, 6, 5, 1)
+    assert got.failures == (("INVALID_PHONE", 3), ("rejected", 2))
+    assert got.summary() == "13/13 settled (100%): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    assert "INVALID_PHONE x3: the number is invalid" in got.text()
+
+
+def test_a_share_is_whole_only_when_it_is_whole() -> None:
+    # 199 of 200 settled said "(100%)" beside "1 waiting" (and the
+    # dashboard "100%" beside a waiting share).
+    got = ProgressUpdate(done=199, total=200, delivered=198, failed=0, sent=1, counts={})
+    assert got.summary() == "199/200 settled (99%): 1 waiting, 1 sent, 198 delivered"
+    shares = [(0, 7), (1, 20_000), (3, 200), (199, 200), (19_999, 20_000), (7, 7), (0, 0)]
+    assert [percent(n, total) for n, total in shares] == [
+        "0%",
+        "<0.1%",
+        "1.5%",
+        "99%",
+        "99%",
+        "100%",
+        "0%",
+    ]
 
 
 def test_a_run_with_nothing_settled_is_pending() -> None:

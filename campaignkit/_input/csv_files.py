@@ -72,7 +72,7 @@ def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayou
             (
                 "header",
                 f"needs a {' and a '.join(missing)} column (read the columns {found} "
-                f"split on {delimiter!r}; pass delimiter= if that is wrong)",
+                f"split on {delimiter!r})",
             )
         )
     if any(not name for name in names):

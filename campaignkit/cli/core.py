@@ -4,6 +4,8 @@ stderr and an exit status, with the API key redacted from all of it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import sys
 import traceback
@@ -34,13 +36,21 @@ def run(
     """Run the command line ``argv``; its exit status (``campaignkit --help``)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    words = sys.argv[1:] if argv is None else list(argv)
+    # Registered before anything runs, parsing included (its usage errors
+    # quote what they refuse): a bad key never reaches a ClientConfig either.
+    register(os.environ.get(ENV_API_KEY))
+    for flag, value in itertools.pairwise(words):
+        if flag == "--api-key":
+            register(value)
+    for word in words:
+        if word.startswith("--api-key="):
+            register(word.removeprefix("--api-key="))
     try:
-        args = parse(None if argv is None else list(argv))
+        args = parse(words)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else ExitStatus.USAGE
-    # Registered before anything runs: a bad key never reaches a ClientConfig.
     register(args.api_key)
-    register(os.environ.get(ENV_API_KEY))
     try:
         return asyncio.run(_dispatch(Ctx(args, out, err)))
     except KeyboardInterrupt:
@@ -50,6 +60,15 @@ def run(
             return ExitStatus.OK
         err.write("campaignkit: interrupted\n")
         return ExitStatus.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of the output left (`| head`): stop quietly, as a pipe's
+        # writer does; the output still buffered is dropped, not written at exit.
+        with contextlib.suppress(OSError, ValueError):
+            fd = out.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        return ExitStatus.OK
     except Exception as exc:
         if args.debug:
             err.write(redact("".join(traceback.format_exception(exc))))

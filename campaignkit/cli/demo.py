@@ -128,7 +128,7 @@ async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
         f"numbers ending 99NN (they end in status NN of the spec's table)"
     )
     ack = await client.send_campaign(poll.id, users)
-    say(f"   202 accepted: launch_request_id {ack.launch_request_id}")
+    say(f"   queued by the service (HTTP 202 Accepted): launch_request_id {ack.launch_request_id}")
 
     say("\n3. Tracking until every deployment has settled (live progress on stderr)")
     status = await track_campaign(

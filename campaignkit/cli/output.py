@@ -20,8 +20,9 @@ import attrs
 import orjson
 
 from .. import errors
+from .._funnel import Funnel
 from ..models import CampaignStatus, HistoryEntry
-from ..progress import ProgressUpdate, campaign_update
+from ..progress import ProgressUpdate, campaign_update, failure_words, percent
 from ..status import DeploymentStatus, is_in_progress, stage_of
 
 
@@ -54,6 +55,14 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def funnel_table(funnel: Funnel) -> str:
+    """A run's funnel, each failure status with its words (as the status
+    table and the dashboard say them)."""
+    words = {f"failed: {status}": failure_words(status) for status in funnel.failed}
+    rows = [(name, n, words.get(name, "")) for name, n in funnel.rows()]
+    return table(rows, ["funnel", "users", "meaning"])
 
 
 def program() -> str:
@@ -164,12 +173,12 @@ def status_table(status: CampaignStatus) -> str:
     """Deployments per status, with each one's stage and meaning in words, and
     the people per stage below."""
     counts = status_counts(status)
-    total = sum(counts.values()) or 1
+    total = sum(counts.values())
     rows = [
         (
             "(not taken)" if s is None else s.value,
             n,
-            f"{100 * n / total:.1f}%",
+            percent(n, total),
             stage_of(s),
             "not taken by the service yet" if s is None else s.description,
         )

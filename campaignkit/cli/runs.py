@@ -27,7 +27,7 @@ from ..ledger import (
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
-from .output import table
+from .output import funnel_table, table
 from .run_export import export_run, failure_status_list
 
 
@@ -275,7 +275,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
             ctx.print("")
-            ctx.print(table(funnel.rows(), ["funnel", "users"]))
+            ctx.print(funnel_table(funnel))
             if a.follow:
                 note_unconfirmed(ctx, funnel, a.run)
     return ExitStatus.OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +14,7 @@ from ..bulk import (
     DEFAULT_INTERRUPT_GRACE,
     BulkChunk,
     BulkReport,
+    InvalidUser,
     default_run,
 )
 from ..client import CampaignClient
@@ -24,7 +26,16 @@ from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
-from .output import Progress, ambiguous_advice, counts_json, one_line, plain, program, table
+from .output import (
+    Progress,
+    ambiguous_advice,
+    counts_json,
+    funnel_table,
+    one_line,
+    plain,
+    program,
+    table,
+)
 from .track import report_status, track_campaign
 
 
@@ -173,7 +184,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)
     if a.follow and report.funnel is not None:
-        ctx.print(table(report.funnel.rows(), ["funnel", "users"]))
+        ctx.print(funnel_table(report.funnel))
         note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
     return bulk_status(report)
 
@@ -192,8 +203,7 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
     ctx.print(table(list(report.counts.items()), ["outcome", "users"]))
     ctx.print(f"{len(report.accepted)} campaign(s) accepted in {report.elapsed:.1f}s")
     for item in report.invalid[:5]:
-        where = f"line {item.row}" if item.row else f"input #{item.position + 1}"
-        ctx.note(f"invalid: {where}: {item.reason}")
+        ctx.note(f"invalid: {invalid_place(item)}")
     if len(report.invalid) > 5:
         ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
     if report.suppressed:
@@ -231,6 +241,17 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             f"deferred: {report.counts['deferred']} users over the daily limit were not sent: "
             "rerun the same command once the budget allows"
         )
+
+
+def invalid_place(item: InvalidUser) -> str:
+    """An invalid input's reason led by its place, named once: its file line
+    (a CSV row's reason starts with it) or its input number (for the
+    ``users[i]`` the validation names it by)."""
+    if item.row:
+        where = f"line {item.row}"
+        return f"{where}: {item.reason.removeprefix(f'{where}: ')}"
+    reason = re.sub(rf"^users\[{item.position}\](?:\.|: )", "", item.reason)
+    return f"input #{item.position + 1}: {reason}"
 
 
 def bulk_summary(report: BulkReport) -> dict[str, Any]:

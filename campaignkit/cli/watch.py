@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -11,9 +12,11 @@ from pathlib import Path
 
 from ..client import CampaignClient
 from ..dashboard import (
+    Access,
     Dashboard,
     Sample,
     follow_report,
+    ledger_history,
     run_of,
     sandbox_launches,
     serve_dashboard,
@@ -42,7 +45,9 @@ def register(add: AddCommand) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: a free one ({DEFAULT_PORT})")
     p.add_argument(
         "--token",
-        default=os.environ.get("CAMPAIGNKIT_DASHBOARD_TOKEN"),
+        type=_token,
+        # Empty ("${CAMPAIGNKIT_DASHBOARD_TOKEN}" of an unset variable): not given.
+        default=os.environ.get("CAMPAIGNKIT_DASHBOARD_TOKEN") or None,
         help="the token visitors must show (default: $CAMPAIGNKIT_DASHBOARD_TOKEN; "
         "beyond 127.0.0.1 a new random one)",
     )
@@ -72,7 +77,7 @@ def register(add: AddCommand) -> None:
         "Follows the launch until it settles (--no-wait: reads it once; --follow-for: at "
         "most that long), then writes the "
         "report; its chart covers what was watched, from the start of the bulk run that "
-        "sent it when --journal knows it.",
+        "sent it when --journal knows it, with the statuses the run's following saw.",
     )
     p.add_argument("launch_request_id")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
@@ -87,6 +92,14 @@ def register(add: AddCommand) -> None:
         help="stop following after this many seconds and write what was seen",
     )
     p.set_defaults(func=cmd_report, needs_client=True)
+
+
+def _token(text: str) -> str:
+    try:
+        Access(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 @contextlib.asynccontextmanager
@@ -127,9 +140,12 @@ async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     launch = a.launch_request_id
+    seen: list[Sample] = []  # what the ledger saw of the launch, if it followed the run
     async with maybe_ledger(a.journal) as ledger:
         info = None if ledger is None else await run_of(ledger, launch)
         run_funnel = None if ledger is None or info is None else await ledger.funnel(info.run)
+        if ledger is not None and info is not None:
+            seen = await ledger_history(ledger, info.run, launch)
     started = None if info is None else datetime.fromtimestamp(info.created, UTC)
     history: list[Sample] = []
     if a.no_wait:
@@ -142,7 +158,7 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         client,
         launch,
         a.output,
-        history=history,
+        history=[s for s in seen if not history or s.at < history[0].at] + history,
         status=status,
         poll_name=names.get(status.poll_id),
         started=started,

@@ -15,7 +15,14 @@ from ._funnel import Funnel, Stage, funnel, stage_of
 from ._guard import Access
 from ._html import LaunchSummary
 from ._listing import Listing, RunSummary
-from ._report import follow_report, render_report, run_of, run_start, write_report
+from ._report import (
+    follow_report,
+    ledger_history,
+    render_report,
+    run_of,
+    run_start,
+    write_report,
+)
 from ._timeline import Sample, Timeline
 from ._watch import Watch
 
@@ -36,6 +43,7 @@ __all__ = [
     "dashboard_app",
     "follow_report",
     "funnel",
+    "ledger_history",
     "render_report",
     "run_of",
     "run_start",

@@ -12,7 +12,7 @@ from importlib import resources
 import attrs
 
 from .._redaction import redact
-from ..progress import failure_words
+from ..progress import failure_words, percent
 from ..status import DONE_MEANS, CampaignState
 from ._funnel import FUNNEL, Funnel
 from ._svg import chart_svg
@@ -60,14 +60,6 @@ class LaunchSummary:
     started: datetime | None = None
     """When its bulk run started, where a ledger says."""
     phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-
-def percent(count: int, total: int) -> str:
-    """``count`` as a share of ``total``, to the precision that tells them apart."""
-    if not total:
-        return "0%"
-    share = 100 * count / total
-    return f"{share:.0f}%" if share in (0, 100) or share >= 10 else f"{share:.1f}%"
 
 
 def moment(at: datetime | None) -> str:

@@ -3,7 +3,7 @@ its launches inside, then the launches of no run, a page at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import quote
@@ -12,9 +12,9 @@ import attrs
 
 from .._funnel import Funnel as RunFunnel
 from ..ledger import IN_FLIGHT, PLANNED
-from ..progress import ProgressUpdate, failure_words, run_update
+from ..progress import ProgressUpdate, failure_words, percent, run_update
 from ._funnel import Funnel
-from ._html import LaunchSummary, legend_html, moment, percent, poll_label, stack_bar, state_html
+from ._html import LaunchSummary, legend_html, moment, poll_label, stack_bar, state_html
 
 __all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "outcomes_html", "total_funnel"]
 
@@ -48,9 +48,9 @@ class RunSummary:
     @property
     def update(self) -> ProgressUpdate:
         """Its progress in the words every screen uses (``sent``: accepted
-        by the service; delivery is told per launch)."""
+        by the service, less those its outcomes know delivered or failed)."""
         settled = self.input_done and not (self.counts.get(PLANNED) or self.counts.get(IN_FLIGHT))
-        return run_update(self.counts, None, settled)
+        return run_update(self.counts, None, settled, self.outcomes)
 
 
 @attrs.frozen
@@ -86,9 +86,9 @@ def _link(launch_request_id: str) -> str:
     )
 
 
-def _shares(update: ProgressUpdate) -> str:
+def _shares(update: ProgressUpdate, told: Collection[str] = ()) -> str:
     """Every non-empty stage with its count and share (in words on hover),
-    then the failures in words."""
+    then the failures in words (but those ``told`` elsewhere)."""
     stages = " · ".join(
         f'<span class="share" data-stage="{stage}" data-n="{n}" '
         f'title="{escape(stage.description)}">{stage} {n} ({percent(n, update.total)})</span>'
@@ -97,6 +97,7 @@ def _shares(update: ProgressUpdate) -> str:
     failures = "".join(
         f"<br>{n} {escape(failure_words(name))} <code>{escape(name)}</code>"
         for name, n in update.failures
+        if name not in told
     )
     return stages + failures
 
@@ -140,11 +141,12 @@ def _run_html(run: RunSummary) -> str:
     )
     input_state = "" if run.input_done else " (input still being read)"
     outcomes = "" if run.outcomes is None else outcomes_html(run.outcomes)
+    told = () if run.outcomes is None or not outcomes else run.outcomes.failed  # in the funnel
     return (
         f'<section class="run" data-run="{escape(run.run)}"><h2>Run <code>{escape(run.run)}'
         f"</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
         f"<p>started {moment(run.created)} · {run.total} recipients{input_state}<br>"
-        f"{_shares(run.update)}</p>{outcomes}{delivered}"
+        f"{_shares(run.update, told)}</p>{outcomes}{delivered}"
         f'<details class="launches"{" open" if len(run.launches) <= OPEN_UP_TO else ""}>'
         f"<summary>{len(run.launches)} launch(es)</summary>"
         f'<table class="launches">{_HEADER}{inside}</table></details></section>'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from .. import errors
 from .._funnel import Funnel as RunFunnel
 from ..ledger import ACCEPTED, RunInfo
 from ..models import CampaignStatus
-from ..status import CampaignState
+from ..status import CampaignState, DeploymentStatus
 from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, launch_body, moment
 from ._listing import outcomes_html
@@ -28,7 +29,14 @@ if TYPE_CHECKING:
     from ..client import CampaignClient
     from ..ledger import Ledger
 
-__all__ = ["follow_report", "render_report", "run_of", "run_start", "write_report"]
+__all__ = [
+    "follow_report",
+    "ledger_history",
+    "render_report",
+    "run_of",
+    "run_start",
+    "write_report",
+]
 
 
 def render_report(
@@ -87,6 +95,30 @@ async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
     """When the bulk run that sent the launch started, if the ledger has it."""
     info = await run_of(ledger, launch_request_id)
     return None if info is None else datetime.fromtimestamp(info.created, UTC)
+
+
+async def ledger_history(ledger: Ledger, run: str, launch_request_id: str) -> list[Sample]:
+    """The launch as its run's ledger saw it move: a sample at each time a
+    recipient's last status was first seen (those not seen yet still
+    waiting), for the chart of a report made after the run was followed."""
+    phones = await ledger.launch_phones(run, [launch_request_id])
+    counts: Counter[DeploymentStatus | None] = Counter(
+        {None: len(phones.get(launch_request_id, ()))}
+    )
+    seen = sorted(
+        (outcome.status_at, outcome.status)
+        for outcome in await ledger.outcomes(run)
+        if outcome.launch_request_id == launch_request_id
+        and outcome.status is not None
+        and outcome.status_at is not None
+    )
+    samples = []
+    for at, moved in itertools.groupby(seen, key=lambda item: item[0]):
+        for _, status in moved:
+            counts[None] -= 1
+            counts[status] += 1
+        samples.append(Sample(at, None, funnel(counts)))
+    return samples
 
 
 async def follow_report(

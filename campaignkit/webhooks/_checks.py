@@ -1,17 +1,17 @@
 """What a delivery must satisfy before any of it reaches storage or a log.
 
 Ids (session, conversation, phone, event) are at most :data:`MAX_ID_LENGTH`
-characters without control characters; session variable names likewise;
-their values, and the user's answer (``actual_response``), at most
-:data:`MAX_VALUE_LENGTH` characters without a NUL (a PostgreSQL text cannot
-hold one). A delivery's dedupe key is a digest of the whole body, so no raw
-id is ever stored.
+printable characters (no control character, C0 or C1, no line or paragraph
+separator, no invisible format character such as a bidi override: each could
+forge or hide a log line); session variable names likewise; their values,
+and the user's answer (``actual_response``), at most :data:`MAX_VALUE_LENGTH`
+characters without a NUL (a PostgreSQL text cannot hold one). A delivery's
+dedupe key is a digest of the whole body, so no raw id is ever stored.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 
 import orjson
 
@@ -19,7 +19,6 @@ from ._events import EventKind, WebhookEvent
 
 MAX_ID_LENGTH = 256
 MAX_VALUE_LENGTH = 65_536
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 # Kinds that name a session: without a usable id they cannot be answered.
 SESSION_KINDS = frozenset(EventKind) - {EventKind.TEMPLATE_STATUS, EventKind.UNKNOWN}
@@ -30,12 +29,12 @@ def problem_of(event: WebhookEvent) -> str | None:
     path and why, never its value); None when all are fine."""
     for name in ("session_id", "country_code", "cellphone", "conversation_id", "event_id"):
         value = getattr(event, name)
-        if value is not None and (len(value) > MAX_ID_LENGTH or _CONTROL.search(value)):
-            return f"{name}: over {MAX_ID_LENGTH} characters or has control characters"
+        if value is not None and not loggable(value):
+            return f"{name}: over {MAX_ID_LENGTH} characters or not printable"
     for index, item in enumerate(event.user_session_keys):
         path = f"user_session_keys[{index}]"
-        if len(item.key) > MAX_ID_LENGTH or _CONTROL.search(item.key):
-            return f"{path}.key: over {MAX_ID_LENGTH} characters or has control characters"
+        if not loggable(item.key):
+            return f"{path}.key: over {MAX_ID_LENGTH} characters or not printable"
         if len(item.value) > MAX_VALUE_LENGTH or "\x00" in item.value:
             return f"{path}.value: over {MAX_VALUE_LENGTH} characters or has a NUL"
     answer = event.answer  # what a ledger stores of a response
@@ -47,6 +46,11 @@ def problem_of(event: WebhookEvent) -> str | None:
         )
         return f"{field}: missing or empty"
     return None
+
+
+def loggable(text: str) -> bool:
+    """Whether ``text`` may stand as an id in storage and in a log line."""
+    return len(text) <= MAX_ID_LENGTH and text.isprintable()
 
 
 def delivery_key(event: WebhookEvent) -> str | None:

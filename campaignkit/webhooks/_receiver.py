@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -24,7 +23,7 @@ from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
-from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
+from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, Pruner, RecentIds
 from ._events import EventKind, WebhookEvent, parse_event
 from ._late import cancel_late
 
@@ -101,7 +100,7 @@ class WebhookHandler:
         self.max_body = max_body
         self._shutdown_grace = shutdown_grace
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._pruned_at = 0.0
+        self._prune = Pruner(self._dedupe, EVENTS_NAMESPACE, retention)
         self.received = 0
         """Deliveries passed to ``on_event`` (duplicates and filtered kinds excluded)."""
 
@@ -182,16 +181,6 @@ class WebhookHandler:
                 return None
             chunks.append(chunk)
         return b"".join(chunks)
-
-    async def _prune(self) -> None:
-        # At most once per hundredth of the retention: a DELETE per delivery would cost more.
-        now = time.time()
-        if now - self._pruned_at >= self.retention / 100:
-            self._pruned_at = now
-            # A store of an earlier release may not prune: it still dedupes.
-            prune = getattr(self._dedupe, "prune_seen", None)
-            if prune is not None:
-                await prune(EVENTS_NAMESPACE, now - self.retention)
 
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:

@@ -3,12 +3,16 @@ one-line errors, the help."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import secrets
 import sys
 
-from helpers.cli import closed_port, subprocess
+from helpers.cli import SCRIPT, closed_port, sandbox_env, subprocess
 
 from campaignkit import cli
 from campaignkit.cli import ExitStatus
+from campaignkit.sandbox import Sandbox
 
 
 async def test_bad_flags_exit_2() -> None:
@@ -23,6 +27,20 @@ async def test_bad_flags_exit_2() -> None:
         assert result.code == 2, argv
         assert "Traceback" not in result.err
         assert "error:" in result.err
+
+
+async def test_usage_errors_never_quote_the_key() -> None:
+    # argparse quoted the key typed where the command belongs, unredacted.
+    key = "sk_live_" + secrets.token_urlsafe(24)
+    results = [
+        await subprocess(key, "polls", env={"CAMPAIGNKIT_API_KEY": key}),
+        await subprocess(f"--api-key={key}", key),
+        await subprocess("--api-key", key, "polls", "--max-retries", key),
+        await subprocess("ak_" + key),  # shaped like the service's keys
+    ]
+    assert [result.code for result in results] == [2, 2, 2, 2]
+    assert all("error:" in r.err and "***" in r.err for r in results)
+    assert not any(key[8:20] in r.err + r.out for r in results)
 
 
 async def test_missing_key_is_one_line_exit_3() -> None:
@@ -106,3 +124,24 @@ def test_exit_statuses_keep_their_numbers() -> None:
     }
     assert {status.name.lower(): status.value for status in ExitStatus} == expected
     assert expected == cli.EXIT
+
+
+async def test_a_reader_that_leaves_early_ends_the_command_quietly(sb: Sandbox) -> None:
+    # `campaignkit polls | head -1`: the pipe closes before the output is
+    # written. No error blaming the service URL, no traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            str(SCRIPT),
+            "polls",
+            stdout=write_end,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **sandbox_env(sb)},
+        )
+    finally:
+        os.close(write_end)
+    async with asyncio.timeout(30):
+        _, err = await process.communicate()
+    assert err.decode() == ""
+    assert process.returncode == ExitStatus.OK

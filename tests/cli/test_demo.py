@@ -20,7 +20,8 @@ async def test_demo_end_to_end() -> None:
     assert result.code == 0, result.err[-2000:]
     out = result.out
     for marker in (
-        "202 accepted",
+        # The answer's HTTP status, not read as a count of people (of 200).
+        "   queued by the service (HTTP 202 Accepted): launch_request_id ",
         "final per-status table",
         "DELIVERED",
         "FAILURE_BY_PAYMENT_ISSUE",

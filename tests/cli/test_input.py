@@ -90,7 +90,7 @@ def test_an_eta_that_is_no_date_names_the_field_and_the_text(tmp_path: Path) -> 
 async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_path: Path) -> None:
     poll = await first_poll(sb)
     path = tmp_path / "u.json"
-    users = [ROW, {"country_code": "+57", "phone": "3000000002"}]
+    users = [ROW, {"country_code": "+57", "phone": "3000000002"}, {**ROW, "country_code": "57"}]
     path.write_text("\n".join(orjson.dumps(user).decode() for user in users))  # JSON Lines
     one = await run(sb, "send", str(poll), str(path))
     assert one.code == 2
@@ -98,6 +98,8 @@ async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_pat
     bulk = await run(sb, "send", str(poll), str(path), "--bulk")
     assert bulk.code == 6, bulk.err
     assert "invalid: input #2: unknown field(s): phone" in bulk.err
+    # The input named once (not again as users[2]), then what is wrong with it.
+    assert "invalid: input #3: country_code: must be '+' and 1 to 4 digits" in bulk.err
 
 
 def test_a_json_lines_file_of_one_line_is_one_user(tmp_path: Path) -> None:
@@ -116,4 +118,19 @@ def test_a_send_of_a_semicolon_file_names_the_file_line(tmp_path: Path) -> None:
         f"{path}: line 3: cellphone: must be 4 to 15 digits without the country code (spaces, "
         "dashes and parentheses are allowed); line 4: country_code: must be '+' and 1 to 4 "
         "digits, but a str ('57') was given (did you mean '+57'?)"
+    )
+
+
+def test_a_header_without_the_columns_gives_no_hint_the_command_cannot_follow(
+    tmp_path: Path,
+) -> None:
+    # The command has no delimiter option (nor has the bot): the error names
+    # the columns it read and how it split them, and nothing else to do.
+    path = tmp_path / "spanish.csv"
+    path.write_bytes(b"telefono;pais\r\n3001234567;+57\r\n")
+    with pytest.raises(UsageError) as info:
+        load_users(str(path), None)
+    assert str(info.value) == (
+        f"{path}: invalid input: header: needs a 'country_code' and a 'cellphone' column "
+        "(read the columns 'telefono', 'pais' split on ';')"
     )

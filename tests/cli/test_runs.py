@@ -222,7 +222,11 @@ async def test_follow_shows_the_funnel_and_exports_a_follow_up_run(
     assert re.search(r"^delivered +2$", shown.out, re.MULTILINE), shown.out
     listed = (await run(None, "runs", "--journal", journal, "--json")).json()
     assert [r["funnel"]["delivered"] for r in listed] == [2]
-    assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +2$", shown.out, re.MULTILINE)
+    # The failure in words, as the status table and the dashboard say it.
+    unable = "the network could not reach the device (often temporary)"
+    assert re.search(
+        rf"^failed: FAILURE_BY_UNABLE_TO_CONTACT +2 +{re.escape(unable)}$", shown.out, re.M
+    )
 
     export = tmp_path / "again.csv"
     exported = await run(
@@ -273,7 +277,9 @@ async def test_send_bulk_follow_reports_the_funnel(sb: Sandbox, tmp_path: Path) 
     shown = await run(sb, "send", poll, str(users), "--bulk", "--follow", "--run", "x")
     assert shown.code == 2  # --run needs --journal
     table = await run(sb, "send", poll, str(users), "--bulk", "--follow")
-    assert re.search(r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +1$", table.out, re.MULTILINE)
+    assert re.search(
+        r"^failed: FAILURE_BY_UNABLE_TO_CONTACT +1 +the network could not", table.out, re.M
+    )
     single = await run(sb, "send", poll, str(users), "--follow")
     assert single.code == 2
     assert "--follow needs --bulk" in single.err

@@ -144,7 +144,8 @@ async def test_bulk_send_invalid_rows_exit_6(sb: Sandbox, tmp_path: Path) -> Non
     result = await run(sb, "send", str(poll), str(path), "--bulk")
     assert result.code == 6
     assert "accepted" in result.out
-    assert "invalid: line 5" in result.err
+    # The line named once, then what is wrong with it.
+    assert "invalid: line 5: country_code: must be '+' and 1 to 4 digits" in result.err
 
 
 async def test_journal_needs_bulk(sb: Sandbox, tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from helpers.cli import SCRIPT, run, sandbox_args
+from helpers.cli import SCRIPT, run, sandbox_args, subprocess
 
 from campaignkit import User
+from campaignkit.dashboard import Access
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -66,6 +67,40 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     missing = await run(sb, "report", launch, "-o", str(out), "--journal", "typo.db")
     assert missing.code != 0
     assert "typo.db: no such ledger file" in missing.err
+
+
+def right_edge(page: str, stage: str) -> float:
+    """Where the chart's area of ``stage`` ends: the largest x at which it has
+    a height (0.0 if it has none). An area is its top edge, then its bottom
+    edge backwards, point for point."""
+    [area] = re.findall(rf'class="area st-{stage}" points="([^"]*)"', page) or [""]
+    points = [tuple(map(float, point.split(","))) for point in area.split()]
+    half = len(points) // 2
+    edges = zip(points[:half], reversed(points[half:]), strict=True)
+    return max((top[0] for top, bottom in edges if bottom[1] - top[1] > 0.5), default=0.0)
+
+
+async def test_a_report_made_later_charts_the_run_as_its_ledger_saw_it(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    # A run followed to the end, its report made seconds later: the chart
+    # moves people out of waiting when the ledger saw them move, not at the
+    # report's reading (it drew them all waiting until then).
+    await sb.set_clock(speed=20)
+    journal = tmp_path / "runs.db"
+    users = [User(cellphone=f"300222{i:04d}", country_code="+57") for i in range(5)]
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0]
+        report = await client.send_bulk(poll.id, users, journal=journal, run="r1", follow=True)
+    await asyncio.sleep(3)
+    out = tmp_path / "report.html"
+    launch = report.launch_request_ids[0]
+    argv = ("report", launch, "-o", str(out), "--journal", str(journal), "--no-wait")
+    result = await run(sb, *argv)
+    assert result.code == 0, result.err
+    page = out.read_text()
+    assert 0 < right_edge(page, "waiting") < 48 + 660 / 2  # the chart's left, half its width
+    assert right_edge(page, "delivered") > 48 + 660 / 2
 
 
 async def wait_for_line(proc: asyncio.subprocess.Process, start: str) -> str:
@@ -130,7 +165,9 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
-        sent = await wait_for_line(proc, "202 accepted: launch_request_id ")
+        sent = await wait_for_line(
+            proc, "queued by the service (HTTP 202 Accepted): launch_request_id "
+        )
         await wait_for_line(proc, "The dashboard stays open")
         assert sent.split()[-1] in await get_text(url)
     finally:
@@ -170,7 +207,19 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     assert "<code>FAILURE_BY_UNABLE_TO_CONTACT</code>" in page
 
 
-async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:
+@pytest.mark.parametrize(
+    ("token", "query", "without"),
+    [
+        ("cli-t0ken", "?token=cli-t0ken", 401),
+        # An empty variable (compose's "${CAMPAIGNKIT_DASHBOARD_TOKEN}" of an
+        # unset one) is no token: it was taken as "", printed as "?token=",
+        # and nobody could open the page.
+        ("", "", 200),
+    ],
+)
+async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(
+    sb: Sandbox, token: str, query: str, without: int
+) -> None:
     proc = await asyncio.create_subprocess_exec(
         str(SCRIPT),
         "dashboard",
@@ -179,21 +228,30 @@ async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox
         *sandbox_args(sb),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": "cli-t0ken"},
+        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": token},
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
         async with aiohttp.ClientSession() as http, http.get(url.split("?")[0]) as response:
-            without = response.status
+            status = response.status
         jar = aiohttp.CookieJar(unsafe=True)  # a browser keeps cookies of IP hosts too
         async with aiohttp.ClientSession(cookie_jar=jar) as browser, browser.get(url) as response:
             page = await response.text()
     finally:
         code = await stop(proc)
     assert code == 0
-    assert url.endswith("/?token=cli-t0ken")
-    assert without == 401
+    assert url.endswith(f"/{query}")
+    assert status == without
     assert "Campaigns" in page
+
+
+@pytest.mark.parametrize("token", ["", "two words", "tab\there"])
+async def test_a_token_nobody_could_show_is_refused(token: str) -> None:
+    result = await subprocess("dashboard", "--token", token)
+    assert result.code == 2
+    assert "token must be visible ASCII" in result.err
+    with pytest.raises(ValueError, match="token"):
+        Access.for_bind("0.0.0.0", token)
 
 
 async def test_report_stops_following_after_follow_for_and_writes_what_it_saw(

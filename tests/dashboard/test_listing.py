@@ -75,6 +75,33 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
         assert f"<b>{stage}</b>: " in page  # the legend
 
 
+async def test_a_followed_run_shows_its_people_per_stage_as_its_outcomes_say(
+    client: CampaignClient, ledger: Ledger, users: list[User]
+) -> None:
+    # One vocabulary (issue 22 point 6): once the ledger knows what became of
+    # the recipients, the run's row says so; it said "sent 100%" (sent: "not
+    # confirmed yet") beside the failures its own funnel listed.
+    poll = (await client.list_polls())[0]
+    report = await client.send_bulk(poll.id, users, journal=ledger, run="promo", follow=True)
+    outcomes = report.funnel
+    assert outcomes is not None
+    failed = sum(outcomes.failed.values())
+    sent = len(users) - outcomes.delivered - failed
+    assert failed
+    assert outcomes.delivered
+    dashboard = Dashboard(client, ledger=ledger, **FAST)
+    async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
+        run = section(await get(http, f"{url}/"), '<section class="run" data-run="promo">')
+    shares = dict(re.findall(r'class="share" data-stage="(\w+)" data-n="(\d+)"', run))
+    assert shares == {
+        stage: str(n)
+        for stage, n in (("sent", sent), ("delivered", outcomes.delivered), ("failed", failed))
+        if n
+    }
+    for status, n in outcomes.failed.items():  # each said once, in words
+        assert run.count(f"<br>{n} {escape(failure_words(status))} <code>{status}</code>") == 1
+
+
 async def test_the_list_pages_through_every_launch(
     client: CampaignClient, users: list[User]
 ) -> None:

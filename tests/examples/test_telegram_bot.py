@@ -284,7 +284,7 @@ async def test_every_failure_is_told_in_one_line(harness: Harness, sb: Sandbox) 
     header, run, rows, run_refused, refused, usage, encoding = texts
     assert header == (
         "Not sent: 1 invalid input: header: needs a 'country_code' and a 'cellphone' column "
-        "(read the columns 'telefono', 'pais' split on ';'; pass delimiter= if that is wrong)"
+        "(read the columns 'telefono', 'pais' split on ';')"
     )
     assert run.endswith(": 0 sent now, 2 invalid")
     assert rows.startswith("2 rows not sent: line 2: country_code: must be '+' and 1 to 4 ")
@@ -317,6 +317,21 @@ async def test_tracking_gives_up_after_its_timeout_and_says_so(
     )
 
 
+async def test_a_failure_while_following_says_the_send_was_made(
+    harness: Harness, sb: Sandbox
+) -> None:
+    # The send went through; following it failed (an answer that cannot be
+    # read): the chat must not be told "Not sent".
+    await sb.set_faults({"kind": "wrong_type", "route": "campaign_status"})
+    await harness.send_file(users_csv(3))
+    texts = harness.api.texts()
+    assert texts[0].endswith(": 3 sent now")
+    assert texts[-1].startswith("Stopped following: ")
+    assert texts[-1].endswith(": /campaign the same file again to follow it (nobody is resent).")
+    assert not any(text.startswith("Not sent") for text in texts)
+    assert len((await sb.snapshot(users=False))["companies"][0]["launches"]) == 1
+
+
 def test_trusted_chats_come_from_the_environment() -> None:
     trusted_chats: Any = load_example().trusted_chats
     assert trusted_chats({}) == frozenset()
@@ -338,3 +353,6 @@ def test_progress_text_shows_the_eta_until_finished() -> None:
         "about 12 s left"
     )
     assert "left" not in text(attrs.evolve(update, finished=True))
+    # The bar is full only when nobody is waiting (199 of 200 filled it).
+    almost = text(attrs.evolve(update, done=199, total=200, delivered=197))
+    assert almost.startswith("[###################-]\n")

@@ -399,12 +399,29 @@ async def test_a_nul_id_is_refused_before_the_ledger(
     recorder = Recorder()
     async with new_ledger() as ledger:
         client = await serve(first_reply_app(recorder, dedupe=ledger))
-        for sid in ("a\x00b", "a\nINJECTED"):
-            answer = await client.post("/webhook", json={"session_external_id": sid})
-            assert answer.status == 422
+        for sid in ("a\x00b", "a\nINJECTED", "a\u2028INJECTED", "a\x85INJECTED"):
+            real = {"session_id": sid, "responded_at": "2019-01-01 00:00:00"}
+            for body in ({"session_external_id": sid}, real):
+                answer = await client.post("/webhook", json=body)
+                assert answer.status == 422
         assert await ledger.prune_seen("first_reply", time.time() + 1) == 0
     assert recorder.events == []
     assert not any("INJECTED" in r.getMessage() for r in caplog.records)
+
+
+async def test_ids_seen_are_forgotten_after_the_retention(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    # They were kept in the ledger for good.
+    async with new_ledger() as ledger:
+        client = await serve(first_reply_app(Recorder(), dedupe=ledger, retention=0.5))
+        answers = [(await client.post("/webhook", json={"session_external_id": "a"})).status]
+        answers.append((await client.post("/webhook", json={"session_external_id": "a"})).status)
+        await asyncio.sleep(0.6)
+        answers.append((await client.post("/webhook", json={"session_external_id": "b"})).status)
+        # Only "b" is left: "a" was pruned as "b" arrived.
+        assert await ledger.prune_seen("first_reply", time.time() + 1) == 1
+    assert answers == [202, 200, 202]
 
 
 async def test_real_payloads_are_read(serve: Any) -> None:

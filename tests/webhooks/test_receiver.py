@@ -228,6 +228,12 @@ BAD = [
     pytest.param(_deep(300), 400, id="300-deep"),  # orjson reads it, does not write it
     pytest.param(orjson.dumps({**samples.READ, "session_id": "12\x0034"}), 422, id="nul-id"),
     pytest.param(orjson.dumps({**samples.READ, "session_id": "1\nFAKE log"}), 422, id="newline-id"),
+    # Line separators, C1 controls (NEL, CSI) and bidi overrides forge or hide log lines too.
+    *(
+        pytest.param(orjson.dumps({**samples.READ, "session_id": f"1{c}FAKE"}), 422, id=name)
+        for c, name in [("\u2028", "u2028-id"), ("\x85", "nel-id"), ("\x9b", "csi-id")]
+    ),
+    pytest.param(orjson.dumps({**samples.READ, "conversation_id": "c\u202e1"}), 422, id="bidi"),
     pytest.param(orjson.dumps({**samples.READ, "session_id": "9" * 300}), 422, id="long-id"),
     pytest.param(orjson.dumps({**samples.READ, "cellphone": "1\r2"}), 422, id="cr-phone"),
     pytest.param(

@@ -23,12 +23,14 @@ from helpers.workers import (
     with_application_name,
     worker_process,
 )
+from taskiq import TaskiqState
 from taskiq_redis import RedisStreamBroker
 
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
-from campaignkit.workers import broker_from
+from campaignkit.workers import broker_from, submit_run
 from campaignkit.workers._brokers import pause
+from campaignkit.workers._chunks import ChunkSender
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -131,6 +133,54 @@ async def test_settling_survives_a_terminated_ledger_session(
     async with PostgresLedger(postgres_dsn) as ledger:
         states = {record.state async for record in ledger.records(run)}
     assert states == {"accepted"}
+
+
+async def test_a_ledger_lost_for_longer_than_it_waits_strands_no_chunk(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    """The worker's ledger is lost (each session terminated while it waits)
+    for longer than its ``reconnect_timeout``: the chunk task is run again
+    once the ledger is back, instead of failing, being acknowledged and
+    leaving its chunk planned for good."""
+    name = unique_name("ck_test_")
+
+    def impatient() -> PostgresLedger:
+        ledger = PostgresLedger(with_application_name(postgres_dsn, name))
+        ledger.reconnect_timeout = 0.2
+        return ledger
+
+    chunks: list[str] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        chunks.append(chunk)
+
+    sender = ChunkSender(impatient, sb.client, timeout=None, max_retries=None)
+    async with PostgresLedger(postgres_dsn) as ledger:
+        run = await submit_run(
+            ledger, await first_poll(sb), make_users(100), enqueue=enqueue, chunk_size=50
+        )
+        await sender.startup(TaskiqState())
+        blocker = await asyncpg.connect(postgres_dsn)
+        try:
+            tx = blocker.transaction()
+            await tx.start()
+            await blocker.execute("LOCK TABLE campaignkit_claims IN SHARE MODE")
+            sending = asyncio.create_task(sender.send(run, chunks[0]))
+            terminated, lost_until = 0, asyncio.get_running_loop().time() + 1.5
+            while asyncio.get_running_loop().time() < lost_until and not sending.done():
+                terminated += await terminate_postgres(postgres_dsn, name, waiting=True)
+                await asyncio.sleep(0.02)
+            await tx.rollback()
+            outcome = await asyncio.wait_for(sending, 30)
+        finally:
+            await blocker.close()
+            await sender.shutdown(TaskiqState())
+        counts = await ledger.counts(run)
+    assert terminated >= 3
+    assert outcome == "accepted"
+    # Its chunk sent and settled; the other chunk, never given to a worker, still planned.
+    assert (counts["accepted"], counts["in_flight"], counts["ambiguous"]) == (50, 0, 0)
+    assert counts["planned"] >= 1
 
 
 async def test_dead_consumers_chunk_reclaimed_while_connections_flap(
