@@ -3,10 +3,10 @@
 Ids (session, conversation, phone, event) are at most :data:`MAX_ID_LENGTH`
 printable characters (no control character, C0 or C1, no line or paragraph
 separator, no invisible format character such as a bidi override: each could
-forge or hide a log line); session variable names likewise;
-their values at most :data:`MAX_VALUE_LENGTH` characters without a NUL (a
-PostgreSQL text cannot hold one). A delivery's dedupe key is a digest of the
-whole body, so no raw id is ever stored.
+forge or hide a log line); session variable names likewise; their values,
+and the user's answer (``actual_response``), at most :data:`MAX_VALUE_LENGTH`
+characters without a NUL (a PostgreSQL text cannot hold one). A delivery's
+dedupe key is a digest of the whole body, so no raw id is ever stored.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ def problem_of(event: WebhookEvent) -> str | None:
             return f"{path}.key: over {MAX_ID_LENGTH} characters or not printable"
         if len(item.value) > MAX_VALUE_LENGTH or "\x00" in item.value:
             return f"{path}.value: over {MAX_VALUE_LENGTH} characters or has a NUL"
+    answer = event.answer  # what a ledger stores of a response
+    if answer is not None and (len(answer) > MAX_VALUE_LENGTH or "\x00" in answer):
+        return f"actual_response: over {MAX_VALUE_LENGTH} characters or has a NUL"
     if event.kind in SESSION_KINDS and not event.session_id:
         field = (
             "session.external_id" if event.kind is EventKind.CONVERSATION_CLOSED else "session_id"
@@ -50,11 +53,15 @@ def loggable(text: str) -> bool:
     return len(text) <= MAX_ID_LENGTH and text.isprintable()
 
 
-def delivery_key(event: WebhookEvent) -> str:
+def delivery_key(event: WebhookEvent) -> str | None:
     """The dedupe key: ``event_id`` when given, else the whole body, as a digest
-    (key order does not matter, every other byte does)."""
+    (key order does not matter, every other byte does). None for a body nested
+    deeper than orjson writes (255 levels; it reads 1,024): no real one is."""
     if event.event_id is not None:
         material = b"event_id:" + event.event_id.encode()
     else:
-        material = orjson.dumps(event.payload, option=orjson.OPT_SORT_KEYS)
+        try:
+            material = orjson.dumps(event.payload, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return None
     return f"{event.kind.value}:{hashlib.sha256(material).hexdigest()}"

@@ -12,6 +12,11 @@ calls. With ``secret=`` set, a request must carry the secret in the
 platforms that only let you enter a URL; a URL may end up in access logs,
 so prefer the header when you can). Compared with :func:`hmac.compare_digest`.
 
+*Real payloads.* The response event (and the opt-out and conversation
+closed ones) is a reply; delivered, read, timeout, condition and template
+status events are answered 200 without calling ``on_reply``, so they never
+take a session's first reply.
+
 *Duplicates.* A repeated id is answered 200 and ignored; if ``on_reply``
 raises, the id is forgotten so that a redelivery is processed again.
 ``dedupe=`` takes a ledger the caller opens before serving and closes after the
@@ -42,6 +47,7 @@ from .._redaction import register, sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
 from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, DedupeStore, Pruner, RecentIds
+from ._events import EventKind, parse_event
 from ._late import cancel_late
 from ._payload import ID_FIELD, ReplyEvent, read_reply
 from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
@@ -49,6 +55,17 @@ from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
 logger = sdk_logger("campaignkit.webhooks")
 
 OnReply = Callable[[ReplyEvent], Awaitable[Any] | Any]
+
+NOT_REPLIES = frozenset(
+    {
+        EventKind.DELIVERED,
+        EventKind.READ,
+        EventKind.TIMEOUT,
+        EventKind.CONDITION,
+        EventKind.TEMPLATE_STATUS,
+    }
+)
+"""Kinds answered 200 without ``on_reply``: nothing the user wrote."""
 
 
 class FirstReplyHandler:
@@ -168,6 +185,9 @@ class FirstReplyHandler:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError:
             return error_answer(400, "bad_json", "the body is not valid JSON")
+        if isinstance(payload, dict) and parse_event(payload).kind in NOT_REPLIES:
+            # Not what the user wrote: it must not take the session's first-reply slot.
+            return web.json_response({"status": "ignored"}, status=200)
         try:
             event = read_reply(payload)
         except ValidationError as exc:

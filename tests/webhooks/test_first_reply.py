@@ -12,6 +12,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from helpers import webhook_samples as samples
 from helpers.ledgers import NewLedger, journal_of
 from helpers.servers import serving
 
@@ -434,6 +435,22 @@ async def test_real_payloads_are_read(serve: Any) -> None:
         assert (await client.post("/webhook", json=body)).status == 202
     await app[WEBHOOK_HANDLER].drain(5)
     assert sorted(e.session_external_id for e in recorder.events) == ["c-1", "r-1"]
+
+
+async def test_only_a_reply_takes_the_sessions_first_reply(serve: Any) -> None:
+    # Delivered and read events of the session came first and took its slot:
+    # the real reply was swallowed as a duplicate; a template status was 422.
+    recorder = Recorder()
+    app = first_reply_app(recorder)
+    client = await serve(app)
+    for body in (samples.DELIVERED, samples.READ, samples.TEMPLATE_STATUS):
+        answer = await client.post("/webhook", json=body)
+        assert (answer.status, await answer.json()) == (200, {"status": "ignored"})
+    assert (await client.post("/webhook", json=samples.RESPONSE)).status == 202
+    await app[WEBHOOK_HANDLER].drain(5)
+    [event] = recorder.events
+    assert (event.session_external_id, event.keys["name"]) == ("1234", "Juan")
+    assert event.payload == samples.RESPONSE
 
 
 def test_the_first_reply_helpers_are_deprecated() -> None:
