@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import shutil
+import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -323,3 +326,61 @@ async def test_a_read_failing_as_the_worker_stops_leaves_no_unretrieved_error(
     finally:
         loop.set_exception_handler(None)
     assert unretrieved == []
+
+
+@contextlib.asynccontextmanager
+async def private_redis() -> AsyncIterator[str]:
+    """A Redis server of this test's own (the shared one is never made a
+    replica); its URL. Stopped on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = await asyncio.create_subprocess_exec(
+        "redis-server",
+        *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        conn: Any = redis.asyncio.from_url(url)
+        try:
+            for _ in range(100):
+                with contextlib.suppress(redis.exceptions.ConnectionError):
+                    if await conn.ping():
+                        break
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.aclose()
+        yield url
+    finally:
+        server.terminate()
+        await server.wait()
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+async def test_worker_survives_a_failover_that_demotes_its_server(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    """Its server turned into a replica (a failover): blocked reads are
+    answered UNBLOCKED, commands READONLY. The worker waits for a writable
+    server instead of ending (it exited 1 on these errors)."""
+    queue = unique_name("ck-test-")
+    async with private_redis() as url, private_redis() as other:
+        port = int(other.rsplit(":", 1)[1].split("/")[0])
+        admin: Any = redis.asyncio.from_url(url)
+        try:
+            async with worker_process(sb, url, queue, postgres_dsn, *FAST) as worker:
+                await asyncio.sleep(0.5)  # blocked in its read
+                await admin.execute_command("REPLICAOF", "127.0.0.1", str(port))
+                await asyncio.sleep(2)
+                assert worker.alive, "\n".join(worker.lines)
+                await admin.execute_command("REPLICAOF", "NO", "ONE")  # promoted again
+                async with producer(url, queue, postgres_dsn) as bulk:
+                    run = await bulk.submit(await first_poll(sb), make_users(100), chunk_size=50)
+                    report = await bulk.wait(run, timeout=30)
+                assert worker.alive, "\n".join(worker.lines)
+                assert await worker.stop() == 0
+        finally:
+            await admin.aclose()
+    assert worker.count("reconnecting in") >= 1
+    assert report.counts["accepted"] == len(expected_phones(100))
