@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import shutil
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 import redis.asyncio
 import redis.exceptions
 from helpers.bulk_child import expected_phones, make_users
+from helpers.real_servers import require_program
 from helpers.workers import (
     kill_redis_clients,
     producer,
@@ -336,7 +336,7 @@ async def private_redis() -> AsyncIterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = await asyncio.create_subprocess_exec(
-        "redis-server",
+        require_program("redis-server", "on Debian, apt install redis-server"),
         *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
         stdout=asyncio.subprocess.DEVNULL,
     )
@@ -357,7 +357,6 @@ async def private_redis() -> AsyncIterator[str]:
         await server.wait()
 
 
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 async def test_worker_survives_a_failover_that_demotes_its_server(
     sb: Sandbox, postgres_dsn: str
 ) -> None:
