@@ -243,7 +243,12 @@ class WebhookHandler:
         keys = task.result()
         if not keys:
             return
-        if self._client is None or event.session_id is None:
+        if event.session_id is None:
+            logger.warning(
+                "webhook: %d late key(s) dropped: no session id to send them to", len(keys)
+            )
+            return
+        if self._client is None:
             logger.warning("webhook: %d late key(s) dropped: no client= to send them", len(keys))
             return
         update = asyncio.get_running_loop().create_task(self._update(event.session_id, keys))

@@ -328,6 +328,34 @@ async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
     assert updates.calls == [("1234", (SessionKey("late", "yes"),))]
 
 
+@pytest.mark.parametrize(
+    ("body", "with_client", "reason"),
+    [
+        (samples.TEMPLATE_STATUS, True, "no session id to send them to"),
+        (samples.RESPONSE, False, "no client= to send them"),
+    ],
+)
+async def test_late_keys_that_cannot_be_sent_are_logged_with_the_reason(
+    serve: Any,
+    caplog: pytest.LogCaptureFixture,
+    body: dict[str, Any],
+    with_client: bool,
+    reason: str,
+) -> None:
+    caplog.set_level(logging.WARNING, "campaignkit.webhooks")
+    updates = Updates()
+    calls = Calls({"late": "yes"}, delay=0.2)
+    app = webhook_app(calls, deadline=0.05, client=updates if with_client else None)
+    client = await serve(app)
+    await client.post("/webhook", json=body)
+    for _ in range(100):
+        if "late key(s) dropped" in caplog.text:
+            break
+        await asyncio.sleep(0.02)
+    assert f"1 late key(s) dropped: {reason}" in caplog.text
+    assert updates.calls == []
+
+
 async def test_a_blocking_plain_function_is_answered_at_the_deadline_too(serve: Any) -> None:
     updates = Updates()
 
