@@ -104,6 +104,8 @@ async def sandbox_round_trip() -> None:
             async for _ in client.track(ack, until="settled", poll_interval=0.1, timeout=60):
                 pass
             answer = await sb.reply(user.cellphone, text="1.020.304.050")
+            call = answer["webhook"]  # the sandbox's call to /webhook, as it recorded it
+            print(f"webhook call: {call['status']} in {call['seconds']} s, merged {call['keys']}")
             session = await sb.session(answer["session_external_id"])
             print(f"session variables: {session['keys']}")
             history = await client.get_session_history(answer["session_external_id"])

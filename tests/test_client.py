@@ -46,6 +46,7 @@ from campaignkit import (
     RetryPolicy,
     ServerError,
     SessionKey,
+    SessionQueryNames,
     SessionUpdate,
     User,
     ValidationError,
@@ -275,6 +276,19 @@ async def test_list_sessions_with_every_query(
         "after": "cur",
     }
     assert_headers(request, json_body=False)
+
+
+async def test_session_query_names_are_overridable_in_one_place(
+    mocked: ScriptedExchange,
+) -> None:
+    names = SessionQueryNames(start="start", end="end", limit="page_size", cursor="next_id")
+    url = f"{BASE}/devapi/poll/12/sessions"
+    mocked.get(f"{url}?start=1&end=2&page_size=1", payload=page(["a"], "c1"))
+    mocked.get(f"{url}?start=1&end=2&page_size=1&next_id=c1", payload=page(["b"], None))
+    async with CampaignClient(KEY, base_url=BASE, session_query=names, exchange=mocked) as client:
+        ids = [s.id async for s in client.iter_sessions(12, start=1, end=2, page_size=1)]
+    assert ids == ["a", "b"]
+    assert count(mocked) == 2
 
 
 async def test_list_sessions_without_query(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -51,6 +52,11 @@ async def test_webhook_server() -> None:
     assert "webhook: session sr-" in out
     assert "answered the id question: valid=True" in out
     assert "session variables: {'server_user_valid': 'yes'}" in out
+    # In the 200 answer (merged by the sandbox), not by a later update_session.
+    merged = r"webhook call: 200 in ([\d.]+) s, merged \{'server_user_valid': 'yes'\}"
+    [seconds] = re.findall(merged, out)
+    assert float(seconds) < 10
+    assert "'(variables set: server_user_valid)'" in out
     assert "1.020.304.050" in out
     assert out.count("assign -> 200 {'agent_id':") == 2
 

@@ -14,7 +14,8 @@ from helpers.tracking import CAMPAIGN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaignkit import CampaignClient, SessionKey, User, ValidationError
+from campaignkit import CampaignClient, ResponseError, SessionKey, User, ValidationError
+from campaignkit.webhooks import extract_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,7 +29,7 @@ ACK = {
 }
 UPDATED = {"message": "ok", "session_id": "s"}
 # The old shapes: a type's bare name after "got", or "UTF-8 string" said of a str.
-OLD_SHAPE = re.compile(r"got [a-z]+$|UTF-8 string, got str")
+OLD_SHAPE = re.compile(r"got [a-z]+$|UTF-8 string")
 not_text = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(), st.binary(max_size=5), st.lists(st.none())
 )
@@ -131,6 +132,16 @@ async def test_session_variables_at_the_limit_are_sent(size: int) -> None:
             "but an int (3) was given",
         ),
         ((1, [user(deployment_eta=-1)]), "users[0].deployment_eta", "but an int (-1) was given"),
+        (
+            (1, [user(user_session_keys=[SessionKey("plan", "gold", type=3)])]),  # type: ignore[arg-type]
+            "users[0].user_session_keys[0].type",
+            "must be text (a str), but an int (3) was given",
+        ),
+        (
+            (1, [user(user_session_keys=[SessionKey("plan", "gold", type="t\udcff")])]),
+            "users[0].user_session_keys[0].type",
+            "lone surrogate '\\udcff' at position 1",
+        ),
     ],
 )
 async def test_messages_say_what_was_expected_and_what_was_given(
@@ -139,3 +150,36 @@ async def test_messages_say_what_was_expected_and_what_was_given(
     problems = await problems_of("send_campaign", *args)
     assert problems[0][0] == path
     assert words in problems[0][1]
+
+
+@pytest.mark.parametrize(
+    ("polls", "words"),
+    [
+        ([{"id": 1, "name": 2.5}], "expected a string, got a number (2.5) at $[0].name"),
+        ([{"id": 1.5, "name": "p"}], "expected an integer, got a number (1.5) at $[0].id"),
+    ],
+)
+async def test_answers_of_the_wrong_shape_name_what_came_in_jsons_words(
+    polls: Any, words: str
+) -> None:
+    mocked = ScriptedExchange()
+    mocked.get(f"{BASE}/poll/api/all", payload=polls)
+    async with CampaignClient("k" * 20, base_url=BASE, exchange=mocked) as client:
+        with pytest.raises(ResponseError) as caught:
+            await client.list_polls()
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        ({"session_external_id": 1.5}, "must be a string, got a number (1.5)"),
+        ([], "the body must be a JSON object, got an array"),
+    ],
+)
+def test_webhook_bodies_of_the_wrong_shape_name_what_came_in_jsons_words(
+    payload: Any, words: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        extract_reply(payload)
+    assert caught.value.problems[0][1] == words

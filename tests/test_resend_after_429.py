@@ -7,9 +7,11 @@ service has already processed the send: the case the switch exists for."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import first_poll, run, users_rows, write_csv
 
 from campaignkit import (
     AmbiguousSendError,
@@ -70,3 +72,14 @@ async def test_a_send_refused_429_to_the_end_is_a_rate_limit_when_trusted(sb: Sa
 def test_resend_after_429_takes_only_a_bool(value: Any) -> None:
     with pytest.raises(ConfigurationError, match="resend_after_429 must be True or False"):
         RetryPolicy(resend_after_429=value)
+
+
+@pytest.mark.parametrize(("flags", "sent", "code"), [([], 2, 0), (["--no-resend-after-429"], 1, 4)])
+async def test_the_command_line_switches_the_trust_too(
+    sb: Sandbox, tmp_path: Path, flags: list[str], sent: int, code: int
+) -> None:
+    await sb.set_faults(LATE_429)
+    users = write_csv(tmp_path / "users.csv", users_rows(1))
+    result = await run(sb, *flags, "send", str(await first_poll(sb)), str(users))
+    assert result.code == code, result.err
+    assert len(await launches(sb)) == sent

@@ -200,8 +200,10 @@ def _session_key_problems(item: Any, path: str, problems: Problems) -> None:
         problems.append((f"{path}.value", value_problem + name))
     elif item.key == DEPLOYMENT_SQUAD and not _SQUAD.fullmatch(item.value):
         problems.append((f"{path}.value", "deployment_squad must be DS_<cellphone>"))
-    if item.type is not None and (not is_text(item.type) or not item.type):
-        problems.append((f"{path}.type", "must be None or a non-empty UTF-8 string"))
+    if item.type is not None:
+        type_problem = _text_problem(item.type) or (None if item.type else "must not be empty")
+        if type_problem is not None:
+            problems.append((f"{path}.type", f"{type_problem} (None: no type)"))
 
 
 def unix_seconds(value: Any, path: str, problems: Problems) -> int:

@@ -49,9 +49,12 @@ def parse_json(body: bytes, status: int, headers: Mapping[str, str]) -> Any:
 
 
 def json_type(value: object) -> str:
-    """How a decoded JSON value is named in error messages."""
+    """How a decoded JSON value is named in error messages: in JSON's words
+    (a number is shown, never Python's ``float``)."""
     if value is None:
         return "null"
+    if type(value) in (int, float):
+        return f"a number ({value!r})"
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )

@@ -12,6 +12,7 @@ import attrs
 from .. import errors
 from .._redaction import redact
 from ..client import CampaignClient
+from ..config import RetryPolicy
 from .output import dumps
 
 # Kept here, not in a docstring: ``python -OO`` strips docstrings, not --help.
@@ -108,6 +109,7 @@ class Ctx:
             agent_url=a.agent_url,
             timeout=a.timeout,
             max_retries=a.max_retries,
+            retry=None if a.resend_after_429 else RetryPolicy(resend_after_429=False),
         )
 
 

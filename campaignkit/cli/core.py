@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import sys
 import traceback
@@ -35,13 +36,21 @@ def run(
     """Run the command line ``argv``; its exit status (``campaignkit --help``)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    words = sys.argv[1:] if argv is None else list(argv)
+    # Registered before anything runs, parsing included (its usage errors
+    # quote what they refuse): a bad key never reaches a ClientConfig either.
+    register(os.environ.get(ENV_API_KEY))
+    for flag, value in itertools.pairwise(words):
+        if flag == "--api-key":
+            register(value)
+    for word in words:
+        if word.startswith("--api-key="):
+            register(word.removeprefix("--api-key="))
     try:
-        args = parse(None if argv is None else list(argv))
+        args = parse(words)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else ExitStatus.USAGE
-    # Registered before anything runs: a bad key never reaches a ClientConfig.
     register(args.api_key)
-    register(os.environ.get(ENV_API_KEY))
     try:
         return asyncio.run(_dispatch(Ctx(args, out, err)))
     except KeyboardInterrupt:

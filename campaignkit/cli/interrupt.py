@@ -115,7 +115,7 @@ def connection_flags(a: argparse.Namespace) -> list[str]:
     for name in ("base_url", "campaign_url", "agent_url", "timeout", "max_retries"):
         if (value := getattr(a, name)) is not None:
             argv += ["--" + name.replace("_", "-"), str(value)]
-    return argv
+    return argv if a.resend_after_429 else [*argv, "--no-resend-after-429"]
 
 
 def shell_line(argv: list[str]) -> str:

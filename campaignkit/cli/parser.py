@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from .._redaction import redact
 from .._version import __version__
 from ..config import ENV_API_KEY, ENV_URLS
 from . import demo, polls, runs, sandbox, send, sessions, submit, suppress, track, watch
@@ -22,6 +23,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "agent_url": None,
     "timeout": None,
     "max_retries": None,
+    "resend_after_429": True,
     "json": False,
     "quiet": False,
     "debug": False,
@@ -32,8 +34,9 @@ class Parser(argparse.ArgumentParser):
     """argparse with the CLI's usage exit status."""
 
     def error(self, message: str) -> NoReturn:
+        # Redacted: a key typed where a command or value belongs is quoted back.
         self.print_usage(sys.stderr)
-        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(ExitStatus.USAGE, redact(f"{self.prog}: error: {message}\n"))
 
 
 def _common() -> Parser:
@@ -48,6 +51,14 @@ def _common() -> Parser:
     g.add_argument("--agent-url", default=s, help=f"agent host ({ENV_URLS['agent_url']})")
     g.add_argument("--timeout", type=positive_float, default=s, help="seconds per request")
     g.add_argument("--max-retries", type=int, default=s, help="retries of a failed read")
+    g.add_argument(
+        "--no-resend-after-429",
+        dest="resend_after_429",
+        action="store_false",
+        default=s,
+        help="a send answered 429 is ambiguous, never resent (for a gateway that may "
+        "answer 429 after the service acted)",
+    )
     o = common.add_argument_group("output")
     o.add_argument("--json", action="store_true", default=s, help="machine-readable output")
     o.add_argument("-q", "--quiet", action="store_true", default=s, help="no progress/notes")

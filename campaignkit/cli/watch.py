@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from ..client import CampaignClient
 from ..dashboard import (
+    Access,
     Dashboard,
     Sample,
     follow_report,
@@ -43,7 +45,9 @@ def register(add: AddCommand) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: a free one ({DEFAULT_PORT})")
     p.add_argument(
         "--token",
-        default=os.environ.get("CAMPAIGNKIT_DASHBOARD_TOKEN"),
+        type=_token,
+        # Empty ("${CAMPAIGNKIT_DASHBOARD_TOKEN}" of an unset variable): not given.
+        default=os.environ.get("CAMPAIGNKIT_DASHBOARD_TOKEN") or None,
         help="the token visitors must show (default: $CAMPAIGNKIT_DASHBOARD_TOKEN; "
         "beyond 127.0.0.1 a new random one)",
     )
@@ -88,6 +92,14 @@ def register(add: AddCommand) -> None:
         help="stop following after this many seconds and write what was seen",
     )
     p.set_defaults(func=cmd_report, needs_client=True)
+
+
+def _token(text: str) -> str:
+    try:
+        Access(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 @contextlib.asynccontextmanager

@@ -112,9 +112,9 @@ async def followed(request: web.Request) -> Watch:
     try:
         return await request.app[DASHBOARD].follow(launch)
     except UnknownLaunch:
-        raise web.HTTPNotFound(text=f"no launch {launch!r} for this API key") from None
+        raise web.HTTPNotFound(text=redact(f"no launch {launch!r} for this API key")) from None
     except errors.CampaignKitError as exc:
-        raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
+        raise web.HTTPBadGateway(text=redact(f"reading launch {launch!r} failed: {exc}")) from exc
 
 
 async def launch_page(request: web.Request) -> web.Response:
@@ -153,7 +153,7 @@ async def launch_report(request: web.Request) -> web.Response:
     try:
         status = watch.status or await dashboard.client.get_campaign_status(launch)
     except errors.CampaignKitError as exc:
-        raise web.HTTPBadGateway(text=f"reading launch {launch!r} failed: {exc}") from exc
+        raise web.HTTPBadGateway(text=redact(f"reading launch {launch!r} failed: {exc}")) from exc
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
     return _html(
         render_report(

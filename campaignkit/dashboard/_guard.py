@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
@@ -29,6 +30,7 @@ __all__ = ["COOKIE", "Access", "is_loopback", "new_token"]
 COOKIE = "campaignkit_dashboard"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+_TOKEN = re.compile(r"[!-~]+")
 PAGE_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
     "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -79,13 +81,19 @@ def _lower_names(names: Iterable[str]) -> frozenset[str]:
     return frozenset(name.lower() for name in names)
 
 
+def _check_token(access: object, attribute: object, token: str | None) -> None:
+    # An empty token was printed as "?token=" and let nobody in.
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise ValueError("a dashboard token must be visible ASCII characters, without spaces")
+
+
 @attrs.frozen
 class Access:
     """Who may use one dashboard: ``token`` (None: anybody who reaches it,
     for a loopback bind only) and the host names, besides loopback names and
     IP literals, its ``Host`` header may carry."""
 
-    token: str | None = attrs.field(default=None, repr=False)
+    token: str | None = attrs.field(default=None, repr=False, validator=_check_token)
     hosts: frozenset[str] = attrs.field(default=frozenset(), converter=_lower_names)
 
     @classmethod

@@ -220,7 +220,13 @@ async def session(request: web.Request) -> web.Response:
     if record is None:
         raise ServiceError(404, "not_found", "session not found")
     return json_response(
-        {"id": record.id, "poll_id": record.poll_id, "keys": record.keys, "history": record.history}
+        {
+            "id": record.id,
+            "poll_id": record.poll_id,
+            "keys": record.keys,
+            "types": record.types,
+            "history": record.history,
+        }
     )
 
 

@@ -86,15 +86,18 @@ class Replies:
         self, company: Company, launch: Launch, index: int, text: str
     ) -> dict[str, Any]:
         """Apply one reply and make the calls it causes: the response (its
-        answer's keys merged) and, when the flow ends, conversation closed."""
-        record, created, question = self._world.reply(company, launch, index, text)
+        answer's keys merged before the flow's next question is sent) and,
+        when the flow ends, conversation closed."""
+        record, created, question, following = self._world.reply(company, launch, index, text)
         targets = company.targets(launch.poll_id)
         now = self._world.clock.now()
         sent_at = record.created_us / 1e6
         payload = flat_event("response", record, question, sent_at, now, text)
         call = await self._webhooks.post(targets, "response", payload, company.webhook_log)
         if call and call["keys"]:
-            self._world.merge_answer(record, call["keys"])
+            self._world.merge_answer(record, call["keys"], call["types"])
+        if following is not None:
+            self._world.ask(record, following)
         result: dict[str, Any] = {
             "session_external_id": record.id,
             "created": created,
@@ -117,7 +120,7 @@ class Replies:
         targets = company.targets(launch.poll_id)
         call = await self._webhooks.post(targets, kind, payload, company.webhook_log)
         if call and call["keys"]:
-            self._world.merge_answer(record, call["keys"])
+            self._world.merge_answer(record, call["keys"], call["types"])
 
     async def _run(self) -> None:
         clock = self._world.clock

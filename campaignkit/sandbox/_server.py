@@ -209,14 +209,15 @@ class Sandbox:
 
     async def webhook_calls(self, *, company: str | None = None) -> list[dict[str, Any]]:
         """Every webhook call made for the company: kind, url, payload, status,
-        answer, keys merged, error, seconds."""
+        answer, keys merged (and their types), error, seconds."""
         calls: list[dict[str, Any]] = await self.admin(
             "GET", f"/companies/{company or self.company_id}/webhook-calls"
         )
         return calls
 
     async def session(self, session_id: str) -> dict[str, Any]:
-        """A session's ``keys`` and ``history``, as the sandbox holds them."""
+        """A session's ``keys``, their ``types`` (where given) and ``history``,
+        as the sandbox holds them."""
         found: dict[str, Any] = await self.admin("GET", f"/sessions/{session_id}")
         return found
 

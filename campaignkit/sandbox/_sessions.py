@@ -92,10 +92,17 @@ class SessionRecord:
     """The deployment that opened it (sessions a reply or a webhook opened)."""
     answered: int = 0
     """How many questions of its poll's flow the user answered."""
+    types: dict[str, str] = attrs.Factory(dict)
+    """The type of each key given one (e.g. ``location``); other keys have none."""
 
     @property
     def key(self) -> Key:
         return (self.created_us, self.id)
+
+    def set_keys(self, values: dict[str, str], types: dict[str, str]) -> None:
+        """Merge ``values``; each keeps the type given with it (in ``types``), or none."""
+        self.keys.update(values)
+        self.types = {k: t for k, t in self.types.items() if k not in values} | types
 
     def meta(self) -> Meta:
         return _meta(self.id, self.created_us, self.finished_us, self.country_code, self.cellphone)

@@ -423,11 +423,12 @@ class World:
 
     def reply(
         self, company: Company, launch: Launch, index: int, text: str
-    ) -> tuple[SessionRecord, bool, str]:
+    ) -> tuple[SessionRecord, bool, str, str | None]:
         """The user of deployment ``index`` answers the question the flow is on.
 
-        Returns the session, whether this reply opened it, and the question
-        answered; the flow's next question, if any, is sent at once.
+        Returns the session, whether this reply opened it, the question
+        answered, and the flow's next one (None: the flow ends), for ``ask``
+        once the answer's webhook is answered and merged, as the service does.
         """
         now = self.clock.now()
         d = launch.deployments[index]
@@ -444,24 +445,35 @@ class World:
         question = questions[min(record.answered, len(questions) - 1)]
         record.answered += 1
         record.history.append(message("USER", text, seconds, seconds, seconds))
-        if record.answered < len(questions):
-            record.history.append(message("AI", questions[record.answered], seconds, seconds, None))
         record.finished_us = int(now * US)
-        return record, created, question
+        following = questions[record.answered] if record.answered < len(questions) else None
+        return record, created, question, following
 
-    def merge_answer(self, record: SessionRecord, keys: dict[str, str]) -> None:
-        """Merge a webhook answer's keys, as the service does, noted in the history."""
-        record.keys.update(keys)
+    def ask(self, record: SessionRecord, question: str) -> None:
+        """The flow goes on: its next question is sent."""
+        now = self.clock.now()
+        record.history.append(message("AI", question, int(now), int(now), None))
+        record.finished_us = int(now * US)
+
+    def merge_answer(
+        self, record: SessionRecord, keys: dict[str, str], types: dict[str, str]
+    ) -> None:
+        """Merge a webhook answer's keys (and their types), as the service does,
+        noted in the history."""
+        record.set_keys(keys, types)
         now = int(self.clock.now())
         entry = message("AI", f"(variables set: {', '.join(keys)})", now, now, None)
         entry["message"]["extra"] = {
-            "user_session_keys": [{"key": k, "value": v} for k, v in keys.items()]
+            "user_session_keys": [
+                {"key": k, "value": v} | ({"type": types[k]} if k in types else {})
+                for k, v in keys.items()
+            ]
         }
         record.history.append(entry)
 
     def update_session(self, record: SessionRecord, keys: SessionKeys) -> None:
         """Merge the keys and continue the conversation with the next AI message."""
-        record.keys.update(keys)
+        record.set_keys(dict(keys), {})
         now = self.clock.now()
         names = ", ".join(key for key, _ in keys) or "nothing"
         record.history.append(

@@ -44,7 +44,7 @@ def _time(seconds: float) -> str:
 
 
 def _keys(record: SessionRecord) -> list[JSON]:
-    return [{"key": k, "value": v, "type": None} for k, v in record.keys.items()]
+    return [{"key": k, "value": v, "type": record.types.get(k)} for k, v in record.keys.items()]
 
 
 def flat_event(
@@ -100,20 +100,26 @@ def closed_event(record: SessionRecord, company_number: int, line: str | None, a
     }
 
 
-def answered_keys(answer: Any) -> dict[str, str]:
-    """The ``user_session_keys`` of a 200 answer the service merges (others ignored)."""
+def answered_keys(answer: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``user_session_keys`` of a 200 answer the service merges (others
+    ignored): their values, and the types of those given one (a string)."""
     keys = answer.get("user_session_keys") if isinstance(answer, dict) else None
     if isinstance(keys, dict):
         keys = [{"key": k, "value": v} for k, v in keys.items()]
     if not isinstance(keys, list):
-        return {}
-    return {
-        item["key"]: item["value"]
+        return {}, {}
+    items = [
+        item
         for item in keys
         if isinstance(item, dict)
         and isinstance(item.get("key"), str)
         and isinstance(item.get("value"), str)
-    }
+    ]
+    types = {item["key"]: item.get("type") for item in items}  # the last of a key wins
+    return (
+        {item["key"]: item["value"] for item in items},
+        {key: kind for key, kind in types.items() if isinstance(kind, str)},
+    )
 
 
 class Webhooks:
@@ -134,7 +140,8 @@ class Webhooks:
         self, targets: WebhookTargets, kind: str, payload: JSON, log_to: list[JSON]
     ) -> JSON | None:
         """POST ``payload`` to the kind's URL (None: no URL for it); the
-        recorded call, with ``keys``: what a 200 answer asks to merge."""
+        recorded call, with ``keys`` (and their ``types``): what a 200 answer
+        asks to merge."""
         url = targets.urls.get(kind)
         if url is None or self._session is None:
             return None
@@ -145,6 +152,7 @@ class Webhooks:
             "status": None,
             "answer": None,
             "keys": {},
+            "types": {},
             "error": None,
             "seconds": None,
         }
@@ -166,6 +174,6 @@ class Webhooks:
             except orjson.JSONDecodeError:
                 entry["answer"] = None
             if response.status == 200:
-                entry["keys"] = answered_keys(entry["answer"])
+                entry["keys"], entry["types"] = answered_keys(entry["answer"])
         entry["seconds"] = round(time.monotonic() - started, 3)
         return entry

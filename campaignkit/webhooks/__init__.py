@@ -26,7 +26,7 @@ headers you configured on it, and waits at most 10 s for the answer: the
         ``X-Webhook-Secret``) does not carry exactly that value
 413     the body is larger than ``max_body`` bytes (default 1 MiB)
 422     an id or value that may not be stored or logged (over
-        :data:`MAX_ID_LENGTH` characters, control characters), or a session
+        :data:`MAX_ID_LENGTH` characters, not printable), or a session
         event without its id
 503     the ``dedupe=`` store failed: ``on_event`` was not called
 ======  ==================================================================

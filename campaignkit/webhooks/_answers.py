@@ -36,6 +36,7 @@ def as_keys(result: Any) -> tuple[SessionKey, ...]:
             isinstance(item, SessionKey)
             and isinstance(item.key, str)
             and isinstance(item.value, str)
+            and isinstance(item.type, str | None)
         ):
             raise TypeError("on_event returned an item that is not a SessionKey of text")
     return keys

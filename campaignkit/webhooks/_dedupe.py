@@ -64,3 +64,22 @@ class RecentIds:
         for k in stale:
             del self._seen[k]
         return len(stale)
+
+
+class Pruner:
+    """Forgets the keys of ``namespace`` in ``store`` older than ``retention``
+    seconds, at most once per hundredth of it (a DELETE per delivery would
+    cost more); each handler awaits it before remembering a delivery."""
+
+    def __init__(self, store: DedupeStore, namespace: str, retention: float) -> None:
+        self._store, self._namespace, self.retention = store, namespace, retention
+        self._pruned_at = 0.0
+
+    async def __call__(self) -> None:
+        now = time.time()
+        if now - self._pruned_at >= self.retention / 100:
+            self._pruned_at = now
+            # A store of an earlier release may not prune: it still dedupes.
+            prune = getattr(self._store, "prune_seen", None)
+            if prune is not None:
+                await prune(self._namespace, now - self.retention)

@@ -12,6 +12,11 @@ calls. With ``secret=`` set, a request must carry the secret in the
 platforms that only let you enter a URL; a URL may end up in access logs,
 so prefer the header when you can). Compared with :func:`hmac.compare_digest`.
 
+*Real payloads.* The response event (and the opt-out and conversation
+closed ones) is a reply; delivered, read, timeout, condition and template
+status events are answered 200 without calling ``on_reply``, so they never
+take a session's first reply.
+
 *Duplicates.* A repeated id is answered 200 and ignored; if ``on_reply``
 raises, the id is forgotten so that a redelivery is processed again.
 ``dedupe=`` takes a ledger the caller opens before serving and closes after the
@@ -41,7 +46,8 @@ from aiohttp import web
 from .._redaction import register, sdk_logger
 from ..errors import LedgerError, ValidationError
 from ._answers import error_answer
-from ._dedupe import DEDUPE_NAMESPACE, DedupeStore, RecentIds
+from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, DedupeStore, Pruner, RecentIds
+from ._events import EventKind, parse_event
 from ._late import cancel_late
 from ._payload import ID_FIELD, ReplyEvent, read_reply
 from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
@@ -49,6 +55,17 @@ from ._receiver import DEFAULT_MAX_BODY, DEFAULT_SECRET_HEADER
 logger = sdk_logger("campaignkit.webhooks")
 
 OnReply = Callable[[ReplyEvent], Awaitable[Any] | Any]
+
+NOT_REPLIES = frozenset(
+    {
+        EventKind.DELIVERED,
+        EventKind.READ,
+        EventKind.TIMEOUT,
+        EventKind.CONDITION,
+        EventKind.TEMPLATE_STATUS,
+    }
+)
+"""Kinds answered 200 without ``on_reply``: nothing the user wrote."""
 
 
 class FirstReplyHandler:
@@ -60,7 +77,8 @@ class FirstReplyHandler:
     (route plus a shutdown hook that finishes its tasks); or route
     :meth:`handle` yourself and ``await handler.aclose()`` on shutdown.
     ``dedupe`` (an open ledger, which the caller closes) replaces the
-    in-memory window of ``dedupe_size`` ids (see :mod:`campaignkit.webhooks`).
+    in-memory window of ``dedupe_size`` ids (see :mod:`campaignkit.webhooks`);
+    ids are forgotten ``retention`` seconds (7 days) after they were seen.
     """
 
     def __init__(
@@ -74,6 +92,7 @@ class FirstReplyHandler:
         dedupe_size: int = 10_000,
         dedupe: DedupeStore | None = None,
         shutdown_grace: float = 10.0,
+        retention: float = DEFAULT_RETENTION,
     ) -> None:
         warnings.warn(
             "the first-reply helpers are deprecated: use campaignkit.webhooks.webhook_app, "
@@ -86,6 +105,8 @@ class FirstReplyHandler:
             problems.append(("max_body", "must be at least 1 byte"))
         if dedupe_size < 0:
             problems.append(("dedupe_size", "must not be negative"))
+        if not retention > 0:
+            problems.append(("retention", "must be positive"))
         if secret is not None and not secret:
             problems.append(("secret", "must not be empty (use None for no secret)"))
         if problems:
@@ -97,6 +118,8 @@ class FirstReplyHandler:
         self._secret_query = secret_query
         self.max_body = max_body
         self._dedupe: DedupeStore = RecentIds(dedupe_size) if dedupe is None else dedupe
+        # The ids seen were kept for good in a ledger: forgotten after ``retention`` now.
+        self._prune = Pruner(self._dedupe, DEDUPE_NAMESPACE, retention)
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_grace = shutdown_grace
         self.received = 0
@@ -162,6 +185,9 @@ class FirstReplyHandler:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError:
             return error_answer(400, "bad_json", "the body is not valid JSON")
+        if isinstance(payload, dict) and parse_event(payload).kind in NOT_REPLIES:
+            # Not what the user wrote: it must not take the session's first-reply slot.
+            return web.json_response({"status": "ignored"}, status=200)
         try:
             event = read_reply(payload)
         except ValidationError as exc:
@@ -169,6 +195,7 @@ class FirstReplyHandler:
             return error_answer(422, "no_session_external_id", f"{path}: {message}")
         sid = event.session_external_id
         try:
+            await self._prune()
             first = await self._dedupe.first_sighting(DEDUPE_NAMESPACE, sid)
         except LedgerError as exc:
             logger.error("webhook: duplicate detection failed for %s, answered 503: %s", sid, exc)
@@ -221,6 +248,7 @@ def first_reply_app(
     dedupe_size: int = 10_000,
     dedupe: DedupeStore | None = None,
     shutdown_grace: float = 10.0,
+    retention: float = DEFAULT_RETENTION,
 ) -> web.Application:
     """An aiohttp application serving the first-reply webhook at ``POST path``.
 
@@ -236,6 +264,7 @@ def first_reply_app(
         dedupe_size=dedupe_size,
         dedupe=dedupe,
         shutdown_grace=shutdown_grace,
+        retention=retention,
     )
     # The handler enforces max_body itself; keep aiohttp's own limit out of the way.
     app = web.Application(client_max_size=max(max_body, 1024) + 1)

@@ -21,9 +21,10 @@ from typing import Any, NoReturn
 import attrs
 
 from .._redaction import sdk_logger
+from .._wire.convert import json_type
 from ..errors import ValidationError
 from ..models import SessionKey
-from ._checks import MAX_ID_LENGTH, problem_of
+from ._checks import MAX_ID_LENGTH, loggable, problem_of
 from ._events import EventKind, parse_event, session_keys_of
 
 logger = sdk_logger("campaignkit.webhooks")
@@ -78,7 +79,7 @@ def extract_reply(payload: Any) -> ReplyEvent:
 def read_reply(payload: Any) -> ReplyEvent:
     """:func:`extract_reply` without its warning (the first-reply handler's)."""
     if not isinstance(payload, Mapping):
-        _unusable("$", f"the body must be a JSON object, got {type(payload).__name__}")
+        _unusable("$", f"the body must be a JSON object, got {json_type(payload)}")
     event = parse_event(payload)
     problem = problem_of(event)
     if problem is not None:
@@ -92,12 +93,12 @@ def read_reply(payload: Any) -> ReplyEvent:
     path, holder = found
     raw_id = holder[ID_FIELD]
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-        _unusable(path, f"must be a string, got {type(raw_id).__name__}")
+        _unusable(path, f"must be a string, got {json_type(raw_id)}")
     session_id = str(raw_id).strip()
     if not session_id:
         _unusable(path, "is empty")
-    if len(session_id) > MAX_ID_LENGTH or not session_id.isprintable():
-        _unusable(path, f"over {MAX_ID_LENGTH} characters or has control characters")
+    if not loggable(session_id):
+        _unusable(path, f"over {MAX_ID_LENGTH} characters or not printable")
     nested = holder.get(KEYS_FIELD) if holder is not payload else None
     keys = event.user_session_keys if nested is None else session_keys_of(nested)
     return ReplyEvent(session_id, keys, payload)

@@ -1,9 +1,9 @@
 """The webhook receiver: answer each call of the service within its 10 s.
 
-The service merges the ``user_session_keys`` of a ``200`` answer into the
-session at once, so ``on_event`` runs while the call waits, for at most
-``deadline`` seconds; a slower callback gets an empty answer sent at the
-deadline, and the keys it returns later go out by
+The service merges the ``user_session_keys`` of a ``200`` answer at once, so
+``on_event`` runs while the call waits (a plain function in a worker thread),
+for at most ``deadline`` seconds; a slower callback gets an empty answer at
+the deadline, and the keys it returns later go out by
 :meth:`CampaignClient.update_session` when ``client=`` was given.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -24,7 +23,7 @@ from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import as_keys, error_answer, keys_answer
 from ._checks import delivery_key, problem_of
-from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, RecentIds
+from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, Pruner, RecentIds
 from ._events import EventKind, WebhookEvent, parse_event
 from ._late import cancel_late
 
@@ -88,6 +87,7 @@ class WebhookHandler:
         if problems:
             raise ValidationError(problems)
         self._on_event = on_event
+        self._in_thread = not _is_async(on_event)
         self.kinds = None if kinds is None else frozenset(kinds)
         register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
@@ -100,7 +100,7 @@ class WebhookHandler:
         self.max_body = max_body
         self._shutdown_grace = shutdown_grace
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._pruned_at = 0.0
+        self._prune = Pruner(self._dedupe, EVENTS_NAMESPACE, retention)
         self.received = 0
         """Deliveries passed to ``on_event`` (duplicates and filtered kinds excluded)."""
 
@@ -145,6 +145,8 @@ class WebhookHandler:
         if self.kinds is not None and event.kind not in self.kinds:
             return keys_answer(())
         key = delivery_key(event)
+        if key is None:
+            return self._refuse(400, "too_deep", "the body nests too deep")
         try:
             await self._prune()
             first = await self._dedupe.first_sighting(EVENTS_NAMESPACE, key)
@@ -156,7 +158,7 @@ class WebhookHandler:
             return keys_answer(())
         self.received += 1
         await self._record(event)
-        return keys_answer(await self._call(event, key))
+        return await self._call(event, key)
 
     def _refuse(self, status: int, code: str, message: str) -> web.Response:
         logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
@@ -180,16 +182,6 @@ class WebhookHandler:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _prune(self) -> None:
-        # At most once per hundredth of the retention: a DELETE per delivery would cost more.
-        now = time.time()
-        if now - self._pruned_at >= self.retention / 100:
-            self._pruned_at = now
-            # A store of an earlier release may not prune: it still dedupes.
-            prune = getattr(self._dedupe, "prune_seen", None)
-            if prune is not None:
-                await prune(EVENTS_NAMESPACE, now - self.retention)
-
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:
             return
@@ -198,18 +190,20 @@ class WebhookHandler:
         except Exception:
             logger.exception("webhook: the ledger could not record a %s event", event.kind.value)
 
-    async def _call(self, event: WebhookEvent, key: str) -> tuple[SessionKey, ...]:
+    async def _call(self, event: WebhookEvent, key: str) -> web.Response:
         try:
-            result = self._on_event(event)
-            if not inspect.isawaitable(result):
-                return as_keys(result)  # a plain function: it has run already
+            loop = asyncio.get_running_loop()
+            if self._in_thread:  # a plain function: it may block, the deadline holds
+                result: Any = loop.run_in_executor(None, self._on_event, event)
+            else:
+                result = self._on_event(event)
             # A task of its own (also its own current_task(), for asyncio.timeout
             # and the like), which may outlive the deadline and this request.
-            task = asyncio.get_running_loop().create_task(_keys_of(result))
+            task = loop.create_task(_keys_of(result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             if await self._finished_in_time(task):
-                return task.result()
+                return keys_answer(task.result())  # text orjson cannot write fails here
         except Exception:
             logger.exception("webhook: on_event failed for a %s event", event.kind.value)
             # Forget the delivery so that the same call sent again is handled.
@@ -217,10 +211,10 @@ class WebhookHandler:
                 await self._dedupe.forget(EVENTS_NAMESPACE, key)
             except Exception as exc:
                 logger.error("webhook: could not forget a failed delivery: %r", exc)
-            return ()
+            return keys_answer(())
         task.add_done_callback(lambda t: self._late(event, t))
         logger.warning("webhook: on_event passed the %.1f s deadline", self.deadline)
-        return ()
+        return keys_answer(())
 
     async def _finished_in_time(self, task: asyncio.Task[Any]) -> bool:
         """Wait for ``task`` until the deadline (lighter than ``asyncio.wait``)."""
@@ -249,7 +243,12 @@ class WebhookHandler:
         keys = task.result()
         if not keys:
             return
-        if self._client is None or event.session_id is None:
+        if event.session_id is None:
+            logger.warning(
+                "webhook: %d late key(s) dropped: no session id to send them to", len(keys)
+            )
+            return
+        if self._client is None:
             logger.warning("webhook: %d late key(s) dropped: no client= to send them", len(keys))
             return
         update = asyncio.get_running_loop().create_task(self._update(event.session_id, keys))
@@ -264,8 +263,16 @@ class WebhookHandler:
             logger.exception("webhook: update_session with the late keys failed")
 
 
-async def _keys_of(awaitable: Awaitable[Keys]) -> tuple[SessionKey, ...]:
-    return as_keys(await awaitable)
+def _is_async(on_event: OnEvent) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    return any(map(inspect.iscoroutinefunction, (on_event, type(on_event).__call__)))
+
+
+async def _keys_of(awaitable: Awaitable[Any]) -> tuple[SessionKey, ...]:
+    result = await awaitable
+    if inspect.isawaitable(result):  # a plain function that returned a coroutine
+        result = await result
+    return as_keys(result)
 
 
 webhook_handler = WebhookHandler

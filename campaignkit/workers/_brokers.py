@@ -105,18 +105,25 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
 
 def _redis_streams() -> type[RedisStreamBroker]:
     from redis.asyncio import Redis
-    from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+    from redis.exceptions import ConnectionError, ReadOnlyError, ResponseError, TimeoutError
     from taskiq import AckableMessage, BrokerMessage
     from taskiq_redis import RedisStreamBroker
 
     lost = (ConnectionError, TimeoutError, OSError)
 
+    def failing_over(exc: BaseException) -> bool:
+        """A server turned replica by a failover: its blocked reads answered
+        UNBLOCKED, its writes READONLY (or a replica without its primary)."""
+        return isinstance(exc, ReadOnlyError) or (
+            isinstance(exc, ResponseError) and str(exc).startswith(("UNBLOCKED", "MASTERDOWN"))
+        )
+
     async def reconnecting(what: str, call: Callable[[], Awaitable[None]]) -> None:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 return await call()
-            except lost as exc:
-                if attempt == _ATTEMPTS:
+            except (*lost, ResponseError) as exc:
+                if attempt == _ATTEMPTS or not (isinstance(exc, lost) or failing_over(exc)):
                     raise
                 await pause(what, exc, attempt)
 
@@ -127,7 +134,8 @@ def _redis_streams() -> type[RedisStreamBroker]:
         - the messages of dead consumers are reclaimed before every blocking
           read (taskiq-redis 1.2 reclaims only after a read that got some: an
           idle queue never gave a dead worker's messages to anyone);
-        - a lost connection (a killed client, a restart, a failover) is
+        - a lost connection (a killed client, a restart, a failover, a
+          server turned replica answering UNBLOCKED or READONLY) is
           reconnected with jittered backoff, one warning per attempt, for
           ever when reading and a few times to send or acknowledge a
           message or to declare the consumer group; a consumer group lost
@@ -149,11 +157,15 @@ def _redis_streams() -> type[RedisStreamBroker]:
                                         data=fields[b"data"], ack=self._ack(message_id)
                                     )
                 except (*lost, ResponseError) as exc:
-                    if isinstance(exc, ResponseError) and "NOGROUP" not in str(exc):
+                    lost_group = isinstance(exc, ResponseError) and "NOGROUP" in str(exc)
+                    if isinstance(exc, ResponseError) and not (lost_group or failing_over(exc)):
                         raise
                     attempt += 1
                     await pause("while reading", exc, attempt)
-                    if isinstance(exc, ResponseError):
+                    if failing_over(exc):
+                        # Its idle connections too: the name may lead to the new primary now.
+                        await self.connection_pool.disconnect(inuse_connections=False)
+                    if lost_group:
                         await self._declare_consumer_group()
 
         async def _fetch_or_stop(self, conn: Redis) -> list[tuple[bytes, Any]]:
@@ -201,7 +213,9 @@ def _redis_streams() -> type[RedisStreamBroker]:
             async def acknowledge() -> None:
                 try:
                     await reconnecting("acknowledging a message", ack)
-                except lost:
+                except (*lost, ResponseError) as exc:
+                    if not (isinstance(exc, lost) or failing_over(exc)):
+                        raise
                     log.warning(
                         "message %s not acknowledged: it will be delivered again and find "
                         "nothing left to send",

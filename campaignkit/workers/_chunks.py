@@ -3,6 +3,7 @@ which logs one line per chunk."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeAlias
@@ -13,6 +14,8 @@ from .._redaction import sdk_logger
 from ..client import CampaignClient
 from ..errors import ConfigurationError
 from ..ledger import Journal, Ledger, ledger_from
+from ..ledger._schema import LedgerUnavailable
+from ._brokers import reconnect_delay
 from ._runs import send_chunk, worker_name
 
 log = sdk_logger("campaignkit.workers")
@@ -109,13 +112,28 @@ class ChunkSender:
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
         ledger = await self._ledger.get()
-        result = await send_chunk(
-            self._client,
-            ledger,
-            run,
-            chunk,
-            owner=self.owner,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        )
-        return (None, 0) if result is None else (result.outcome, result.users)
+        attempt = 0
+        while True:
+            try:
+                result = await send_chunk(
+                    self._client,
+                    ledger,
+                    run,
+                    chunk,
+                    owner=self.owner,
+                    timeout=self._timeout,
+                    max_retries=self._max_retries,
+                )
+            except LedgerUnavailable as lost:
+                # Lost for longer than the ledger waits: a failed task would be
+                # acknowledged and its chunk stay planned for good. Run again, it
+                # never sends anyone twice (what it sent is claimed, not planned).
+                attempt += 1
+                delay = reconnect_delay(attempt)
+                log.warning(
+                    "run %s chunk %s: %s: trying the chunk again in %.1f s (attempt %d)",
+                    *(run, chunk, lost, delay, attempt),
+                )
+                await asyncio.sleep(delay)
+                continue
+            return (None, 0) if result is None else (result.outcome, result.users)

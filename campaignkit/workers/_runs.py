@@ -90,7 +90,10 @@ async def send_chunk(
     worker killed then leaves a claim that expires (the ledger's
     ``claim_ttl``) and is reported ambiguous. Raises
     :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
-    hold (a worker given another ledger than the producer's).
+    hold (a worker given another ledger than the producer's), or when the
+    ledger stays unreachable for longer than its ``reconnect_timeout``: run
+    the task again then (``campaignkit worker`` does), or the chunk stays
+    planned.
 
     A fatal answer (a 401, a 404 for the poll, a 400 refusing the whole
     request) ends the run for every worker, as it ends ``send_bulk``: it is

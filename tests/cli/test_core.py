@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import sys
 
 from helpers.cli import SCRIPT, closed_port, sandbox_env, subprocess
@@ -26,6 +27,20 @@ async def test_bad_flags_exit_2() -> None:
         assert result.code == 2, argv
         assert "Traceback" not in result.err
         assert "error:" in result.err
+
+
+async def test_usage_errors_never_quote_the_key() -> None:
+    # argparse quoted the key typed where the command belongs, unredacted.
+    key = "sk_live_" + secrets.token_urlsafe(24)
+    results = [
+        await subprocess(key, "polls", env={"CAMPAIGNKIT_API_KEY": key}),
+        await subprocess(f"--api-key={key}", key),
+        await subprocess("--api-key", key, "polls", "--max-retries", key),
+        await subprocess("ak_" + key),  # shaped like the service's keys
+    ]
+    assert [result.code for result in results] == [2, 2, 2, 2]
+    assert all("error:" in r.err and "***" in r.err for r in results)
+    assert not any(key[8:20] in r.err + r.out for r in results)
 
 
 async def test_missing_key_is_one_line_exit_3() -> None:

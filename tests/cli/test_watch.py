@@ -11,9 +11,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from helpers.cli import SCRIPT, run, sandbox_args
+from helpers.cli import SCRIPT, run, sandbox_args, subprocess
 
 from campaignkit import User
+from campaignkit.dashboard import Access
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -164,7 +165,9 @@ async def test_demo_with_the_dashboard_shows_its_campaign() -> None:
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
-        sent = await wait_for_line(proc, "queued by the service (HTTP 202 Accepted): ")
+        sent = await wait_for_line(
+            proc, "queued by the service (HTTP 202 Accepted): launch_request_id "
+        )
         await wait_for_line(proc, "The dashboard stays open")
         assert sent.split()[-1] in await get_text(url)
     finally:
@@ -204,7 +207,19 @@ async def test_dashboard_lists_the_runs_of_its_journal(sb: Sandbox, tmp_path: Pa
     assert "<code>FAILURE_BY_UNABLE_TO_CONTACT</code>" in page
 
 
-async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox) -> None:
+@pytest.mark.parametrize(
+    ("token", "query", "without"),
+    [
+        ("cli-t0ken", "?token=cli-t0ken", 401),
+        # An empty variable (compose's "${CAMPAIGNKIT_DASHBOARD_TOKEN}" of an
+        # unset one) is no token: it was taken as "", printed as "?token=",
+        # and nobody could open the page.
+        ("", "", 200),
+    ],
+)
+async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(
+    sb: Sandbox, token: str, query: str, without: int
+) -> None:
     proc = await asyncio.create_subprocess_exec(
         str(SCRIPT),
         "dashboard",
@@ -213,21 +228,30 @@ async def test_dashboard_with_a_token_prints_it_once_and_asks_for_it(sb: Sandbox
         *sandbox_args(sb),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": "cli-t0ken"},
+        env={**os.environ, "CAMPAIGNKIT_DASHBOARD_TOKEN": token},
     )
     try:
         url = (await wait_for_line(proc, "dashboard: ")).split()[1]
         async with aiohttp.ClientSession() as http, http.get(url.split("?")[0]) as response:
-            without = response.status
+            status = response.status
         jar = aiohttp.CookieJar(unsafe=True)  # a browser keeps cookies of IP hosts too
         async with aiohttp.ClientSession(cookie_jar=jar) as browser, browser.get(url) as response:
             page = await response.text()
     finally:
         code = await stop(proc)
     assert code == 0
-    assert url.endswith("/?token=cli-t0ken")
-    assert without == 401
+    assert url.endswith(f"/{query}")
+    assert status == without
     assert "Campaigns" in page
+
+
+@pytest.mark.parametrize("token", ["", "two words", "tab\there"])
+async def test_a_token_nobody_could_show_is_refused(token: str) -> None:
+    result = await subprocess("dashboard", "--token", token)
+    assert result.code == 2
+    assert "token must be visible ASCII" in result.err
+    with pytest.raises(ValueError, match="token"):
+        Access.for_bind("0.0.0.0", token)
 
 
 async def test_report_stops_following_after_follow_for_and_writes_what_it_saw(

@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 import tenacity
 from aiohttp import web
+from helpers.real_servers import require_program
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, User
@@ -71,13 +72,9 @@ PATIENTLY = tenacity.AsyncRetrying(
 
 
 def chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        message = "Chromium is not installed: apt-get install chromium chromium-driver"
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+    return shutil.which("chromium-browser") or require_program(
+        "chromium", "apt-get install chromium chromium-driver"
+    )
 
 
 class Page:

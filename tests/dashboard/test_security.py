@@ -257,3 +257,22 @@ def test_launches_given_beyond_the_bound_keep_the_last_ones(client: CampaignClie
     assert [s.launch_request_id for s in dashboard.summaries()] == ["l4", "l3", "l2"]
     with pytest.raises(ValueError, match="max_followed"):
         Dashboard(client, max_followed=0)
+
+
+async def test_error_pages_never_show_the_key(sandbox: Sandbox, client: CampaignClient) -> None:
+    # The 404 and 502 pages quoted the id asked for as is: a visit of
+    # /launches/<the key> showed it back.
+    key = client.config.api_key
+    pages = {}
+    async with (
+        serving(dashboard_app(Dashboard(client, **FAST))) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        for path in (f"/launches/{key}", f"/launches/{key}/report.html"):
+            async with http.get(url + path) as response:
+                pages[path] = (response.status, await response.text())
+        await sandbox.set_faults({"kind": "500", "route": "campaign_status"})
+        async with http.get(f"{url}/launches/{key}") as response:
+            pages["502"] = (response.status, await response.text())
+    assert [status for status, _ in pages.values()] == [404, 404, 502]
+    assert all(key not in text and "***" in text for _, text in pages.values())

@@ -10,9 +10,11 @@ there would hide a broken set-up.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import pytest
@@ -44,7 +46,18 @@ def require(server: str, url: str, default_port: int) -> str:
     """``url`` if the server answers; else skip (or fail under CI) in one line."""
     if _reachable(url, default_port):
         return url
-    message = f"{server} is not reachable at {url}: {HOW_TO_START[server]}"
+    _missing(f"{server} is not reachable at {url}: {HOW_TO_START[server]}")
+
+
+def require_program(name: str, how_to_install: str) -> str:
+    """The path of the program ``name``; else skip (or fail under CI) in one line."""
+    path = shutil.which(name)
+    if path is None:
+        _missing(f"{name} is not installed: {how_to_install}")
+    return path
+
+
+def _missing(message: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)

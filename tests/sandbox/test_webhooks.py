@@ -96,8 +96,14 @@ async def test_a_200_answer_is_merged_into_the_session(api: Any, sb: Sandbox, ho
     session = await sb.session(first["session_external_id"])
     assert session["keys"] == {"server_user_valid": "yes"}
     texts = [entry["message"]["text"] for entry in session["history"]]
-    assert texts[:3] == ["What is your id number?", "12345678", "Anything else?"]
-    assert session["history"][-1]["message"]["extra"] == {
+    # the service merges the answer before the flow goes on (it may branch on it)
+    assert texts == [
+        "What is your id number?",
+        "12345678",
+        "(variables set: server_user_valid)",
+        "Anything else?",
+    ]
+    assert session["history"][2]["message"]["extra"] == {
         "user_session_keys": [{"key": "server_user_valid", "value": "yes"}]
     }
     hook.answer = {}
@@ -111,6 +117,35 @@ async def test_a_200_answer_is_merged_into_the_session(api: Any, sb: Sandbox, ho
     assert closed.keys == {"server_user_valid": "yes"}
     asked = [parse_event(body).payload["question"]["text"] for _, body, _ in hook.calls[:2]]
     assert asked == ["What is your id number?", "Anything else?"]
+
+
+async def test_merged_keys_keep_the_type_the_answer_gives(
+    api: Any, sb: Sandbox, hook: Hook
+) -> None:
+    await sb.set_flow(1001, ["Where are you?", "Anything else?"])
+    await sb.set_webhook(f"{hook.url}/all", kinds=["response"])
+    where = '{"latitude": 4.59, "longitude": -72.03, "address": "Carrera 7"}'
+    typed = {"key": "loc", "value": where, "type": "location"}
+    hook.answer = {"user_session_keys": [typed, {"key": "name", "value": "Juan", "type": None}]}
+    await api.send([api.user("5510001111")])
+    await sb.set_clock(advance=60)
+    first = await sb.reply("5510001111", text="here")
+    session_id = first["session_external_id"]
+    session = await sb.session(session_id)
+    assert (session["keys"], session["types"]) == (
+        {"loc": where, "name": "Juan"},
+        {"loc": "location"},
+    )
+    assert session["history"][2]["message"]["extra"] == {
+        "user_session_keys": [typed, {"key": "name", "value": "Juan"}]
+    }
+    hook.answer = {}
+    await sb.reply("5510001111", text="no")
+    sent = parse_event(hook.calls[-1][1]).user_session_keys
+    assert [(k.key, k.type) for k in sent] == [("loc", "location"), ("name", None)]
+    url = f"{sb.base_url}/session/{session_id}/update"
+    await api.call("POST", url, json={"user_session_keys": [{"key": "loc", "value": "moved"}]})
+    assert (await sb.session(session_id))["types"] == {}
 
 
 async def test_opt_out_numbers_send_the_opt_out_event(api: Any, sb: Sandbox, hook: Hook) -> None:

@@ -3,7 +3,7 @@ read without raising."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -70,13 +70,22 @@ def test_the_specs_shape_and_unknown_shapes() -> None:
     assert parse_event([1, 2]).kind is EventKind.UNKNOWN
 
 
+def test_times_out_of_range_in_utc_are_none() -> None:
+    # Year 1 east of UTC or year 9999 west of it has no UTC datetime.
+    for at in ("0001-01-01T00:00:00+01:00", "9999-12-31 23:59:59-05:00"):
+        event = parse_event({**samples.READ, "read_at": at})
+        assert (event.kind, event.occurred_at) == (EventKind.READ, None)
+
+
 def test_location_of_bad_values_is_none() -> None:
     for value in ("", "[]", '{"latitude": "x", "longitude": 1}', '{"latitude": 1}', "1" * 5000):
         assert SessionKey("loc", value, "location").location is None
 
 
+OFFSETS = st.timedeltas(min_value=timedelta(hours=-23), max_value=timedelta(hours=23))
+TIMES = st.datetimes(timezones=st.none() | st.builds(timezone, OFFSETS)).map(str)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | TIMES,
     lambda inner: (
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
     ),

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from helpers import webhook_samples as samples
 from helpers.ledgers import NewLedger, journal_of
 from helpers.servers import serving
 
@@ -398,12 +399,29 @@ async def test_a_nul_id_is_refused_before_the_ledger(
     recorder = Recorder()
     async with new_ledger() as ledger:
         client = await serve(first_reply_app(recorder, dedupe=ledger))
-        for sid in ("a\x00b", "a\nINJECTED"):
-            answer = await client.post("/webhook", json={"session_external_id": sid})
-            assert answer.status == 422
+        for sid in ("a\x00b", "a\nINJECTED", "a\u2028INJECTED", "a\x85INJECTED"):
+            real = {"session_id": sid, "responded_at": "2019-01-01 00:00:00"}
+            for body in ({"session_external_id": sid}, real):
+                answer = await client.post("/webhook", json=body)
+                assert answer.status == 422
         assert await ledger.prune_seen("first_reply", time.time() + 1) == 0
     assert recorder.events == []
     assert not any("INJECTED" in r.getMessage() for r in caplog.records)
+
+
+async def test_ids_seen_are_forgotten_after_the_retention(
+    serve: Any, new_ledger: NewLedger
+) -> None:
+    # They were kept in the ledger for good.
+    async with new_ledger() as ledger:
+        client = await serve(first_reply_app(Recorder(), dedupe=ledger, retention=0.5))
+        answers = [(await client.post("/webhook", json={"session_external_id": "a"})).status]
+        answers.append((await client.post("/webhook", json={"session_external_id": "a"})).status)
+        await asyncio.sleep(0.6)
+        answers.append((await client.post("/webhook", json={"session_external_id": "b"})).status)
+        # Only "b" is left: "a" was pruned as "b" arrived.
+        assert await ledger.prune_seen("first_reply", time.time() + 1) == 1
+    assert answers == [202, 200, 202]
 
 
 async def test_real_payloads_are_read(serve: Any) -> None:
@@ -417,6 +435,22 @@ async def test_real_payloads_are_read(serve: Any) -> None:
         assert (await client.post("/webhook", json=body)).status == 202
     await app[WEBHOOK_HANDLER].drain(5)
     assert sorted(e.session_external_id for e in recorder.events) == ["c-1", "r-1"]
+
+
+async def test_only_a_reply_takes_the_sessions_first_reply(serve: Any) -> None:
+    # Delivered and read events of the session came first and took its slot:
+    # the real reply was swallowed as a duplicate; a template status was 422.
+    recorder = Recorder()
+    app = first_reply_app(recorder)
+    client = await serve(app)
+    for body in (samples.DELIVERED, samples.READ, samples.TEMPLATE_STATUS):
+        answer = await client.post("/webhook", json=body)
+        assert (answer.status, await answer.json()) == (200, {"status": "ignored"})
+    assert (await client.post("/webhook", json=samples.RESPONSE)).status == 202
+    await app[WEBHOOK_HANDLER].drain(5)
+    [event] = recorder.events
+    assert (event.session_external_id, event.keys["name"]) == ("1234", "Juan")
+    assert event.payload == samples.RESPONSE
 
 
 def test_the_first_reply_helpers_are_deprecated() -> None:

@@ -51,6 +51,16 @@ class Calls:
         return self.answer
 
 
+class Recorder:
+    """A ``ledger=`` that records the events it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[WebhookEvent] = []
+
+    async def record_event(self, event: WebhookEvent) -> None:
+        self.events.append(event)
+
+
 class CountingStore:
     """A dedupe store in memory that counts what reached it."""
 
@@ -183,12 +193,13 @@ async def test_different_answers_of_one_session_are_different_events(serve: Any)
 
 
 async def test_kinds_filters(serve: Any) -> None:
-    calls = Calls({"x": "y"})
-    client = await serve(webhook_app(calls, kinds={EventKind.RESPONSE}))
+    calls, recorder = Calls({"x": "y"}), Recorder()
+    client = await serve(webhook_app(calls, kinds={EventKind.RESPONSE}, ledger=recorder))
     delivered = await client.post("/webhook", json=samples.DELIVERED)
     assert await delivered.json() == {"user_session_keys": []}
     assert (await client.post("/webhook", json=samples.RESPONSE)).status == 200
     assert [e.kind for e in calls.events] == [EventKind.RESPONSE]
+    assert recorder.events == calls.events  # the ledger sees the passed kinds only
 
 
 async def test_the_secret_is_the_whole_header_value(serve: Any) -> None:
@@ -214,8 +225,15 @@ BAD = [
     pytest.param(orjson.dumps([samples.READ]), 400, id="array"),
     pytest.param(b'{"session_id": "' + b"x" * (2 * 1024 * 1024) + b'"}', 413, id="2MiB"),
     pytest.param(_deep(10_000), 400, id="10000-deep"),
+    pytest.param(_deep(300), 400, id="300-deep"),  # orjson reads it, does not write it
     pytest.param(orjson.dumps({**samples.READ, "session_id": "12\x0034"}), 422, id="nul-id"),
     pytest.param(orjson.dumps({**samples.READ, "session_id": "1\nFAKE log"}), 422, id="newline-id"),
+    # Line separators, C1 controls (NEL, CSI) and bidi overrides forge or hide log lines too.
+    *(
+        pytest.param(orjson.dumps({**samples.READ, "session_id": f"1{c}FAKE"}), 422, id=name)
+        for c, name in [("\u2028", "u2028-id"), ("\x85", "nel-id"), ("\x9b", "csi-id")]
+    ),
+    pytest.param(orjson.dumps({**samples.READ, "conversation_id": "c\u202e1"}), 422, id="bidi"),
     pytest.param(orjson.dumps({**samples.READ, "session_id": "9" * 300}), 422, id="long-id"),
     pytest.param(orjson.dumps({**samples.READ, "cellphone": "1\r2"}), 422, id="cr-phone"),
     pytest.param(
@@ -224,6 +242,12 @@ BAD = [
         id="nul-value",
     ),
     pytest.param(orjson.dumps({"read_at": "2019-01-01 00:00:00"}), 422, id="no-id"),
+    pytest.param(
+        orjson.dumps({**samples.RESPONSE, "actual_response": "FAKE\x00"}), 422, id="nul-answer"
+    ),
+    pytest.param(
+        orjson.dumps({**samples.RESPONSE, "actual_response": "x" * 70_000}), 422, id="long-answer"
+    ),
 ]
 
 
@@ -246,6 +270,22 @@ async def test_bad_input_is_refused_before_anything_is_stored(
         assert raw not in line
 
 
+async def test_a_wrong_secret_is_refused_before_anything_is_stored(
+    serve: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls, store = Calls(), CountingStore()
+    app = webhook_app(calls, dedupe=store, secret="Bearer s3cret", secret_header="Authorization")
+    client = await serve(app)
+    caplog.set_level(logging.DEBUG, "campaignkit")
+    wrong = {"Authorization": "Bearer FAKE-guess"}
+    response = await client.post("/webhook", json=samples.RESPONSE, headers=wrong)
+    assert (response.status, (await response.json())["error"]) == (401, "unauthorized")
+    assert (calls.events, store.seen) == ([], {})
+    [line] = [r.getMessage() for r in caplog.records if r.name == "campaignkit.webhooks"]
+    assert "FAKE" not in line
+    assert "s3cret" not in line
+
+
 async def test_a_failing_callback_answers_empty_and_is_handled_again(
     serve: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -256,9 +296,12 @@ async def test_a_failing_callback_answers_empty_and_is_handled_again(
         assert (response.status, await response.json()) == (200, {"user_session_keys": []})
     assert len(calls.events) == 2
     assert any("on_event failed" in r.getMessage() for r in caplog.records)
-    calls.answer = "not keys"
-    response = await client.post("/webhook", json=samples.RESPONSE)
-    assert await response.json() == {"user_session_keys": []}
+    # Keys that cannot go on the wire fail like an exception (they were a 500).
+    for wrong in ("not keys", {"a": "\ud800"}, [SessionKey("a", "b", 5)]):  # type: ignore[arg-type]
+        calls.answer = wrong
+        response = await client.post("/webhook", json=samples.RESPONSE)
+        assert (response.status, await response.json()) == (200, {"user_session_keys": []})
+    assert len(calls.events) == 5
 
 
 class Updates:
@@ -285,14 +328,66 @@ async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
     assert updates.calls == [("1234", (SessionKey("late", "yes"),))]
 
 
+@pytest.mark.parametrize(
+    ("body", "with_client", "reason"),
+    [
+        (samples.TEMPLATE_STATUS, True, "no session id to send them to"),
+        (samples.RESPONSE, False, "no client= to send them"),
+    ],
+)
+async def test_late_keys_that_cannot_be_sent_are_logged_with_the_reason(
+    serve: Any,
+    caplog: pytest.LogCaptureFixture,
+    body: dict[str, Any],
+    with_client: bool,
+    reason: str,
+) -> None:
+    caplog.set_level(logging.WARNING, "campaignkit.webhooks")
+    updates = Updates()
+    calls = Calls({"late": "yes"}, delay=0.2)
+    app = webhook_app(calls, deadline=0.05, client=updates if with_client else None)
+    client = await serve(app)
+    await client.post("/webhook", json=body)
+    for _ in range(100):
+        if "late key(s) dropped" in caplog.text:
+            break
+        await asyncio.sleep(0.02)
+    assert f"1 late key(s) dropped: {reason}" in caplog.text
+    assert updates.calls == []
+
+
+async def test_a_blocking_plain_function_is_answered_at_the_deadline_too(serve: Any) -> None:
+    updates = Updates()
+
+    def blocking(event: WebhookEvent) -> dict[str, str]:
+        time.sleep(0.5)  # in a worker thread: the loop goes on serving
+        return {"late": event.kind.value}
+
+    client = await serve(webhook_app(blocking, deadline=0.1, client=updates))
+    started = time.monotonic()
+    answers = await asyncio.gather(
+        client.post("/webhook", json=samples.RESPONSE), client.post("/webhook", json=samples.READ)
+    )
+    assert time.monotonic() - started < 0.45
+    assert [await a.json() for a in answers] == [{"user_session_keys": []}] * 2
+    for _ in range(100):
+        if len(updates.calls) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert set(updates.calls) == {
+        ("1234", (SessionKey("late", "read"),)),
+        ("1234", (SessionKey("late", "response"),)),
+    }
+
+
+async def test_a_plain_function_returning_a_coroutine_is_awaited(serve: Any) -> None:
+    calls = Calls({"via": "lambda"})
+    client = await serve(webhook_app(lambda event: calls(event)))
+    answer = await client.post("/webhook", json=samples.RESPONSE)
+    assert await answer.json() == {"user_session_keys": [{"key": "via", "value": "lambda"}]}
+
+
 async def test_the_ledger_records_each_event(serve: Any) -> None:
-    class Recorder:
-        def __init__(self) -> None:
-            self.events: list[WebhookEvent] = []
-
-        async def record_event(self, event: WebhookEvent) -> None:
-            self.events.append(event)
-
     recorder = Recorder()
     client = await serve(webhook_app(Calls(), ledger=recorder))
     for body in (samples.DELIVERED, samples.READ, samples.READ):

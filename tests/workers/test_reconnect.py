@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -15,6 +17,7 @@ import pytest
 import redis.asyncio
 import redis.exceptions
 from helpers.bulk_child import expected_phones, make_users
+from helpers.real_servers import require_program
 from helpers.workers import (
     kill_redis_clients,
     producer,
@@ -23,12 +26,14 @@ from helpers.workers import (
     with_application_name,
     worker_process,
 )
+from taskiq import TaskiqState
 from taskiq_redis import RedisStreamBroker
 
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
-from campaignkit.workers import broker_from
+from campaignkit.workers import broker_from, submit_run
 from campaignkit.workers._brokers import pause
+from campaignkit.workers._chunks import ChunkSender
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -131,6 +136,54 @@ async def test_settling_survives_a_terminated_ledger_session(
     async with PostgresLedger(postgres_dsn) as ledger:
         states = {record.state async for record in ledger.records(run)}
     assert states == {"accepted"}
+
+
+async def test_a_ledger_lost_for_longer_than_it_waits_strands_no_chunk(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    """The worker's ledger is lost (each session terminated while it waits)
+    for longer than its ``reconnect_timeout``: the chunk task is run again
+    once the ledger is back, instead of failing, being acknowledged and
+    leaving its chunk planned for good."""
+    name = unique_name("ck_test_")
+
+    def impatient() -> PostgresLedger:
+        ledger = PostgresLedger(with_application_name(postgres_dsn, name))
+        ledger.reconnect_timeout = 0.2
+        return ledger
+
+    chunks: list[str] = []
+
+    async def enqueue(run: str, chunk: str) -> None:
+        chunks.append(chunk)
+
+    sender = ChunkSender(impatient, sb.client, timeout=None, max_retries=None)
+    async with PostgresLedger(postgres_dsn) as ledger:
+        run = await submit_run(
+            ledger, await first_poll(sb), make_users(100), enqueue=enqueue, chunk_size=50
+        )
+        await sender.startup(TaskiqState())
+        blocker = await asyncpg.connect(postgres_dsn)
+        try:
+            tx = blocker.transaction()
+            await tx.start()
+            await blocker.execute("LOCK TABLE campaignkit_claims IN SHARE MODE")
+            sending = asyncio.create_task(sender.send(run, chunks[0]))
+            terminated, lost_until = 0, asyncio.get_running_loop().time() + 1.5
+            while asyncio.get_running_loop().time() < lost_until and not sending.done():
+                terminated += await terminate_postgres(postgres_dsn, name, waiting=True)
+                await asyncio.sleep(0.02)
+            await tx.rollback()
+            outcome = await asyncio.wait_for(sending, 30)
+        finally:
+            await blocker.close()
+            await sender.shutdown(TaskiqState())
+        counts = await ledger.counts(run)
+    assert terminated >= 3
+    assert outcome == "accepted"
+    # Its chunk sent and settled; the other chunk, never given to a worker, still planned.
+    assert (counts["accepted"], counts["in_flight"], counts["ambiguous"]) == (50, 0, 0)
+    assert counts["planned"] >= 1
 
 
 async def test_dead_consumers_chunk_reclaimed_while_connections_flap(
@@ -273,3 +326,60 @@ async def test_a_read_failing_as_the_worker_stops_leaves_no_unretrieved_error(
     finally:
         loop.set_exception_handler(None)
     assert unretrieved == []
+
+
+@contextlib.asynccontextmanager
+async def private_redis() -> AsyncIterator[str]:
+    """A Redis server of this test's own (the shared one is never made a
+    replica); its URL. Stopped on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = await asyncio.create_subprocess_exec(
+        require_program("redis-server", "on Debian, apt install redis-server"),
+        *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        conn: Any = redis.asyncio.from_url(url)
+        try:
+            for _ in range(100):
+                with contextlib.suppress(redis.exceptions.ConnectionError):
+                    if await conn.ping():
+                        break
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.aclose()
+        yield url
+    finally:
+        server.terminate()
+        await server.wait()
+
+
+async def test_worker_survives_a_failover_that_demotes_its_server(
+    sb: Sandbox, postgres_dsn: str
+) -> None:
+    """Its server turned into a replica (a failover): blocked reads are
+    answered UNBLOCKED, commands READONLY. The worker waits for a writable
+    server instead of ending (it exited 1 on these errors)."""
+    queue = unique_name("ck-test-")
+    async with private_redis() as url, private_redis() as other:
+        port = int(other.rsplit(":", 1)[1].split("/")[0])
+        admin: Any = redis.asyncio.from_url(url)
+        try:
+            async with worker_process(sb, url, queue, postgres_dsn, *FAST) as worker:
+                await asyncio.sleep(0.5)  # blocked in its read
+                await admin.execute_command("REPLICAOF", "127.0.0.1", str(port))
+                await asyncio.sleep(2)
+                assert worker.alive, "\n".join(worker.lines)
+                await admin.execute_command("REPLICAOF", "NO", "ONE")  # promoted again
+                async with producer(url, queue, postgres_dsn) as bulk:
+                    run = await bulk.submit(await first_poll(sb), make_users(100), chunk_size=50)
+                    report = await bulk.wait(run, timeout=30)
+                assert worker.alive, "\n".join(worker.lines)
+                assert await worker.stop() == 0
+        finally:
+            await admin.aclose()
+    assert worker.count("reconnecting in") >= 1
+    assert report.counts["accepted"] == len(expected_phones(100))
