@@ -165,8 +165,9 @@ async def settle_claim(ledger: Ledger, run: str, claim: Claim, result: ClaimOutc
     expires: its recipients are reported ambiguous then anyway, and
     ``LedgerUnavailable`` is raised. A cancellation must not lose an outcome
     the service gave: cancelled meanwhile, the settle goes on and the
-    cancellation waits for it (at most until the claim expires) before it
-    goes on; cancelled again, it stops waiting and leaves the settle running.
+    cancellation waits for it (until the claim expires, plus the ledger's
+    last wait, at the most) before it goes on; cancelled again, it stops
+    waiting and leaves the settle running.
     """
     settling = asyncio.ensure_future(_settle_until_expiry(ledger, run, claim, result))
     try:
