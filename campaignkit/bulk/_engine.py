@@ -159,7 +159,7 @@ class BulkSend:
         if self.fatal is not None:
             # Not sent: filed rejected with the answer that ended the run.
             result = ClaimOutcome("rejected", error=self.fatal)
-            await settle_claim(ledger, self.run_name, claim.token, result)
+            await settle_claim(ledger, self.run_name, claim, result)
         else:
             try:
                 result = await send_claim(

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Sequence
 from typing import Literal
 
 import attrs
 import orjson
 
+from .._backoff import reconnect_delay
 from .._input.users import as_user
 from .._io import telemetry
 from .._io.unsent import cancelled_unsent, note_unsent
+from .._redaction import sdk_logger
 from .._wire import sansio as wire
 from ..errors import (
     AmbiguousSendError,
@@ -25,11 +28,14 @@ from ..errors import (
 )
 from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
 from ..ledger._errors import error_detail
+from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck, User
 from ._rules import NO_RULES, SendRules, request_body, utc_now
 from ._seam import BulkClient
 
 _DECODE_ACK = wire.decoder(CampaignAck)
+log = sdk_logger("campaignkit.bulk")
+
 _LEDGER_STATE = {"accepted": ACCEPTED, "rejected": REJECTED, "ambiguous": AMBIGUOUS}
 
 
@@ -143,27 +149,63 @@ async def send_claim(
                 users=users,
                 cause=cancelled,
             )
-            await settle_claim(ledger, run, claim.token, ClaimOutcome("ambiguous", error=error))
+            await settle_claim(ledger, run, claim, ClaimOutcome("ambiguous", error=error))
             raise
-    await settle_claim(ledger, run, claim.token, result)
+    await settle_claim(ledger, run, claim, result)
     if result.error is not None and is_fatal(result.error):
         await ledger.stop_run(run, error_detail(result.error))  # for every sender of the run
     return result
 
 
-async def settle_claim(ledger: Ledger, run: str, token: str, result: ClaimOutcome) -> None:
-    """Record ``result`` as the outcome of the claim ``token``."""
-    # Shielded: a cancellation now must not lose an outcome the service gave.
-    await asyncio.shield(
-        ledger.settle(
-            run,
-            token,
-            _LEDGER_STATE[result.outcome],
-            launch_request_id=None if result.ack is None else result.ack.launch_request_id,
-            ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
-            detail=None if result.error is None else error_detail(result.error),
-        )
-    )
+async def settle_claim(ledger: Ledger, run: str, claim: Claim, result: ClaimOutcome) -> None:
+    """Record ``result`` as the outcome of ``claim``.
+
+    The ledger lost for longer than its ``reconnect_timeout``, the settle is
+    tried again (jittered backoff, one warning per attempt) until the claim
+    expires: its recipients are reported ambiguous then anyway, and
+    ``LedgerUnavailable`` is raised. A cancellation must not lose an outcome
+    the service gave: cancelled meanwhile, the settle goes on and the
+    cancellation waits for it (until the claim expires, plus the ledger's
+    last wait, at the most) before it goes on; cancelled again, it stops
+    waiting and leaves the settle running.
+    """
+    settling = asyncio.ensure_future(_settle_until_expiry(ledger, run, claim, result))
+    try:
+        await asyncio.shield(settling)
+    except asyncio.CancelledError:
+        await asyncio.wait({settling})
+        raise
+
+
+async def _settle_until_expiry(
+    ledger: Ledger, run: str, claim: Claim, result: ClaimOutcome
+) -> None:
+    """``ledger.settle``, run again while the ledger stays lost, until ``claim`` expires."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await ledger.settle(
+                run,
+                claim.token,
+                _LEDGER_STATE[result.outcome],
+                launch_request_id=None if result.ack is None else result.ack.launch_request_id,
+                ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
+                detail=None if result.error is None else error_detail(result.error),
+            )
+        except LedgerUnavailable as lost:
+            if time.time() >= claim.expires:
+                log.warning(
+                    "%s: claim %s of run %s (%s) expired before it was settled (attempt %d)",
+                    *(lost, claim.token, run, result.outcome, attempt),
+                )
+                raise
+            delay = reconnect_delay(attempt)
+            log.warning(
+                "%s: settling claim %s of run %s (%s) again in %.1f s (attempt %d)",
+                *(lost, claim.token, run, result.outcome, delay, attempt),
+            )
+            await asyncio.sleep(delay)
 
 
 async def release_claim(ledger: Ledger, run: str, token: str) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import random
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from taskiq import AsyncBroker
 
+from .._backoff import reconnect_delay
 from .._redaction import sdk_logger
 from ..errors import ConfigurationError
 
@@ -21,13 +21,6 @@ if TYPE_CHECKING:
 log = sdk_logger("campaignkit.workers")
 
 _ATTEMPTS = 5  # to send or acknowledge a message; reading retries for ever
-
-
-def reconnect_delay(attempt: int, *, first: float = 0.1, cap: float = 5.0) -> float:
-    """Seconds to wait before reconnection ``attempt`` (1, 2, ...): "full
-    jitter" exponential backoff, so that workers cut off together do not
-    come back together."""
-    return random.uniform(0, min(cap, first * 2 ** (attempt - 1)))
 
 
 def client_name(queue: str) -> str:

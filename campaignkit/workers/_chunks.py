@@ -10,12 +10,12 @@ from typing import TypeAlias
 
 from taskiq import TaskiqState
 
+from .._backoff import reconnect_delay
 from .._redaction import sdk_logger
 from ..client import CampaignClient
 from ..errors import ConfigurationError
 from ..ledger import Journal, Ledger, ledger_from
 from ..ledger._schema import LedgerUnavailable
-from ._brokers import reconnect_delay
 from ._runs import send_chunk, worker_name
 
 log = sdk_logger("campaignkit.workers")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._backoff import reconnect_delay
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from ..bulk import (
@@ -40,7 +41,6 @@ from ..ledger import Claim, Ledger
 from ..ledger._errors import error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
-from ._brokers import reconnect_delay
 
 log = sdk_logger("campaignkit.workers")
 
@@ -91,9 +91,12 @@ async def send_chunk(
     ``claim_ttl``) and is reported ambiguous. Raises
     :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
     hold (a worker given another ledger than the producer's), or when the
-    ledger stays unreachable for longer than its ``reconnect_timeout``: run
-    the task again then (``campaignkit worker`` does), or the chunk stays
-    planned.
+    ledger stays unreachable for longer than its ``reconnect_timeout``
+    before the request: run the task again then (``campaignkit worker``
+    does), or the chunk stays planned. Once the service answered, its
+    outcome is settled however long the ledger is lost, until the claim
+    expires (then its recipients are reported ambiguous, and the error is
+    raised); cancelled meanwhile, the settle is finished first.
 
     A fatal answer (a 401, a 404 for the poll, a 400 refusing the whole
     request) ends the run for every worker, as it ends ``send_bulk``: it is
@@ -114,7 +117,7 @@ async def send_chunk(
     stopped = (await ledger.run_info(run) or info).stopped
     if stopped is not None:
         outcome = ClaimOutcome("rejected", error=error_from_detail(stopped))
-        await settle_claim(ledger, run, claim.token, outcome)
+        await settle_claim(ledger, run, claim, outcome)
     else:
         outcome = await send_claim(
             client,

@@ -15,8 +15,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from taskiq_redis import RedisStreamBroker
 
+from campaignkit._backoff import reconnect_delay
 from campaignkit.workers import broker_from
-from campaignkit.workers._brokers import client_name, reconnect_delay
+from campaignkit.workers._brokers import client_name
 
 PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
 
