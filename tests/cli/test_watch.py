@@ -303,8 +303,9 @@ async def test_report_of_a_whole_run_from_its_ledger(sb: Sandbox, tmp_path: Path
     for launch in launches:
         assert f'data-launch="{launch}"' in page
     assert '<a href="/launches/' not in page  # no page to open from a file
-    areas = re.findall(r'class="area st-[a-z]+" points="([^"]*)"', page)
-    assert max(len(points.split()) for points in areas) > 4  # more than one sample
+    areas = dict(re.findall(r'class="area st-([a-z]+)" points="([^"]*)"', page))
+    assert {"waiting", "failed"} <= areas.keys()  # all waiting at the start, then the statuses
+    assert all(len(points.split()) > 4 for points in areas.values())  # more than one sample
     assert "<script" not in page
     assert "http://" not in page
     argv = ("--json", "report", "--run", "spring", "--journal", journal, "-o", str(out))
