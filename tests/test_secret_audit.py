@@ -33,6 +33,7 @@ from helpers.servers import serving
 
 from campaignkit import CampaignClient, CampaignKitError, RetryPolicy, User, errors
 from campaignkit.dashboard import Dashboard, dashboard_app, write_report
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -516,6 +517,10 @@ async def first_event(http: aiohttp.ClientSession, url: str, field: str) -> Any:
 async def test_cli_output_and_report_never_show_an_echoed_key(tmp_path: Path) -> None:
     key = ECHO_KEYS[0]
     outputs = []
+    journal = str(tmp_path / "runs.db")
+    async with SqliteLedger(journal) as ledger:
+        await ledger.start_run("spring", "1")  # its poll's name is the echo
+    run_report = ["report", "--run", "spring", "--journal", journal, "-o"]
     async with echo_server() as echo:
         hosts = ["--base-url", echo.url, "--campaign-url", echo.url, "--agent-url", echo.url]
         runs: list[tuple[int, str, str, list[str], int]] = [
@@ -524,6 +529,8 @@ async def test_cli_output_and_report_never_show_an_echoed_key(tmp_path: Path) ->
             (503, "text", "base64", ["--json", "agents"], 1),
             (200, "status", "raw", ["--json", "status", "lr"], 0),
             (200, "status", "percent", ["report", "lr", "-o", str(tmp_path / "r.html")], 0),
+            (401, "detail", "raw", [*run_report, str(tmp_path / "run-401.html")], 0),
+            (200, "status", "raw", [*run_report, str(tmp_path / "run.html")], 0),
         ]
         for status, shape, echo_kind, argv, code in runs:
             echo.status, echo.shape, echo.echo = status, shape, echo_kind
@@ -545,7 +552,7 @@ async def test_cli_output_and_report_never_show_an_echoed_key(tmp_path: Path) ->
                 out, err = await asyncio.wait_for(proc.communicate(), 30)
                 assert proc.returncode == code, (argv, out, err)
                 outputs.append(out.decode() + err.decode())
-        outputs.append((tmp_path / "r.html").read_text())
+        outputs += [(tmp_path / name).read_text() for name in ("r.html", "run.html")]
     assert any("Traceback" in output for output in outputs)
     assert sum("***" in output for output in outputs) >= len(runs)  # the echoes were masked
     assert_no_material(outputs, key)

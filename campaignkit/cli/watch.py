@@ -21,7 +21,9 @@ from ..dashboard import (
     sandbox_launches,
     serve_dashboard,
     write_report,
+    write_run_report,
 )
+from ..dashboard._runs import PollNames, poll_id
 from ..ledger import Ledger
 from .argtypes import positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError
@@ -73,15 +75,20 @@ def register(add: AddCommand) -> None:
 
     p = add(
         "report",
-        "write a launch's funnel and charts as one self-contained HTML file",
+        "write a launch's (or a bulk run's) funnel and charts as one self-contained HTML file",
         "Follows the launch until it settles (--no-wait: reads it once; --follow-for: at "
         "most that long), then writes the "
         "report; its chart covers what was watched, from the start of the bulk run that "
-        "sent it when --journal knows it, with the statuses the run's following saw.",
+        "sent it when --journal knows it, with the statuses the run's following saw. "
+        "--run NAME instead: the report of the whole bulk run, read from --journal alone "
+        "(its funnel, its whole life as the run's following saw it, its failures, its launches).",
     )
-    p.add_argument("launch_request_id")
+    p.add_argument("launch_request_id", nargs="?", help="the launch (or give --run)")
+    p.add_argument("--run", metavar="NAME", help="report the whole bulk run NAME of --journal")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
-    p.add_argument("--journal", help="the ledger of the run that sent it: the chart starts there")
+    p.add_argument(
+        "--journal", help="the ledger of the run that sent it: the chart starts there (--run: its)"
+    )
     p.add_argument(
         "--no-wait", action="store_true", help="read the launch once instead of following it"
     )
@@ -108,6 +115,14 @@ async def maybe_ledger(journal: str | None) -> AsyncIterator[Ledger | None]:
     if journal is None:
         yield None
         return
+    async with existing_ledger(journal) as ledger:
+        yield ledger
+
+
+@contextlib.asynccontextmanager
+async def existing_ledger(journal: str) -> AsyncIterator[Ledger]:
+    """The ledger ``--journal`` names, open while in the block (a usage error
+    if its file does not exist)."""
     if "://" not in journal and not await asyncio.to_thread(Path(journal).exists):
         raise UsageError(f"--journal {journal}: no such ledger file")
     async with open_ledger(journal) as ledger:
@@ -139,6 +154,10 @@ async def cmd_dashboard(ctx: Ctx, client: CampaignClient) -> ExitStatus:
 
 async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
+    if (a.launch_request_id is None) == (a.run is None):
+        raise UsageError("report: give a launch_request_id or --run NAME (exactly one)")
+    if a.run is not None:
+        return await _run_report(ctx, client)
     launch = a.launch_request_id
     seen: list[Sample] = []  # what the ledger saw of the launch, if it followed the run
     async with maybe_ledger(a.journal) as ledger:
@@ -168,5 +187,29 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.emit({"launch_request_id": status.launch_request_id, "output": str(a.output)})
         return ExitStatus.OK
     report_status(ctx, status)
+    ctx.note(f"report written to {a.output}")
+    return ExitStatus.OK
+
+
+async def _run_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
+    """``report --run NAME``: the run's report, from its ledger (and its poll's name)."""
+    a = ctx.args
+    if a.journal is None:
+        raise UsageError("report --run needs --journal (the ledger of the run)")
+    if a.no_wait or a.follow_for is not None:
+        raise UsageError("--no-wait and --follow-for follow a launch: not with --run")
+    async with existing_ledger(a.journal) as ledger:
+        info = await ledger.run_info(a.run)
+        if info is None:
+            raise UsageError(f"--run {a.run}: {a.journal} has no such run")
+        names = PollNames(client)
+        await names.learn([poll_id(info.poll)])
+        run = await write_run_report(
+            ledger, a.run, a.output, poll_name=names.get(poll_id(info.poll))
+        )
+    if ctx.json:
+        ctx.emit({"run": run.run, "launches": len(run.launches), "output": str(a.output)})
+        return ExitStatus.OK
+    ctx.print(f"run {run.run}: {len(run.launches)} launch(es), {run.total} recipients")
     ctx.note(f"report written to {a.output}")
     return ExitStatus.OK

@@ -5,8 +5,9 @@ and chart as a self-contained HTML report.
 - ``_funnel``: deployments per stage, in the words of :mod:`campaignkit.status`.
 - ``_timeline``, ``_svg``, ``_html``: samples over time, the chart, the fragments;
   ``_listing``: the front page (bulk runs with their launches, paged).
-- ``_report``: the report file; ``_watch``, ``_dashboard``, ``_app``: the live part;
-  ``_guard``: who may use it (host, token, origin checks, security headers).
+- ``_report``, ``_run_report``: the report files (of a launch, of a bulk run);
+  ``_watch``, ``_dashboard``, ``_app``: the live part; ``_guard``: who may use
+  it (host, token, origin checks, security headers).
 """
 
 from ._app import DASHBOARD, dashboard_app, running_dashboard, serve_dashboard
@@ -23,6 +24,7 @@ from ._report import (
     run_start,
     write_report,
 )
+from ._run_report import read_run_report, render_run_report, write_run_report
 from ._timeline import Sample, Timeline
 from ._watch import Watch
 
@@ -44,7 +46,9 @@ __all__ = [
     "follow_report",
     "funnel",
     "ledger_history",
+    "read_run_report",
     "render_report",
+    "render_run_report",
     "run_of",
     "run_start",
     "running_dashboard",
@@ -52,4 +56,5 @@ __all__ = [
     "serve_dashboard",
     "stage_of",
     "write_report",
+    "write_run_report",
 ]

@@ -18,7 +18,6 @@ from typing import Any
 
 import attrs
 
-from ..models import Deployment
 from ..status import DeploymentStatus, Stage, stage_of
 
 __all__ = [
@@ -106,15 +105,15 @@ def _largest_first(item: tuple[str, int]) -> tuple[int, str]:
 
 
 def failed_phones(
-    deployments: Iterable[Deployment], limit: int = PHONES_SHOWN
+    statuses: Iterable[tuple[str, DeploymentStatus | None]], limit: int = PHONES_SHOWN
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The phones behind each failure reason (status value), the first
-    ``limit`` of each, reasons in value order."""
+    ``limit`` of each, reasons in value order, from ``(phone, status)``
+    pairs: a launch's deployments, or a run's outcomes in the ledger."""
     phones: dict[str, list[str]] = {}
-    for deployment in deployments:
-        status = deployment.status
+    for phone, status in statuses:
         if status is not None and stage_of(status) is Stage.FAILED:
             listed = phones.setdefault(status.value, [])
             if len(listed) < limit:
-                listed.append(deployment.cellphone)
+                listed.append(phone)
     return tuple((reason, tuple(listed)) for reason, listed in sorted(phones.items()))

@@ -4,7 +4,7 @@ is escaped here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from importlib import resources
@@ -27,6 +27,8 @@ __all__ = [
     "document",
     "failures_html",
     "funnel_html",
+    "funnel_parts",
+    "funnel_sections",
     "launch_body",
     "launch_parts",
     "legend_html",
@@ -189,13 +191,34 @@ def document(title: str, body: str, *, head: str) -> str:
     )
 
 
+def funnel_parts(
+    funnel: Funnel, samples: Sequence[Sample], phones: Sequence[tuple[str, Sequence[str]]] = ()
+) -> dict[str, str]:
+    """The funnel, the chart and the failures (with their ``phones``) by element id."""
+    return {
+        "funnel": funnel_html(funnel),
+        "chart": chart_svg(samples),
+        "failures": failures_html(funnel, phones),
+    }
+
+
+def funnel_sections(parts: Mapping[str, str]) -> str:
+    """The sections of :func:`funnel_parts`: the funnel with its legend, the
+    chart, the failures (of a launch's page, or of a run's report)."""
+    return (
+        f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
+        "</div></section>"
+        f'<section><h2>Status over time</h2><div id="chart">{parts["chart"]}</div></section>'
+        f'<section><h2>Failures by reason</h2><div id="failures">{parts["failures"]}</div>'
+        "</section>"
+    )
+
+
 def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str, str]:
     """The fragments of a launch page by element id: what a live update replaces."""
     return {
         "summary": summary_html(summary),
-        "funnel": funnel_html(summary.funnel),
-        "chart": chart_svg(samples),
-        "failures": failures_html(summary.funnel, summary.phones),
+        **funnel_parts(summary.funnel, samples, summary.phones),
     }
 
 
@@ -209,10 +232,5 @@ def launch_body(
     return (
         f'<main class="launch"{live}><h1>{title} <code>{escape(summary.launch_request_id)}'
         f"</code></h1>{note}"
-        f'<section id="summary">{parts["summary"]}</section>'
-        f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
-        "</div></section>"
-        f'<section><h2>Status over time</h2><div id="chart">{parts["chart"]}</div></section>'
-        f'<section><h2>Failures by reason</h2><div id="failures">{parts["failures"]}</div>'
-        "</section></main>"
+        f'<section id="summary">{parts["summary"]}</section>{funnel_sections(parts)}</main>'
     )

@@ -16,7 +16,16 @@ from ..progress import ProgressUpdate, failure_words, percent, run_update
 from ._funnel import Funnel
 from ._html import LaunchSummary, legend_html, moment, poll_label, stack_bar, state_html
 
-__all__ = ["PAGE_SIZE", "Listing", "RunSummary", "listing_html", "outcomes_html", "total_funnel"]
+__all__ = [
+    "PAGE_SIZE",
+    "Listing",
+    "RunSummary",
+    "listing_html",
+    "outcomes_html",
+    "run_head_html",
+    "run_launches_html",
+    "total_funnel",
+]
 
 PAGE_SIZE = 20
 """Rows (runs, and launches of no run) on one page of the list."""
@@ -79,11 +88,12 @@ def total_funnel(funnels: Sequence[Funnel]) -> Funnel:
     )
 
 
-def _link(launch_request_id: str) -> str:
-    return (
-        f'<a href="/launches/{escape(quote(launch_request_id, safe=""))}">'
-        f"<code>{escape(launch_request_id)}</code></a>"
-    )
+def _link(launch_request_id: str, link: bool = True) -> str:
+    """The launch's id, a link to its page (``link``; not in a report file)."""
+    code = f"<code>{escape(launch_request_id)}</code>"
+    if not link:
+        return code
+    return f'<a href="/launches/{escape(quote(launch_request_id, safe=""))}">{code}</a>'
 
 
 def _shares(update: ProgressUpdate, told: Collection[str] = ()) -> str:
@@ -102,7 +112,7 @@ def _shares(update: ProgressUpdate, told: Collection[str] = ()) -> str:
     return stages + failures
 
 
-def _launch_row(summary: LaunchSummary) -> str:
+def _launch_row(summary: LaunchSummary, link: bool = True) -> str:
     funnel = summary.funnel
     stages = " · ".join(
         f'<span class="share">{stage} {count} ({percent(count, funnel.total)})</span>'
@@ -111,27 +121,28 @@ def _launch_row(summary: LaunchSummary) -> str:
     )
     return (
         f'<tr data-launch="{escape(summary.launch_request_id)}">'
-        f"<td>{_link(summary.launch_request_id)}<br>"
+        f"<td>{_link(summary.launch_request_id, link)}<br>"
         f"{poll_label(summary.poll_id, summary.poll_name)}</td>"
         f"<td>{moment(summary.since)}</td><td>{state_html(summary)}</td>"
         f"<td>{funnel.total}</td><td>{stack_bar(funnel)}<br><small>{stages}</small></td></tr>"
     )
 
 
-def _row(launch: LaunchSummary | str) -> str:
+def _row(launch: LaunchSummary | str, link: bool = True) -> str:
     """A followed launch's row, or a link to follow one."""
     if isinstance(launch, LaunchSummary):
-        return _launch_row(launch)
+        return _launch_row(launch, link)
     return (
         f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td>'
         '<td colspan="4" class="none">not followed: open it to follow it</td></tr>'
     )
 
 
-def _run_html(run: RunSummary) -> str:
+def run_head_html(run: RunSummary) -> str:
+    """A run's poll, start, recipients, shares and funnel: the top of its row
+    on the dashboard, and of its report."""
     followed = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
     delivery = total_funnel([launch.funnel for launch in followed])
-    inside = "".join(map(_row, run.launches))
     delivered = (
         f"<p>delivery of the {len(followed)} launch(es) followed: {stack_bar(delivery)} "
         f"{delivery.delivered} delivered of {delivery.total} "
@@ -143,13 +154,26 @@ def _run_html(run: RunSummary) -> str:
     outcomes = "" if run.outcomes is None else outcomes_html(run.outcomes)
     told = () if run.outcomes is None or not outcomes else run.outcomes.failed  # in the funnel
     return (
-        f'<section class="run" data-run="{escape(run.run)}"><h2>Run <code>{escape(run.run)}'
-        f"</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
+        f"<h2>Run <code>{escape(run.run)}</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
         f"<p>started {moment(run.created)} · {run.total} recipients{input_state}<br>"
         f"{_shares(run.update, told)}</p>{outcomes}{delivered}"
+    )
+
+
+def run_launches_html(run: RunSummary, *, links: bool = True) -> str:
+    """The run's launches, folded when many; ``links`` to their pages."""
+    inside = "".join(_row(launch, links) for launch in run.launches)
+    return (
         f'<details class="launches"{" open" if len(run.launches) <= OPEN_UP_TO else ""}>'
         f"<summary>{len(run.launches)} launch(es)</summary>"
-        f'<table class="launches">{_HEADER}{inside}</table></details></section>'
+        f'<table class="launches">{_HEADER}{inside}</table></details>'
+    )
+
+
+def _run_html(run: RunSummary) -> str:
+    return (
+        f'<section class="run" data-run="{escape(run.run)}">{run_head_html(run)}'
+        f"{run_launches_html(run)}</section>"
     )
 
 

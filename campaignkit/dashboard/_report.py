@@ -11,18 +11,19 @@ import contextlib
 import itertools
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .. import errors
 from .._funnel import Funnel as RunFunnel
-from ..ledger import ACCEPTED, RunInfo
+from ..ledger import ACCEPTED, RecipientOutcome, RunInfo
 from ..models import CampaignStatus
 from ..status import CampaignState, DeploymentStatus
 from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, launch_body, moment
 from ._listing import outcomes_html
+from ._runs import run_launches
 from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "follow_report",
+    "history_of",
     "ledger_history",
     "render_report",
     "run_of",
     "run_start",
+    "write_file",
     "write_report",
 ]
 
@@ -68,7 +71,7 @@ def render_report(
         poll_name=poll_name,
         since=since,
         started=started,
-        phones=failed_phones(status.deployments),
+        phones=failed_phones((d.cellphone, d.status) for d in status.deployments),
     )
     if not samples or samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, summary.state, summary.funnel))
@@ -97,18 +100,30 @@ async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
     return None if info is None else datetime.fromtimestamp(info.created, UTC)
 
 
-async def ledger_history(ledger: Ledger, run: str, launch_request_id: str) -> list[Sample]:
-    """The launch as its run's ledger saw it move: a sample at each time a
-    recipient's last status was first seen (those not seen yet still
-    waiting), for the chart of a report made after the run was followed."""
-    phones = await ledger.launch_phones(run, [launch_request_id])
+async def ledger_history(
+    ledger: Ledger, run: str, launch_request_id: str | None = None
+) -> list[Sample]:
+    """The run (or only its launch ``launch_request_id``) as its ledger saw
+    it move: a sample at each time a recipient's last status was first seen
+    (those not seen yet still waiting), for the chart of a report made after
+    the run was followed."""
+    launches = await run_launches(ledger, run) if launch_request_id is None else [launch_request_id]
+    phones = await ledger.launch_phones(run, launches)
+    return history_of(await ledger.outcomes(run), phones)
+
+
+def history_of(
+    outcomes: Iterable[RecipientOutcome], phones: Mapping[str, Sequence[str]]
+) -> list[Sample]:
+    """The samples of :func:`ledger_history` from the run's outcomes, of the
+    launches that ``phones`` holds (their accepted recipients, by launch)."""
     counts: Counter[DeploymentStatus | None] = Counter(
-        {None: len(phones.get(launch_request_id, ()))}
+        {None: sum(len(listed) for listed in phones.values())}
     )
     seen = sorted(
         (outcome.status_at, outcome.status)
-        for outcome in await ledger.outcomes(run)
-        if outcome.launch_request_id == launch_request_id
+        for outcome in outcomes
+        if outcome.launch_request_id in phones
         and outcome.status is not None
         and outcome.status_at is not None
     )
@@ -176,10 +191,11 @@ async def write_report(
     text = render_report(
         status, history, poll_name=poll_name, started=started, run_funnel=run_funnel
     )
-    await asyncio.to_thread(_write, path, text)
+    await asyncio.to_thread(write_file, path, text)
     return status
 
 
-def _write(path: str | os.PathLike[str], text: str) -> None:
+def write_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write a report's ``text`` to ``path`` (UTF-8)."""
     with open(path, "w", encoding="utf-8") as file:
         file.write(text)

@@ -15,7 +15,7 @@ from ..ledger import ACCEPTED, Ledger, RunInfo
 if TYPE_CHECKING:
     from ..client import CampaignClient
 
-__all__ = ["PollNames", "Runs", "poll_id"]
+__all__ = ["PollNames", "Runs", "poll_id", "run_launches"]
 
 log = sdk_logger("campaignkit.dashboard")
 
@@ -23,6 +23,15 @@ log = sdk_logger("campaignkit.dashboard")
 def poll_id(poll: str) -> int | None:
     """A run's poll (kept as text by the ledger) as the service's id."""
     return int(poll) if poll.isdigit() else None
+
+
+async def run_launches(ledger: Ledger, run: str) -> tuple[str, ...]:
+    """The launches of the run, in the order of its accepted records."""
+    launches: dict[str, None] = {}
+    async for record in ledger.records(run, [ACCEPTED]):
+        if record.launch_request_id:
+            launches[record.launch_request_id] = None
+    return tuple(launches)
 
 
 class Runs:
@@ -40,11 +49,8 @@ class Runs:
         counts = await self.ledger.counts(run)
         known = self._launches.get(run)
         if known is None or known[0] != counts[ACCEPTED]:
-            launches: dict[str, None] = {}
-            async for record in self.ledger.records(run, [ACCEPTED]):
-                if record.launch_request_id:
-                    launches[record.launch_request_id] = None
-            known = self._launches[run] = (counts[ACCEPTED], tuple(launches))
+            launches = await run_launches(self.ledger, run)
+            known = self._launches[run] = (counts[ACCEPTED], launches)
         created = self._created[run] = datetime.fromtimestamp(info.created, UTC)
         return counts, known[1], created
 

@@ -178,7 +178,7 @@ class Watch:
         self.poll_id = result.poll_id
         if self.funnel.failures != self._phones_of:
             self._phones_of = self.funnel.failures
-            self.phones = failed_phones(result.deployments)
+            self.phones = failed_phones((d.cellphone, d.status) for d in result.deployments)
 
     def _changed(self) -> None:
         self.signal.bump()

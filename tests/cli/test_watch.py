@@ -15,7 +15,7 @@ from helpers.cli import SCRIPT, run, sandbox_args, subprocess
 
 from campaignkit import User
 from campaignkit.dashboard import Access
-from campaignkit.ledger import SqliteLedger
+from campaignkit.ledger import ACCEPTED, SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -265,3 +265,79 @@ async def test_report_stops_following_after_follow_for_and_writes_what_it_saw(
     page = out.read_text()
     assert launch in page
     assert re.search(r'data-state="(PENDING|CLAIMED)"', page)  # not followed to the end
+
+
+async def test_report_of_a_whole_run_from_its_ledger(sb: Sandbox, tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    # ..9928: FAILURE_BY_UNABLE_TO_CONTACT; chunks of 2: three launches.
+    phones = ["5510000001", "5510000002", "5510009928", "5510019928", "5510000003"]
+    users = tmp_path / "users.csv"
+    users.write_text("country_code,cellphone\n" + "".join(f"+52,{p}\n" for p in phones))
+    async with sb.client() as client:
+        poll = (await client.list_polls())[0]
+    bulk = ("--bulk", "--chunk-size", "2", "--journal", journal, "--run", "spring", "--follow")
+    sent = await run(sb, "send", str(poll.id), str(users), *bulk)
+    assert sent.code == 0, sent.err
+    async with SqliteLedger(journal) as ledger:
+        info = await ledger.run_info("spring")
+        launches = {r.launch_request_id async for r in ledger.records("spring", [ACCEPTED])}
+    assert info is not None
+    assert len(launches) == 3
+    out = tmp_path / "run.html"
+    result = await run(sb, "report", "--run", "spring", "--journal", journal, "-o", str(out))
+    assert result.code == 0, result.err
+    assert f"report written to {out}" in result.err
+    assert "run spring: 3 launch(es), 5 recipients" in result.out
+    page = out.read_text()
+    assert poll.name in page
+    started = datetime.fromtimestamp(info.created, UTC)
+    assert f"started {started:%Y-%m-%d %H:%M:%S} UTC" in page
+    assert 'data-step="accepted" data-n="5">accepted 5 (100%)' in page  # the ledger's funnel
+    # Following stops once no one waits: sent (not yet confirmed) or delivered may vary.
+    assert re.search(r'data-stage="failed" data-n="2" title="[^"]*">failed 2 \(40%\)<', page)
+    assert 'class="legend"' in page
+    [failure] = re.findall(r'<tr data-failure="FAILURE_BY_UNABLE_TO_CONTACT">.*?</tr>', page)
+    assert "the network could not reach the device" in failure
+    assert "5510009928" in failure
+    assert "5510019928" in failure
+    for launch in launches:
+        assert f'data-launch="{launch}"' in page
+    assert '<a href="/launches/' not in page  # no page to open from a file
+    areas = dict(re.findall(r'class="area st-([a-z]+)" points="([^"]*)"', page))
+    assert {"waiting", "failed"} <= areas.keys()  # all waiting at the start, then the statuses
+    assert all(len(points.split()) > 4 for points in areas.values())  # more than one sample
+    assert "<script" not in page
+    assert "http://" not in page
+    argv = ("--json", "report", "--run", "spring", "--journal", journal, "-o", str(out))
+    as_json = await run(sb, *argv)
+    assert as_json.json() == {"run": "spring", "launches": 3, "output": str(out)}
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ((), "give a launch_request_id or --run NAME (exactly one)"),
+        (("lr-1", "--run", "spring", "--journal", "x.db"), "(exactly one)"),
+        (("--run", "spring"), "report --run needs --journal"),
+        (("--run", "spring", "--journal", "x.db", "--no-wait"), "not with --run"),
+        (("--run", "spring", "--journal", "typo.db"), "--journal typo.db: no such ledger file"),
+    ],
+)
+async def test_report_usage_errors(
+    sb: Sandbox, tmp_path: Path, argv: tuple[str, ...], says: str
+) -> None:
+    result = await run(sb, "report", *argv, "-o", str(tmp_path / "r.html"))
+    assert result.code == 2
+    assert says in result.err
+    assert not (tmp_path / "r.html").exists()
+
+
+async def test_report_of_a_run_the_ledger_does_not_have(sb: Sandbox, tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    async with SqliteLedger(journal) as ledger:
+        await ledger.start_run("other", "1")
+    result = await run(
+        sb, "report", "--run", "spring", "--journal", str(journal), "-o", str(tmp_path / "r.html")
+    )
+    assert result.code == 2
+    assert f"--run spring: {journal} has no such run" in result.err

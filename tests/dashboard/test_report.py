@@ -10,15 +10,27 @@ from pathlib import Path
 
 import pytest
 
-from campaignkit import CampaignClient, CampaignState, CampaignStatus, Deployment, DeploymentStatus
+from campaignkit import (
+    CampaignClient,
+    CampaignState,
+    CampaignStatus,
+    Deployment,
+    DeploymentStatus,
+    User,
+)
 from campaignkit.dashboard import (
     Funnel,
+    LaunchSummary,
     Sample,
     follow_report,
     funnel,
+    ledger_history,
     render_report,
     write_report,
+    write_run_report,
 )
+from campaignkit.dashboard._listing import total_funnel
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(30)
@@ -129,3 +141,34 @@ async def test_follow_report_samples_the_launch_until_it_settles(
     assert funnel(Counter(d.status for d in status.deployments)) == expected
     assert samples[-1].at - samples[0].at >= timedelta(seconds=1)
     assert [s.at for s in samples] == sorted(s.at for s in samples)
+
+
+async def test_write_run_report_reads_the_run_from_its_ledger(
+    client: CampaignClient, users: list[User], tmp_path: Path
+) -> None:
+    poll = (await client.list_polls())[0].id
+    journal = tmp_path / "runs.db"
+    sent = await client.send_bulk(
+        poll, users, chunk_size=10, journal=journal, run="r", follow=True, follow_timeout=20
+    )
+    path = tmp_path / "run.html"
+    async with SqliteLedger(journal) as ledger:
+        run = await write_run_report(ledger, "r", path, poll_name="<i>Spring</i>")
+        whole = await ledger_history(ledger, "r")
+        each = [await ledger_history(ledger, "r", launch) for launch in sent.launch_request_ids]
+
+    page = path.read_text(encoding="utf-8")
+    launches = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
+    assert [launch.launch_request_id for launch in launches] == sent.launch_request_ids
+    # The run's history is its launches' added up: the launch's is the filtered case.
+    assert whole[-1].funnel == total_funnel([samples[-1].funnel for samples in each])
+    assert whole[-1].funnel == total_funnel([launch.funnel for launch in launches])
+    assert whole[-1].funnel.total == len(users)
+    assert len(whole) >= 2
+    assert outside_references(page) == []
+    assert "<i>Spring</i>" not in page
+    assert "&lt;i&gt;Spring&lt;/i&gt;" in page
+    for reason, count in whole[-1].funnel.failures:
+        assert f'data-reason="{reason}">{count}<' in page
+    for launch in sent.launch_request_ids:
+        assert f'data-launch="{launch}"' in page
