@@ -11,7 +11,7 @@ and chart as a self-contained HTML report.
 """
 
 from ._app import DASHBOARD, dashboard_app, running_dashboard, serve_dashboard
-from ._dashboard import Dashboard, Discover, UnknownLaunch, sandbox_launches
+from ._dashboard import Dashboard, Discover, UnknownLaunch, UnknownRun, sandbox_launches
 from ._funnel import Funnel, Stage, funnel, stage_of
 from ._guard import Access
 from ._html import LaunchSummary
@@ -41,6 +41,7 @@ __all__ = [
     "Stage",
     "Timeline",
     "UnknownLaunch",
+    "UnknownRun",
     "Watch",
     "dashboard_app",
     "follow_report",

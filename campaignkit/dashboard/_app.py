@@ -15,7 +15,7 @@ from aiohttp import web
 
 from .. import errors
 from .._redaction import redact
-from ._dashboard import Dashboard, UnknownLaunch
+from ._dashboard import Dashboard, UnknownLaunch, UnknownRun
 from ._guard import Access, secure_headers
 from ._html import asset, document, launch_body, launch_parts
 from ._listing import listing_html
@@ -60,6 +60,7 @@ def dashboard_app(dashboard: Dashboard, access: Access | None = None) -> web.App
     app.router.add_get("/launches/{launch}", launch_page)
     app.router.add_get("/launches/{launch}/events", launch_events)
     app.router.add_get("/launches/{launch}/report.html", launch_report)
+    app.router.add_get("/runs/{run}/report.html", run_report)
     app.router.add_get("/static/{name}", static)
     return app
 
@@ -154,16 +155,33 @@ async def launch_report(request: web.Request) -> web.Response:
         status = watch.status or await dashboard.client.get_campaign_status(launch)
     except errors.CampaignKitError as exc:
         raise web.HTTPBadGateway(text=redact(f"reading launch {launch!r} failed: {exc}")) from exc
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in launch)
+    text = render_report(
+        status,
+        watch.timeline.samples,
+        poll_name=(await dashboard.named(watch)).poll_name,
+        started=dashboard.run_started(launch),
+    )
+    return _attachment(text, f"campaign-{launch}")
+
+
+async def run_report(request: web.Request) -> web.Response:
+    """The report of a bulk run of the dashboard's ledger, from the ledger alone."""
+    run = request.match_info["run"]
+    try:
+        text = await request.app[DASHBOARD].run_report(run)
+    except UnknownRun:
+        raise web.HTTPNotFound(text=redact(f"no run {run!r} in this dashboard's ledger")) from None
+    return _attachment(text, f"run-{run}")
+
+
+def _attachment(text: str, name: str) -> web.Response:
+    """A report as a download: ``name`` (made safe for a file name) ``.html``,
+    under the report's policy (no script, nothing fetched)."""
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return _html(
-        render_report(
-            status,
-            watch.timeline.samples,
-            poll_name=(await dashboard.named(watch)).poll_name,
-            started=dashboard.run_started(launch),
-        ),
+        text,
         headers={
-            "Content-Disposition": f'attachment; filename="campaign-{safe_name}.html"',
+            "Content-Disposition": f'attachment; filename="{safe_name}.html"',
             "Content-Security-Policy": REPORT_POLICY,
         },
     )

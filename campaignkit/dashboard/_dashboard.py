@@ -18,13 +18,14 @@ from .._redaction import sdk_logger
 from ..ledger import Ledger, RunInfo
 from ._html import LaunchSummary
 from ._listing import PAGE_SIZE, Listing, RunSummary
+from ._run_report import read_run_report, render_run_report
 from ._runs import PollNames, Runs, poll_id
 from ._watch import Signal, Watch
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
 
-__all__ = ["Dashboard", "Discover", "UnknownLaunch", "sandbox_launches"]
+__all__ = ["Dashboard", "Discover", "UnknownLaunch", "UnknownRun", "sandbox_launches"]
 
 log = sdk_logger("campaignkit.dashboard")
 
@@ -40,6 +41,10 @@ LAUNCH_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 class UnknownLaunch(LookupError):
     """The service has no launch of that id (or it cannot be one)."""
+
+
+class UnknownRun(LookupError):
+    """The dashboard's ledger has no run of that name (or it has no ledger)."""
 
 
 def sandbox_launches(admin_url: str, api_key: str) -> Discover:
@@ -225,6 +230,18 @@ class Dashboard:
             tuple(map(self._row, launches)),
             await self._runs.ledger.funnel(info.run),
         )
+
+    async def run_report(self, run: str) -> str:
+        """The report of the ledger's bulk run ``run``, read from the ledger
+        alone (its poll's name as the list last learnt it).
+
+        Raises :class:`UnknownRun`."""
+        info = None if self._runs is None else await self._runs.ledger.run_info(run)
+        if self._runs is None or info is None:
+            raise UnknownRun(run)
+        name = self._polls.get(poll_id(info.poll))
+        summary, history, phones = await read_run_report(self._runs.ledger, run, poll_name=name)
+        return render_run_report(summary, history, phones=phones)
 
     def run_started(self, launch_request_id: str) -> datetime | None:
         """When the bulk run that sent the launch started, if listed already."""

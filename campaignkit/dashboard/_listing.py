@@ -171,8 +171,11 @@ def run_launches_html(run: RunSummary, *, links: bool = True) -> str:
 
 
 def _run_html(run: RunSummary) -> str:
+    """The run's row: its head, the download of its report, its launches."""
+    report = f"/runs/{quote(run.run, safe='')}/report.html"
     return (
         f'<section class="run" data-run="{escape(run.run)}">{run_head_html(run)}'
+        f'<p class="note"><a href="{escape(report)}">Download the report</a></p>'
         f"{run_launches_html(run)}</section>"
     )
 

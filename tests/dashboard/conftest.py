@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 import tenacity
 
 from campaignkit import CampaignClient, DeploymentStatus, User
+from campaignkit.ledger import Ledger, SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 ORDINARY = 12  # they end DELIVERED
@@ -39,6 +41,13 @@ async def sandbox() -> AsyncIterator[Sandbox]:
 async def client(sandbox: Sandbox) -> AsyncIterator[CampaignClient]:
     async with sandbox.client() as client:
         yield client
+
+
+@pytest.fixture
+async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
+    """A SQLite ledger of bulk runs."""
+    async with SqliteLedger(tmp_path / "runs.db") as ledger:
+        yield ledger
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ in words with the phones behind each; over real HTTP against the sandbox."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from html import escape
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -16,18 +14,12 @@ from helpers.servers import serving
 
 from campaignkit import CampaignClient, DeploymentStatus, User
 from campaignkit.dashboard import Dashboard, dashboard_app, funnel
-from campaignkit.ledger import Ledger, SqliteLedger
+from campaignkit.ledger import Ledger
 from campaignkit.progress import failure_words
 
 from .test_app import FAST, Send, Settle, read_events
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    async with SqliteLedger(tmp_path / "runs.db") as ledger:
-        yield ledger
 
 
 async def get(http: aiohttp.ClientSession, url: str) -> str:

@@ -268,11 +268,15 @@ async def test_error_pages_never_show_the_key(sandbox: Sandbox, client: Campaign
         serving(dashboard_app(Dashboard(client, **FAST))) as url,
         aiohttp.ClientSession() as http,
     ):
-        for path in (f"/launches/{key}", f"/launches/{key}/report.html"):
+        for path in (
+            f"/launches/{key}",
+            f"/launches/{key}/report.html",
+            f"/runs/{key}/report.html",
+        ):
             async with http.get(url + path) as response:
                 pages[path] = (response.status, await response.text())
         await sandbox.set_faults({"kind": "500", "route": "campaign_status"})
         async with http.get(f"{url}/launches/{key}") as response:
             pages["502"] = (response.status, await response.text())
-    assert [status for status, _ in pages.values()] == [404, 404, 502]
+    assert [status for status, _ in pages.values()] == [404, 404, 404, 502]
     assert all(key not in text and "***" in text for _, text in pages.values())
