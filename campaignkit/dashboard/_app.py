@@ -14,7 +14,7 @@ import orjson
 from aiohttp import web
 
 from .. import errors
-from .._redaction import redact
+from .._redaction import redact, sdk_logger
 from ._dashboard import Dashboard, UnknownLaunch, UnknownRun
 from ._guard import Access, secure_headers
 from ._html import asset, document, launch_body, launch_parts
@@ -32,6 +32,8 @@ HEAD = (
 )
 TOP = '<header class="top"><a href="/">campaignkit · dashboard</a></header>'
 
+log = sdk_logger("campaignkit.dashboard")
+
 
 REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
@@ -43,7 +45,7 @@ def dashboard_app(dashboard: Dashboard, access: Access | None = None) -> web.App
     (default: no token, loopback names and IP literals only). The client
     stays the caller's to close."""
     access = access or Access()
-    app = web.Application(middlewares=[access.middleware])
+    app = web.Application(middlewares=[access.middleware, _ledger_failures])
     app[DASHBOARD] = dashboard
     app.on_response_prepare.append(secure_headers)
 
@@ -63,6 +65,20 @@ def dashboard_app(dashboard: Dashboard, access: Access | None = None) -> web.App
     app.router.add_get("/runs/{run}/report.html", run_report)
     app.router.add_get("/static/{name}", static)
     return app
+
+
+@web.middleware
+async def _ledger_failures(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """A page whose ledger read fails (a closed file, a lost server) says so, a 503."""
+    try:
+        return await handler(request)
+    except errors.LedgerError as exc:
+        log.warning("dashboard: %s: the ledger failed: %s", request.raw_path, exc)
+        raise web.HTTPServiceUnavailable(
+            text=redact(f"the dashboard's ledger could not be read: {exc}")
+        ) from None
 
 
 def _page(request: web.Request) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from html import escape, unescape
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -13,7 +14,7 @@ from helpers.servers import serving
 
 from campaignkit import CampaignClient, User
 from campaignkit.dashboard import Access, Dashboard, dashboard_app
-from campaignkit.ledger import Ledger
+from campaignkit.ledger import Ledger, SqliteLedger
 
 from .test_app import FAST
 from .test_listing import section
@@ -88,3 +89,23 @@ async def test_with_a_token_the_runs_report_needs_it(
     assert refused[0] == 401
     assert "<code>r</code>" not in refused[1]
     assert allowed == (200, 'attachment; filename="run-r.html"')
+
+
+async def test_a_ledger_that_fails_is_answered_503_in_words(
+    client: CampaignClient, tmp_path: Path, users: list[User]
+) -> None:
+    # The list and a run's report read the ledger: one that fails (here
+    # closed under the dashboard) is a 503 saying so, not a bare 500.
+    poll = (await client.list_polls())[0]
+    ledger = SqliteLedger(tmp_path / "closed.db")
+    async with ledger:
+        await client.send_bulk(poll.id, users[:3], journal=ledger, run="r")
+    async with (
+        serving(dashboard_app(Dashboard(client, ledger=ledger))) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        for path in ("/", "/runs/r/report.html"):
+            async with http.get(url + path) as response:
+                status, text = response.status, await response.text()
+            assert status == 503, path
+            assert "the dashboard's ledger could not be read" in text, path
