@@ -65,12 +65,12 @@ async def test_outside_the_window_requests_carry_the_next_opening(
     got = {user["cellphone"]: user for user in await received(sb)}
     for n in range(3):
         eta = got[f"31{n:08d}"]["deployment_eta"]
-        assert eta in {deployment_eta(window, bogota, at, None) for at in (before, after)}
+        assert eta in {deployment_eta(window, (bogota,), at, None) for at in (before, after)}
         assert eta is not None
         assert window.contains(datetime.fromtimestamp(eta, UTC).astimezone(bogota))
     # The user's own zone: the window in Tokyo, where it may be open.
     tokyo_eta = got["3100000010"]["deployment_eta"]
-    assert tokyo_eta in {deployment_eta(window, tokyo, at, None) for at in (before, after)}
+    assert tokyo_eta in {deployment_eta(window, (tokyo,), at, None) for at in (before, after)}
 
 
 async def test_inside_the_window_no_eta_is_added_and_tz_for_decides_the_zone(

@@ -30,13 +30,14 @@ async def test_window_daily_limit_and_lines_from_the_command_line(
     report = result.json()
     assert (report["counts"]["accepted"], report["counts"]["deferred"]) == (4, 2)
     assert len(report["deferred"]) == 1
+    assert report["deferred_reasons"] == {"daily limit": 2}
     got = [
         u for launch in (await sb.snapshot())["companies"][0]["launches"] for u in launch["users"]
     ]
     assert all(user["deployment_eta"] is not None for user in got)
     assert Counter(user["line"] for user in got) == Counter({lines[0]: 2, lines[1]: 2})
     text = await run(sb, *argv)
-    assert "deferred: 2 users over the daily limit" in text.err
+    assert "deferred (daily limit): 2 users were not sent: over the daily limit" in text.err
     runs = await run(None, "runs", "--journal", str(journal))
     run_name = runs.out.splitlines()[2].split()[0]
     export = tmp_path / "deferred.csv"
