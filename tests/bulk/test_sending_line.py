@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import orjson
 import pytest
 
 from campaignkit import CampaignClient, SendWindow, User, ValidationError, deployment_squad
 from campaignkit._report import DAILY_LIMIT, ZONE_UNKNOWN, deferral_reason
-from campaignkit.bulk import users_from_csv
-from campaignkit.bulk._windows import deployment_eta, zone_names_of_phone
+from campaignkit.bulk import SendRules, users_from_csv
+from campaignkit.bulk._windows import NoOpening, deployment_eta, zone_names_of_phone
 from campaignkit.errors import LedgerError
-from campaignkit.ledger import DEFERRED, MemoryLedger, SqliteLedger
+from campaignkit.ledger import DEFERRED, MemoryLedger, Recipient, SqliteLedger
 from campaignkit.sandbox import Sandbox
+from campaignkit.workers import send_chunk
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -287,4 +289,25 @@ async def test_default_tz_is_checked_before_anything_is_sent(
                 await poll_of(client), people(range(2)), send_window=window, default_tz=default_tz
             )
         assert [path for path, _ in caught.value.problems] == ["default_tz"]
+    assert await received(sb) == []
+
+
+async def test_a_recipient_the_window_cannot_be_held_for_when_sent_is_never_sent(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    """Planned elsewhere (a producer whose zone database knew its tz), a
+    recipient with no zone here rejects its request unsent: never a guess."""
+    poll = await poll_of(client)
+    ledger = MemoryLedger()
+    keys = [{"key": "tz", "value": "Mars/Olympus"}]
+    wire = {"country_code": "+57", "cellphone": "3001234567", "user_session_keys": keys}
+    async with ledger:
+        await ledger.start_run("r", str(poll))
+        await ledger.save_run_options("r", SendRules(SendWindow("09:00", "20:00")).options())
+        await ledger.plan("r", "c", [Recipient("+573001234567", 0, orjson.dumps(wire).decode())])
+        result = await send_chunk(client, ledger, "r", "c")
+        assert (await ledger.counts("r"))["rejected"] == 1
+    assert result is not None
+    assert result.outcome == "rejected"
+    assert isinstance(result.error, NoOpening)
     assert await received(sb) == []
