@@ -226,34 +226,54 @@ def given_zone(tz: str | None) -> str | None:
     return (tz.strip() or None) if tz else None
 
 
-# Per number, not per prefix: only the whole number tells phonenumbers whether
-# it is valid, and of which type (mobiles have their country's zones, fixed
-# lines their area's). Big enough for what a send plans before it sends.
-@lru_cache(maxsize=1 << 15)
 def zone_names_of_phone(phone: str) -> tuple[str, ...]:
     """Every time zone ``phonenumbers`` gives ``phone`` (``+`` country code
     and number): one, several (the mobiles of Russia, Australia, Spain...),
     or none (a number it does not know)."""
-    try:
-        number = phonenumbers.parse(phone)
-    except phonenumbers.NumberParseException:
-        return ()
-    names = phone_zones.time_zones_for_number(number)
+    number = _read(phone)
+    names = () if number is None else phone_zones.time_zones_for_number(number)
+    if phone_zones.UNKNOWN_TIMEZONE in names or not names:
+        # The slow reading, for what the fast one does not know (a number
+        # written with its trunk prefix, one with leading zeros): parse's.
+        try:
+            names = phone_zones.time_zones_for_number(phonenumbers.parse(phone))
+        except phonenumbers.NumberParseException:
+            return ()
     return () if phone_zones.UNKNOWN_TIMEZONE in names else tuple(names)
 
 
-def _zones(names: tuple[str, ...]) -> tuple[ZoneInfo, ...] | None:
-    """The zones ``names`` name; None if there are none, or this machine's
+def _read(phone: str) -> phonenumbers.PhoneNumber | None:
+    """``phone`` read as ``+``, country code, national number (at a third of
+    what ``phonenumbers.parse`` costs); None for a national number with
+    leading zeros (Italy's, or a trunk prefix), which only parse reads right."""
+    digits = phone[1:]
+    for size in (1, 2, 3):
+        if (code := digits[:size]).isdigit() and int(code) in _COUNTRY_CODES:
+            national = digits[size:]
+            if not national.isdigit() or national[0] == "0":
+                return None
+            return phonenumbers.PhoneNumber(country_code=int(code), national_number=int(national))
+    return None
+
+
+_COUNTRY_CODES: Final = frozenset(phonenumbers.COUNTRY_CODE_TO_REGION_CODE)
+
+
+# Per number, not per prefix: only the whole number tells phonenumbers whether
+# it is valid, and of which type (mobiles have their country's zones, fixed
+# lines their area's). Big enough for what a send plans before it sends.
+@lru_cache(maxsize=1 << 15)
+def _number_zones(phone: str) -> tuple[ZoneInfo, ...] | None:
+    """The zones of ``phone``; None if there are none, or this machine's
     zone database lacks one of them."""
+    names = zone_names_of_phone(phone)
     zones = tuple(zone for name in names if (zone := zone_named(name)) is not None)
     return zones if names and len(zones) == len(names) else None
 
 
 @lru_cache(maxsize=4096)
-def _share_an_hour(window: SendWindow, names: tuple[str, ...], day: date) -> bool:
+def _share_a_moment(window: SendWindow, zones: tuple[ZoneInfo, ...], day: date) -> bool:
     # By the day: the answer changes only with the zones' daylight saving.
-    zones = _zones(names)
-    assert zones is not None
     return window.first_open(datetime.combine(day, time(), UTC), zones) is not None
 
 
@@ -274,10 +294,9 @@ class RecipientClock:
         if named is not None:
             zone = zone_named(named)
             return None if zone is None else (zone,)
-        names = zone_names_of_phone(phone)
-        zones = _zones(names)
+        zones = _number_zones(phone)
         if zones is not None and (
-            len(zones) == 1 or _share_an_hour(self.window, names, now.date())
+            len(zones) == 1 or _share_a_moment(self.window, zones, now.date())
         ):
             return zones
         return None if self.default_zone is None else (self.default_zone,)
@@ -292,7 +311,7 @@ class RecipientClock:
             why = f"its tz {named!r} is no time zone on this machine"
         elif not names:
             why = "phonenumbers knows no time zone for this number"
-        elif _zones(names) is None:
+        elif _number_zones(phone) is None:
             missing = ", ".join(name for name in names if zone_named(name) is None)
             why = f"this machine's time zone database lacks {missing}"
         else:

@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+import phonenumbers
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from phonenumbers import PhoneNumberType
+from phonenumbers import timezone as phone_zones
 
 from campaignkit import SendWindow, ValidationError
 from campaignkit._report import ZONE_UNKNOWN, deferral_reason
@@ -343,3 +346,39 @@ def test_windows_parse_and_round_trip() -> None:
             parse_days(bad)
     with pytest.raises(ValidationError):
         SendWindow.parse("0900")
+
+
+def _parsed_zones(phone: str) -> tuple[str, ...]:
+    try:
+        names = phone_zones.time_zones_for_number(phonenumbers.parse(phone))
+    except phonenumbers.NumberParseException:
+        return ()
+    return () if phone_zones.UNKNOWN_TIMEZONE in names else tuple(names)
+
+
+EXAMPLES = sorted(
+    phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    for region in phonenumbers.SUPPORTED_REGIONS
+    for kind in (PhoneNumberType.FIXED_LINE, PhoneNumberType.MOBILE, PhoneNumberType.TOLL_FREE)
+    if (number := phonenumbers.example_number_for_type(region, kind)) is not None
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(EXAMPLES),
+    st.integers(1, 6),
+    st.integers(0, 10**6),
+    st.sampled_from(["", "0", "8", "1"]),
+)
+def test_the_fast_reading_of_a_number_gives_the_zones_parse_gives(
+    example: str, changed: int, ending: int, inserted: str
+) -> None:
+    """Any country's numbers, valid or not, with a trunk prefix or not: the
+    zones read without ``phonenumbers.parse`` are those it gives."""
+    number = phonenumbers.parse(example)
+    code = str(number.country_code)
+    national = example[1 + len(code) :]
+    national = inserted + national[:-changed] + str(ending).zfill(changed)[-changed:]
+    phone = f"+{code}{national}"
+    assert zone_names_of_phone(phone) == _parsed_zones(phone)
