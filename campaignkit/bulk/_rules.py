@@ -209,7 +209,8 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
         for phone, wire in zip(phones, wires, strict=True):
             zones = clock.zones(phone, _key(wire, TZ_KEY), now)
             if zones is None:
-                # Planned with a zone (or deferred): this machine's zones differ.
+                # Its zones were known where it was planned (it would be
+                # deferred otherwise), not on this machine: never a guess.
                 raise NoOpening(
                     "a recipient has no time zone here to hold the send window in: nothing was sent"
                 )
