@@ -188,6 +188,32 @@ def identity(country_code: str, national: str) -> str:
     return country_code + national
 
 
+_MOBILE: Final = frozenset(
+    (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
+)
+
+
+def _rank(place: _Country, digits: str) -> int:
+    """2 for a mobile number of the country, 1 for another valid one, else 0."""
+    try:
+        number = phonenumbers.parse("+" + place.digits + _whatsapp_national(place, digits))
+    except phonenumbers.NumberParseException:
+        return 0
+    if not phonenumbers.is_valid_number(number):
+        return 0
+    return 2 if phonenumbers.number_type(number) in _MOBILE else 1
+
+
+def _written_again(place: _Country, digits: str) -> bool:
+    """Whether ``digits`` is the country code written again before a number:
+    only when the rest is a number of the country that the whole is not
+    (or a mobile, where the whole is a fixed line: campaigns go to mobiles)."""
+    rest = digits[len(place.digits) :]
+    if not isinstance(_national(place, _whatsapp_national(place, rest)), str):
+        return False
+    return _rank(place, rest) > _rank(place, digits)
+
+
 def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
     """The :class:`Phone` of a country code and a cellphone, or why there is
     none (a reason about the cellphone, or about the country code when it
@@ -202,14 +228,11 @@ def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
         digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
     if not (digits.isascii() and _DIGITS.fullmatch(digits)):
         return "must be digits (spaces, dashes and parentheses are allowed)"
-    if place.fast(digits):
+    if digits.startswith(place.digits) and _written_again(place, digits):
+        digits = digits[len(place.digits) :]
+    elif place.fast(digits):
         return Phone(place.code, digits, identity(place.code, digits))
-    digits = _whatsapp_national(place, digits)
-    national = _national(place, digits)
-    if not isinstance(national, str) and digits.startswith(place.digits):
-        # The country code written again at the head of the cellphone.
-        again = _national(place, _whatsapp_national(place, digits[len(place.digits) :]))
-        national = again if isinstance(again, str) else national
+    national = _national(place, _whatsapp_national(place, digits))
     if isinstance(national, str):
         return Phone(place.code, national, identity(place.code, national))
     lengths = ", ".join(map(str, sorted(place.lengths)))
