@@ -34,6 +34,7 @@ def phones(draw: st.DrawFn) -> tuple[str, str]:
     ending = draw(st.text("0123456789", min_size=3, max_size=3))
     return f"+{number.country_code}", national[:-3] + ending
 
+
 # Values as people type them, delimiters and quotes included; no line breaks
 # (a quoted line break makes one record two lines: tested apart).
 values = st.text(

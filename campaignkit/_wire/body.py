@@ -142,8 +142,10 @@ def _own_national_numbers(country_codes: list[str], cellphones: list[str]) -> bo
     codes = {*country_codes}
     if len(codes) == 1:
         place = country(codes.pop())
-        return place is not None and place.code == country_codes[0] and all(
-            map(place.fast, cellphones)
+        return (
+            place is not None
+            and place.code == country_codes[0]
+            and all(map(place.fast, cellphones))
         )
     places = {code: country(code) for code in codes}
     return all(
@@ -178,7 +180,6 @@ def _wire_keys_of(
 # deployment_squad. ASCII text is always UTF-8 encodable. Any other user goes
 # to user_wire, which builds the same wire form or names each problem; the
 # path is only built then.
-
 
 
 def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | None:
