@@ -62,7 +62,8 @@ def test_every_form_of_one_line_is_one_phone(person: tuple[str, str, str]) -> No
             phonenumbers.parse(code + national), phonenumbers.PhoneNumberFormat.INTERNATIONAL
         )
     )
-    assert isinstance(whole, Phone) and whole.key in keys
+    assert isinstance(whole, Phone)
+    assert whole.key in keys
 
 
 @settings(max_examples=400, deadline=None)
@@ -74,8 +75,10 @@ def test_different_lines_never_collide(
     assume(phonenumbers.is_valid_number(first) and phonenumbers.is_valid_number(second))
     assume(first != second)
     a, b = read_phone(*one[1:]), read_phone(*other[1:])
-    assert isinstance(a, Phone) and isinstance(b, Phone)
-    assert a != b and a.key != b.key
+    assert isinstance(a, Phone)
+    assert isinstance(b, Phone)
+    assert a != b
+    assert a.key != b.key
 
 
 @settings(max_examples=2000, deadline=None)
