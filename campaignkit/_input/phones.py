@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Final
 
@@ -102,18 +103,28 @@ class _Country:
     digits: str
     lengths: frozenset[int]
     """The national numbers' lengths the country allows."""
-    trunk: re.Pattern[str] | None
-    """What a trunk prefix (with a carrier code) at the head looks like: a
-    number it matches is for ``phonenumbers`` to read."""
+    trunk_head: Callable[[str], object]
+    """Something true when a trunk prefix (with a carrier code) may stand at
+    the head of a cellphone: such a number is for ``phonenumbers`` to read."""
 
     def fast(self, cellphone: str) -> bool:
         """Whether ``cellphone`` (digits) is its own national number."""
-        if len(cellphone) not in self.lengths:
-            return False
-        if self.trunk is None:
-            return True
-        head = self.trunk.match(cellphone)
-        return head is None or head.end() == 0
+        return len(cellphone) in self.lengths and not self.trunk_head(cellphone)
+
+
+def _never(cellphone: str) -> None:
+    return None
+
+
+def _trunk_head(pattern: str | None) -> Callable[[str], object]:
+    """:attr:`_Country.trunk_head` for the country's pattern of trunk prefixes."""
+    if not pattern:
+        return _never
+    compiled = re.compile(pattern)
+    if compiled.match("") is None and "(?" not in pattern:
+        return compiled.match  # it only ever matches something
+    # A pattern that may match nothing (Argentina's optional 0 and 15).
+    return lambda cellphone: (head := compiled.match(cellphone)) is not None and head.end()
 
 
 @cache
@@ -134,12 +145,15 @@ def _country(digits: str) -> _Country | None:
         "+" + digits,
         digits,
         frozenset(metadata.general_desc.possible_length),
-        re.compile(trunk) if trunk else None,
+        _trunk_head(trunk),
     )
 
 
 _COUNTRIES: dict[str, _Country | None] = {}
 """Countries by the country code as written (a campaign has few)."""
+COUNTRIES_AS_ON_THE_WIRE: dict[str, _Country] = {}
+"""The countries read so far by their code as the wire writes it (``+57``),
+for hot paths to find in one look-up."""
 
 
 def country(country_code: str) -> _Country | None:
@@ -152,6 +166,8 @@ def country(country_code: str) -> _Country | None:
         place = None if written is None else _country(written.group(1))
         if len(_COUNTRIES) < 10_000:
             _COUNTRIES[country_code] = place
+        if place is not None and place.code == country_code:
+            COUNTRIES_AS_ON_THE_WIRE[country_code] = place
         return place
 
 
@@ -176,6 +192,11 @@ def _whatsapp_national(place: _Country, digits: str) -> str:
     if place.digits == "52" and len(digits) == 11 and digits[0] == "1":
         return digits[1:]
     return digits
+
+
+KEYED_APART: Final = frozenset(("+54", "+55"))
+"""The country codes whose key is not the country code and the national
+number: elsewhere :func:`identity` is that sum, which hot paths write inline."""
 
 
 def identity(country_code: str, national: str) -> str:
@@ -214,6 +235,20 @@ def _written_again(place: _Country, digits: str) -> bool:
     return _rank(place, rest) > _rank(place, digits)
 
 
+NOT_DIGITS: Final = "must be digits (spaces, dashes and parentheses are allowed)"
+
+
+def cellphone_digits(cellphone: Any) -> str | None:
+    """The digits of a cellphone written with spaces, dashes or parentheses,
+    or None when it is not one so written."""
+    if not isinstance(cellphone, str):
+        return None
+    digits = cellphone
+    if not (digits.isascii() and digits.isdigit()):
+        digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
+    return digits if digits.isascii() and _DIGITS.fullmatch(digits) else None
+
+
 def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
     """The :class:`Phone` of a country code and a cellphone, or why there is
     none (a reason about the cellphone, or about the country code when it
@@ -221,13 +256,9 @@ def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
     place = country(country_code) if isinstance(country_code, str) else None
     if place is None:
         return f"country code {country_code!r} is no country's"
-    if not isinstance(cellphone, str):
-        return "must be text"
-    digits = cellphone
-    if not (digits.isascii() and digits.isdigit()):
-        digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
-    if not (digits.isascii() and _DIGITS.fullmatch(digits)):
-        return "must be digits (spaces, dashes and parentheses are allowed)"
+    digits = cellphone_digits(cellphone)
+    if digits is None:
+        return NOT_DIGITS
     if digits.startswith(place.digits) and _written_again(place, digits):
         digits = digits[len(place.digits) :]
     elif place.fast(digits):

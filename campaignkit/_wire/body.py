@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
-from .._input.phones import country
+from .._input.phones import COUNTRIES_AS_ON_THE_WIRE, country
 from .._input.validation import (
     MAX_SESSION_KEY_LENGTH,
     MAX_SESSION_VALUE_LENGTH,
@@ -187,13 +187,13 @@ def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | 
     if type(user) is User and user.deployment_eta is None:
         cellphone, country_code, items = user.cellphone, user.country_code, user.user_session_keys
         if (
-            type(country_code) is str
-            and type(cellphone) is str
+            type(cellphone) is str
             and cellphone.isascii()
             and cellphone.isdigit()
-            and (place := country(country_code)) is not None
-            and place.code == country_code
-            and place.fast(cellphone)
+            # A country user_wire read before, the cellphone its own national number.
+            and (place := COUNTRIES_AS_ON_THE_WIRE.get(country_code)) is not None
+            and len(cellphone) in place.lengths
+            and not place.trunk_head(cellphone)
             and type(items) is tuple
         ):
             keys: list[dict[str, str]] = []
