@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import phonenumbers
 import pytest
+from helpers.phones import REGIONS, example, mobiles
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from campaignkit import Phone, User, ValidationError
 from campaignkit._input.phones import country, read_phone, read_text
-
-# Mobile numbers of each country, as phonenumbers' own example gives them.
-REGIONS = ("CO", "GB", "AU", "MX", "AR", "BR", "US", "RU", "ES", "DE", "IN", "FR", "IT", "CL")
-
-
-def example(region: str) -> tuple[str, str]:
-    number = phonenumbers.example_number_for_type(region, phonenumbers.PhoneNumberType.MOBILE)
-    assert number is not None
-    return f"+{number.country_code}", phonenumbers.national_significant_number(number)
-
-
-@st.composite
-def people(draw: st.DrawFn) -> tuple[str, str, str]:
-    """A region and a mobile number of it: its example with a new ending."""
-    region = draw(st.sampled_from(REGIONS))
-    code, national = example(region)
-    ending = draw(st.text("0123456789", min_size=4, max_size=4))
-    return region, code, national[:-4] + ending
 
 
 def forms(region: str, code: str, national: str) -> list[tuple[str, str]]:
@@ -50,7 +33,7 @@ def forms(region: str, code: str, national: str) -> list[tuple[str, str]]:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(people())
+@given(mobiles())
 def test_every_form_of_one_line_is_one_phone(person: tuple[str, str, str]) -> None:
     region, code, national = person
     assume(phonenumbers.is_valid_number(phonenumbers.parse(code + national)))
@@ -67,7 +50,7 @@ def test_every_form_of_one_line_is_one_phone(person: tuple[str, str, str]) -> No
 
 
 @settings(max_examples=400, deadline=None)
-@given(people(), people())
+@given(mobiles(), mobiles())
 def test_different_lines_never_collide(
     one: tuple[str, str, str], other: tuple[str, str, str]
 ) -> None:
