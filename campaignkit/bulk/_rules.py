@@ -164,7 +164,8 @@ def zone_preparer(
 
 
 def zone_deferral(rules: SendRules) -> Callable[[str, User], str | None] | None:
-    """What the planner asks of each recipient (its phone, its user) under a
+    """What the planner asks of each recipient (its number as the service
+    gets it, ``+`` country code and national number; its user) under a
     send window: why the window cannot be held for it (the detail it is
     deferred with), or None."""
     clock = rules.clock
@@ -206,8 +207,9 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
     if (clock := rules.clock) is not None:
         # The users of a zone set without an ETA of their own share one.
         shared: dict[tuple[ZoneInfo, ...], int | None] = {}
-        for phone, wire in zip(phones, wires, strict=True):
-            zones = clock.zones(phone, _key(wire, TZ_KEY), now)
+        for wire in wires:
+            number = wire["country_code"] + wire["cellphone"]
+            zones = clock.zones(number, _key(wire, TZ_KEY), now)
             if zones is None:
                 # Its zones were known where it was planned (it would be
                 # deferred otherwise), not on this machine: never a guess.
