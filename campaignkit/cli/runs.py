@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +16,11 @@ from typing import Any
 
 from .._funnel import Funnel
 from .._redaction import redact
+from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
 from ..ledger import (
     DEFAULT_CLAIM_TTL,
+    DEFERRED,
     STATES,
     Ledger,
     RunInfo,
@@ -263,8 +266,9 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             return ExitStatus.OK
         counts = await ledger.counts(a.run)
         funnel = await ledger.funnel(a.run)
+        reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
         if ctx.json:
-            ctx.emit(_run_json(info, counts, funnel))
+            ctx.emit({**_run_json(info, counts, funnel), "deferred_reasons": reasons})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -274,11 +278,21 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
+            for reason, count in reasons.items():
+                ctx.print(f"deferred ({reason}): {count}")
             ctx.print("")
             ctx.print(funnel_table(funnel))
             if a.follow:
                 note_unconfirmed(ctx, funnel, a.run)
     return ExitStatus.OK
+
+
+async def deferred_reasons(ledger: Ledger, run: str) -> dict[str, int]:
+    """The run's deferred recipients per reason."""
+    reasons: Counter[str] = Counter()
+    async for record in ledger.records(run, [DEFERRED]):
+        reasons[deferral_reason(record.detail)] += 1
+    return dict(reasons)
 
 
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:

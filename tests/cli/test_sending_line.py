@@ -81,6 +81,10 @@ async def test_numbers_without_a_zone_are_counted_apart_and_default_tz_times_the
     assert first.code == 6, first.err  # partial: one deferred
     assert "deferred (zone unknown): 1 users were not sent" in first.err
     assert "give them a 'tz' column (or --default-tz)" in first.err
+    shown = await run(None, "runs", f"poll-{poll}", "--journal", str(journal))
+    assert "deferred (zone unknown): 1" in shown.out, shown.out
+    listed = await run(None, "runs", f"poll-{poll}", "--journal", str(journal), "--json")
+    assert listed.json()["deferred_reasons"] == {"zone unknown": 1}
     again = await run(sb, *argv, "--default-tz", "America/Bogota", "--json")
     assert again.code == 0, again.err
     report = again.json()
