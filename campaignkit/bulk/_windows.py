@@ -288,7 +288,7 @@ class RecipientClock:
     def zones(self, phone: str, tz: str | None, now: datetime) -> tuple[ZoneInfo, ...] | None:
         """The zones the window must hold in for ``phone``: its ``tz`` when it
         names one (None if it names no zone), else every zone of its number
-        when they share an hour of the window within :data:`SEARCH_DAYS`
+        when they share a moment of the window within :data:`SEARCH_DAYS`
         days of ``now``; else the default zone; None when there is none."""
         named = given_zone(tz)
         if named is not None:
@@ -356,4 +356,4 @@ def deployment_eta(
 
 class NoOpening(CampaignKitError):
     """A recipient the window cannot be held for at send time (its zones
-    shared an hour of it when it was planned): its request is not sent."""
+    shared a moment of it when it was planned): its request is not sent."""
