@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -21,11 +20,10 @@ from ..ledger import (
     STATES,
     Ledger,
     RunInfo,
-    SqliteLedger,
     ledger_from,
 )
 from .argtypes import positive_float, positive_int
-from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
+from .context import AddCommand, Ctx, ExitStatus, UsageError, require_workers
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import funnel_table, table
 from .run_export import export_run, failure_status_list
@@ -50,7 +48,9 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--journal",
         required=True,
-        help="the runs' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
+        help="the runs' ledger: a postgresql:// DSN (or an SQLite file, one machine only); "
+        "it must exist (never created here). Chunks of another ledger are left on the "
+        "queue for its workers, with a warning",
     )
     p.add_argument("--concurrency", type=positive_int, default=4, help="chunks at a time (4)")
     p.add_argument("--queue", default="campaignkit", help="Redis stream name (campaignkit)")
@@ -84,7 +84,9 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
-        "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
+        "--journal",
+        required=True,
+        help="the ledger: an SQLite file or a postgresql:// DSN; it must exist (exit 7)",
     )
     exported = ["rejected", "ambiguous", "suppressed", "deferred"]
     p.add_argument("--export", choices=exported, help="write these users as CSV")
@@ -117,16 +119,26 @@ def register(add: AddCommand) -> None:
 
 def open_ledger(journal: str, *, claim_ttl: float | None = None, existing: bool = False) -> Ledger:
     """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN);
-    ``existing``: a command that only reads refuses to create a new file."""
-    ledger = ledger_from(journal)
-    if existing and isinstance(ledger, SqliteLedger) and not os.path.exists(ledger.path):
-        raise NoLedger(
-            f"no ledger at {ledger.path!r}: the file does not exist (a typo? a run sent "
-            "from another directory?). Give the --journal its run was sent with"
-        )
+    ``existing``: opening it refuses a ledger that does not exist
+    (:class:`~campaignkit.ledger.LedgerNotFound`, exit 7), creating nothing:
+    a command that reads or resumes a run must never start an empty ledger."""
+    ledger = ledger_from(journal, create=not existing)
     if claim_ttl is not None:
         ledger.claim_ttl = claim_ttl
     return ledger
+
+
+def say_if_new(ctx: Ctx, ledger: Ledger) -> None:
+    """The first line of a command that has just created its ledger, even with
+    --quiet: a resumed run whose --journal was mistyped shows here."""
+    if ledger.is_new:
+        ctx.err.write(
+            redact(
+                f"campaignkit: new ledger created: {ledger!r} did not exist (ledger "
+                f"{ledger.identity}); resuming a run? then this is not its --journal\n"
+            )
+        )
+        ctx.err.flush()
 
 
 class _Lines(logging.Formatter):
@@ -142,9 +154,16 @@ class _Lines(logging.Formatter):
         return redact(f"{self.formatTime(record, self.datefmt)} {record.getMessage()}")
 
 
+_TASKIQ_REPEATS = (
+    # Every failed task, with its traceback: the chunk's own ERROR line says it.
+    "Exception found while executing function.",
+    # A chunk of another ledger given back to the queue: the WARNING line says it.
+    "Task %s with id %s skipped setting result.",
+)
+
+
 def _repeats_our_line(record: logging.LogRecord) -> bool:
-    # taskiq logs every failed task with its traceback; the chunk's own ERROR line says it.
-    return record.msg != "Exception found while executing function."
+    return record.msg not in _TASKIQ_REPEATS
 
 
 @contextlib.contextmanager
@@ -179,29 +198,30 @@ async def cmd_worker(ctx: Ctx) -> ExitStatus:
     a = ctx.args
     client = ctx.client()  # configuration errors now, not at the first chunk
     broker = broker_from(a.broker, queue=a.queue, redeliver_after=a.redeliver_after)
-    bulk = BulkWorkers(
-        broker, lambda: open_ledger(a.journal, claim_ttl=a.claim_ttl), client=lambda: client
-    )
-    ledger = open_ledger(a.journal)
+    # Opened before the broker: a missing ledger is an error naming it, never
+    # an empty one whose worker would take the run's chunks.
+    async with open_ledger(a.journal, claim_ttl=a.claim_ttl, existing=True) as ledger:
+        bulk = BulkWorkers(broker, ledger, client=lambda: client)
 
-    def ready(state: TaskiqState) -> None:
-        ctx.note(
-            f"campaignkit worker {bulk.owner} ready: {type(broker).__name__}"
-            f"{f' queue {a.queue}' if '://' in a.broker else ''}, ledger {ledger!r}, "
-            f"concurrency {a.concurrency} (SIGINT/SIGTERM: stop after the chunks under way)"
-        )
+        def ready(state: TaskiqState) -> None:
+            ctx.note(
+                f"campaignkit worker {bulk.owner} ready: {type(broker).__name__}"
+                f"{f' queue {a.queue}' if '://' in a.broker else ''}, ledger {ledger!r} "
+                f"(ledger {ledger.identity}), concurrency {a.concurrency} "
+                "(SIGINT/SIGTERM: stop after the chunks under way)"
+            )
 
-    broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, ready)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        with _worker_logging(ctx):
-            await bulk.work(concurrency=a.concurrency, stop=stop)
-    finally:
+        broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, ready)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            with _worker_logging(ctx):
+                await bulk.work(concurrency=a.concurrency, stop=stop)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
     ctx.note("campaignkit worker stopped")
     return ExitStatus.OK
 

@@ -42,6 +42,7 @@ import os
 from typing import TypeAlias
 
 from .._funnel import Funnel
+from ._identity import LedgerNotFound, WrongLedger
 from ._memory import MemoryLedger
 from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
@@ -87,6 +88,7 @@ __all__ = [
     "Funnel",
     "Journal",
     "Ledger",
+    "LedgerNotFound",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
@@ -97,6 +99,7 @@ __all__ = [
     "SqliteLedger",
     "Suppression",
     "StatusRow",
+    "WrongLedger",
     "ledger_from",
     "suppression_reason",
 ]
@@ -105,10 +108,14 @@ Journal: TypeAlias = "str | os.PathLike[str] | Ledger"
 """What ``journal=`` takes: an SQLite path, a ``postgresql://`` DSN, or a ledger."""
 
 
-def ledger_from(journal: Journal) -> Ledger:
-    """The ledger ``journal`` names: itself, a PostgreSQL DSN, or an SQLite path."""
+def ledger_from(journal: Journal, *, create: bool = True) -> Ledger:
+    """The ledger ``journal`` names: itself, a PostgreSQL DSN, or an SQLite path.
+
+    ``create=False``: opening it refuses a ledger that does not exist
+    (:class:`LedgerNotFound`), for whoever reads or resumes a run.
+    """
     if isinstance(journal, Ledger):
         return journal
     if isinstance(journal, str) and journal.startswith(("postgresql://", "postgres://")):
-        return PostgresLedger(journal)
-    return SqliteLedger(journal)
+        return PostgresLedger(journal, create=create)
+    return SqliteLedger(journal, create=create)
