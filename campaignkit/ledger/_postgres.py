@@ -105,9 +105,14 @@ class PostgresLedger(SqlLedger):
         if not found:
             self._pool = None
             await pool.close()
+            where = (
+                "no schema of its search_path exists"
+                if schema is None
+                else (f"its schema {schema!r} holds no campaignkit tables")
+            )
             raise LedgerNotFound(
-                f"no ledger in {redact_dsn(self.dsn)}: its schema {schema!r} holds no "
-                "campaignkit tables (a mistyped database or search_path?); nothing was created"
+                f"no ledger in {redact_dsn(self.dsn)}: {where} (a mistyped database or "
+                "search_path?); nothing was created"
             )
 
     async def aclose(self) -> None:
