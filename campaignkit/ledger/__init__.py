@@ -29,6 +29,13 @@ opted out, from the webhooks: every ledger is an ``EventRecorder``), counts
 the run's :class:`Funnel`, and gives the users of a follow-up run
 (``follow_up_users``).
 
+Each ledger has an ``identity``, written once when it is created: chunk
+messages carry it, so that a worker on another ledger leaves them
+(:class:`WrongLedger`), and a claim checks it, so that a ledger replaced
+under a running send stops it. ``create=False`` opens only a ledger that
+exists (:class:`LedgerNotFound` otherwise, nothing created): whoever reads
+or resumes a run opens it so.
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps

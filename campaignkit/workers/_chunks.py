@@ -81,21 +81,23 @@ class ChunkSender:
             await self._ledger.close()
 
     async def send(
-        self, run: str, chunk: str, ledger_identity: str | None, context: Context
+        self, run: str, chunk: str, ledger_identity: str | None, context: Context | None
     ) -> str | None:
         """Claim ``chunk`` of ``run`` and send it; its outcome, or None when
         nothing was left to claim (a redelivered or superseded message).
 
         One INFO line of the ``campaignkit.workers`` logger per chunk, or one
         ERROR line (with the traceback) if it fails. A chunk of another
-        ledger than this worker's is given back to the queue (see :meth:`_leave`).
+        ledger than this worker's is given back to the queue (see :meth:`_leave`);
+        without a task's ``context`` (called directly), ``WrongLedger`` is raised.
         """
         started = time.monotonic()
         try:
             outcome, users = await self._send(run, chunk, ledger_identity)
         except WrongLedger as wrong:
-            # Raises taskiq's NoResultError once the message is back on the queue.
-            await self._leave(run, ledger_identity, wrong, context)
+            if context is not None:
+                # Raises taskiq's NoResultError once the message is back on the queue.
+                await self._leave(run, ledger_identity, wrong, context)
             raise
         except Exception as exc:
             log.error(

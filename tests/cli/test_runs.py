@@ -18,7 +18,7 @@ from helpers.cli import run
 
 from campaignkit import DeploymentStatus
 from campaignkit.cli.context import Ctx
-from campaignkit.cli.runs import _worker_logging
+from campaignkit.cli.worker import _worker_logging
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
