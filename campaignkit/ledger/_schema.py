@@ -13,6 +13,7 @@ import tenacity
 from .._redaction import sdk_logger
 from ..errors import LedgerError
 from ._outcomes import OUTCOME_TABLES
+from ._rekey import rekey_phones
 from ._sending_tables import TABLES as SENDING_TABLES
 
 
@@ -29,7 +30,9 @@ class Transaction(Protocol):
         ...
 
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version
+1 are re-keyed when opened)."""
 
 BATCH: Final = 5000
 """The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
@@ -187,15 +190,18 @@ class Transactional(abc.ABC):
 
 
 async def create_schema(tx: Transaction) -> bool:
-    """Create the tables if missing; refuse a schema newer than this code.
-    Whether the ledger is new (it had no schema)."""
+    """Create the tables if missing, re-key an older ledger's phones; refuse
+    a schema newer than this code. Whether the ledger is new (it had no schema)."""
     for statement in (*SCHEMA, *SENDING_TABLES):
         await tx.execute(statement)
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:
         await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
         return True
-    if rows[0][0] > SCHEMA_VERSION:
+    if rows[0][0] < SCHEMA_VERSION:
+        await rekey_phones(tx)
+        await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
+    elif rows[0][0] > SCHEMA_VERSION:
         raise LedgerError(
             f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
             f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
