@@ -65,17 +65,33 @@ def test_different_lines_never_collide(
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.sampled_from(REGIONS), st.text("0123456789", min_size=1, max_size=16))
-def test_the_fast_road_reads_as_phonenumbers_does(region: str, digits: str) -> None:
+@given(st.sampled_from(REGIONS), st.data())
+def test_the_fast_road_reads_as_phonenumbers_does(region: str, data: st.DataObject) -> None:
     code, _ = example(region)
     place = country(code)
     assert place is not None
+    # Digits of about the lengths the country allows, the trunk prefix often at their head.
+    size = data.draw(
+        st.sampled_from(sorted(place.lengths)).map(
+            lambda n: n + data.draw(st.sampled_from([-1, 0, 0, 0, 1]))
+        )
+    )
+    digits = data.draw(st.text("0123456789", min_size=max(size, 1), max_size=max(size, 1)))
     assume(place.fast(digits))
     number = phonenumbers.parse(code + digits)
     assert phonenumbers.national_significant_number(number) == digits
     assert phonenumbers.is_possible_number_with_reason(number) == (
         phonenumbers.ValidationResult.IS_POSSIBLE
     )
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_a_mobile_number_as_written_on_the_wire_takes_the_fast_road(region: str) -> None:
+    code, national = example(region)
+    place = country(code)
+    assert place is not None
+    assert place.fast(national)
+    assert not place.fast(national + "0" * 8)  # longer than any of its numbers
 
 
 @pytest.mark.parametrize(

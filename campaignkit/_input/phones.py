@@ -103,28 +103,27 @@ class _Country:
     digits: str
     lengths: frozenset[int]
     """The national numbers' lengths the country allows."""
-    trunk_head: Callable[[str], object]
-    """Something true when a trunk prefix (with a carrier code) may stand at
-    the head of a cellphone: such a number is for ``phonenumbers`` to read."""
+    is_national: Callable[[str], object]
+    """True for a cellphone that is its own national number: ASCII digits, a
+    length the country allows, and nothing a trunk prefix (with a carrier
+    code) could be at its head; such a number is for ``phonenumbers`` to read."""
 
     def fast(self, cellphone: str) -> bool:
-        """Whether ``cellphone`` (digits) is its own national number."""
-        return len(cellphone) in self.lengths and not self.trunk_head(cellphone)
+        """Whether ``cellphone`` is its own national number."""
+        return bool(self.is_national(cellphone))
 
 
-def _never(cellphone: str) -> None:
-    return None
-
-
-def _trunk_head(pattern: str | None) -> Callable[[str], object]:
-    """:attr:`_Country.trunk_head` for the country's pattern of trunk prefixes."""
-    if not pattern:
-        return _never
-    compiled = re.compile(pattern)
-    if compiled.match("") is None and "(?" not in pattern:
-        return compiled.match  # it only ever matches something
+def _is_national(lengths: frozenset[int], trunk: str | None) -> Callable[[str], object]:
+    """:attr:`_Country.is_national`: one regular expression (one call in C,
+    for the hot paths) where the trunk pattern only matches something."""
+    digits = "|".join(f"[0-9]{{{length}}}" for length in sorted(lengths, reverse=True))
+    if not trunk:
+        return re.compile(f"(?:{digits})").fullmatch
+    if re.match(trunk, "") is None and not re.search(r"\(\?<?[=!]", trunk):
+        return re.compile(f"(?!{trunk})(?:{digits})").fullmatch
     # A pattern that may match nothing (Argentina's optional 0 and 15).
-    return lambda cellphone: (head := compiled.match(cellphone)) is not None and head.end()
+    whole, head = re.compile(f"(?:{digits})").fullmatch, re.compile(trunk).match
+    return lambda cellphone: whole(cellphone) and not head(cellphone).end()  # type: ignore[union-attr]
 
 
 @cache
@@ -141,11 +140,12 @@ def _country(digits: str) -> _Country | None:
     if metadata is None or metadata.general_desc is None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
+    lengths = frozenset(metadata.general_desc.possible_length)
     return _Country(
         "+" + digits,
         digits,
-        frozenset(metadata.general_desc.possible_length),
-        _trunk_head(trunk),
+        lengths,
+        _is_national(lengths, trunk),
     )
 
 
