@@ -56,7 +56,15 @@ def test_a_whole_number_without_a_country_is_refused_in_words() -> None:
 
 
 class NoOffset(tzinfo):
+    """A zone that knows no offset: a time in it is as naive as one without."""
+
     def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str | None:
         return None
 
 
