@@ -64,6 +64,7 @@ from ._agents import (
     agent_json,
     plain_text,
 )
+from ._aiohttp import WEBHOOK_RECEIVER, WebhookHandler, webhook_app, webhook_handler
 from ._checks import MAX_ID_LENGTH, MAX_VALUE_LENGTH
 from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore
 from ._events import EventKind, WebhookEvent, parse_event
@@ -78,12 +79,8 @@ from ._receiver import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY,
     DEFAULT_SECRET_HEADER,
-    WEBHOOK_RECEIVER,
     EventRecorder,
     SessionUpdater,
-    WebhookHandler,
-    webhook_app,
-    webhook_handler,
 )
 
 __all__ = [
