@@ -138,6 +138,7 @@ ALL = [
 ]
 
 WEBHOOKS_ALL = [
+    "ASGIReceiver",
     "AgentPicker",
     "AgentSource",
     "DEDUPE_NAMESPACE",
@@ -146,6 +147,7 @@ WEBHOOKS_ALL = [
     "DEFAULT_RETENTION",
     "DEFAULT_SECRET_HEADER",
     "DedupeStore",
+    "DjangoView",
     "EVENTS_NAMESPACE",
     "EventKind",
     "EventRecorder",
@@ -163,6 +165,8 @@ WEBHOOKS_ALL = [
     "WebhookEvent",
     "WebhookHandler",
     "agent_json",
+    "asgi_app",
+    "django_view",
     "extract_reply",
     "first_reply_app",
     "first_reply_handler",

@@ -65,8 +65,10 @@ from ._agents import (
     plain_text,
 )
 from ._aiohttp import WEBHOOK_RECEIVER, WebhookHandler, webhook_app, webhook_handler
+from ._asgi import ASGIReceiver, asgi_app
 from ._checks import MAX_ID_LENGTH, MAX_VALUE_LENGTH
 from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore
+from ._django import DjangoView, django_view
 from ._events import EventKind, WebhookEvent, parse_event
 from ._first_reply import (
     WEBHOOK_HANDLER,
@@ -94,9 +96,11 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_VALUE_LENGTH",
     "NESTING_KEYS",
+    "ASGIReceiver",
     "AgentPicker",
     "AgentSource",
     "DedupeStore",
+    "DjangoView",
     "EventKind",
     "EventRecorder",
     "FirstReplyHandler",
@@ -109,6 +113,8 @@ __all__ = [
     "ReplyEvent",
     "WEBHOOK_HANDLER",
     "agent_json",
+    "asgi_app",
+    "django_view",
     "extract_reply",
     "first_reply_app",
     "first_reply_handler",
