@@ -69,7 +69,7 @@ from ._asgi import ASGIReceiver, asgi_app
 from ._checks import MAX_ID_LENGTH, MAX_VALUE_LENGTH
 from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore
 from ._django import DjangoView, django_view
-from ._events import EventKind, WebhookEvent, parse_event
+from ._events import Condition, EventKind, Question, TemplateStatus, WebhookEvent, parse_event
 from ._first_reply import (
     WEBHOOK_HANDLER,
     FirstReplyHandler,
@@ -99,17 +99,20 @@ __all__ = [
     "ASGIReceiver",
     "AgentPicker",
     "AgentSource",
+    "Condition",
     "DedupeStore",
     "DjangoView",
     "EventKind",
     "EventRecorder",
     "FirstReplyHandler",
     "SessionUpdater",
+    "TemplateStatus",
     "WebhookEvent",
     "WebhookHandler",
     "WEBHOOK_RECEIVER",
     "NoAgentAvailable",
     "NoAgentAvailableError",
+    "Question",
     "ReplyEvent",
     "WEBHOOK_HANDLER",
     "agent_json",

@@ -11,6 +11,13 @@ from helpers import webhook_samples as samples
 
 from campaignkit.webhooks import WebhookEvent
 
+HUBSPOT_CLOSED: dict[str, Any] = {"external_id": "sess-9", "closed_at": "2019-01-03 10:00:00"}
+"""The HubSpot variant of conversation closed, with the two fields the
+service's OpenAPI shows for it (``/webhooks/on-conversation-closed-hubspot``)."""
+
+UNKNOWN: dict[str, Any] = {"event_type": "something.new", "id": 7}
+"""A body of no published kind: answered 200 all the same."""
+
 ALL_SAMPLES = [
     samples.RESPONSE,
     samples.DELIVERED,
@@ -19,7 +26,9 @@ ALL_SAMPLES = [
     samples.TIMEOUT,
     samples.CONDITION,
     samples.CONVERSATION_CLOSED,
+    HUBSPOT_CLOSED,
     samples.TEMPLATE_STATUS,
+    UNKNOWN,
 ]
 
 

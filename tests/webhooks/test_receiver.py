@@ -117,7 +117,9 @@ async def test_every_published_kind_is_passed_once(serve: Any) -> None:
         EventKind.TIMEOUT,
         EventKind.CONDITION,
         EventKind.CONVERSATION_CLOSED,
+        EventKind.CONVERSATION_CLOSED,  # the HubSpot variant
         EventKind.TEMPLATE_STATUS,
+        EventKind.UNKNOWN,
     ]
 
 
@@ -181,6 +183,7 @@ BAD = [
         id="nul-value",
     ),
     pytest.param(orjson.dumps({"read_at": "2019-01-01 00:00:00"}), 422, id="no-id"),
+    pytest.param(orjson.dumps({"closed_at": "2019-01-03 10:00:00"}), 422, id="hubspot-no-id"),
     pytest.param(
         orjson.dumps({**samples.RESPONSE, "actual_response": "FAKE\x00"}), 422, id="nul-answer"
     ),
