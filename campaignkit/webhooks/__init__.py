@@ -5,8 +5,13 @@ response to each question, delivered, read, opt-out, timeout, condition,
 conversation closed) and per account event (template status), with the static
 headers you configured on it, and waits at most 10 s for the answer: the
 ``user_session_keys`` of a ``200`` answer are merged into the session at once.
-:func:`parse_event` reads any body into a :class:`WebhookEvent`;
-:func:`webhook_app` (or :func:`webhook_handler` in your own app) serves them::
+:func:`parse_event` reads any body into a :class:`WebhookEvent` (the
+question, condition and template fields typed as :class:`Question`,
+:class:`Condition`, :class:`TemplateStatus`). One receiver serves them, in
+aiohttp (:func:`webhook_app`, or :func:`webhook_handler` in your own app),
+in FastAPI, Starlette or any ASGI server (:func:`asgi_app`, with the
+``fastapi`` or ``starlette`` extra for those frameworks) or in Django
+(:func:`django_view`, with the ``django`` extra)::
 
     async def on_event(event: WebhookEvent) -> dict[str, str] | None:
         if event.kind is EventKind.RESPONSE:
@@ -15,12 +20,15 @@ headers you configured on it, and waits at most 10 s for the answer: the
 
     app = webhook_app(on_event, secret=os.environ["WEBHOOK_SECRET"], client=client)
 
+Each mount takes the same options and answers alike:
+
 ======  ==================================================================
 200     ``{"user_session_keys": [...]}``: what ``on_event`` returned within
         ``deadline`` (default 8 s), else empty (late keys go out by
         ``update_session`` when ``client=`` is given); also for a repeated
         delivery, a kind outside ``kinds=``, or a failing ``on_event``
-        (the error logged)
+        (the error logged); a body of no published kind reaches
+        ``on_event`` as ``UNKNOWN``
 400     the body is not JSON (or nests too deep) or not a JSON object
 401     ``secret=`` is set and the ``secret_header`` (default
         ``X-Webhook-Secret``) does not carry exactly that value
