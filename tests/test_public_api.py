@@ -110,6 +110,7 @@ ALL = [
     "MemoryLedger",
     "Message",
     "NotFoundError",
+    "Phone",
     "Poll",
     "ProgressUpdate",
     "RateLimitError",
