@@ -350,3 +350,39 @@ def test_importing_the_webhooks_needs_no_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
     )
     assert ran.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("chunks", "status"),
+    [
+        pytest.param(
+            [b'{"read_at": "2019-01-01 00:00:00", ', b'"session_id": "1"}'], 200, id="two"
+        ),
+        pytest.param([b'{"session_id": "', b"x" * 1000, b'"}'], 413, id="over-no-length"),
+        pytest.param([b'{"session_id": "1",'], 400, id="cut-short"),
+    ],
+)
+async def test_an_asgi_body_in_several_messages_is_read_up_to_max_body(
+    chunks: list[bytes], status: int
+) -> None:
+    """No content-length (a chunked upload): the receiver counts as it reads."""
+    messages: list[dict[str, Any]] = [
+        {"type": "http.request", "body": chunk, "more_body": index < len(chunks) - 1}
+        for index, chunk in enumerate(chunks)
+    ]
+    if status == 400:
+        messages[-1]["more_body"] = True  # then the sender goes away
+        messages.append({"type": "http.disconnect"})
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> Any:
+        return messages.pop(0)
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    receiver = asgi_app(Calls(), max_body=512)
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+    await receiver(scope, receive, send)
+    assert sent[0]["status"] == status
+    await receiver.aclose()
