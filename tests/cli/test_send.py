@@ -85,13 +85,15 @@ async def test_send_invalid_user_is_usage_error_naming_the_path(
         tmp_path / "u.csv",
         [
             {"country_code": "+57", "cellphone": "3000000001"},
-            {"country_code": "57", "cellphone": "3000000002"},
+            {"country_code": "+ 57", "cellphone": "3000000002"},
         ],
     )
     result = await run(sb, "send", str(poll), str(path))
     assert result.code == 2
-    # The file's line (the header is line 1), and the fix for a missing '+'.
-    said = "u.csv: line 3: country_code: must be '+' and 1 to 4 digits, but a str ('57') was given"
+    # The file's line (the header is line 1), and the fix for a stray space.
+    said = (
+        "u.csv: line 3: country_code: must be '+' and 1 to 4 digits, but a str ('+ 57') was given"
+    )
     assert said in result.err
     assert "(did you mean '+57'?)" in result.err
     assert result.err.count("\n") == 1
@@ -168,13 +170,13 @@ async def identity_of(journal: Path) -> str:
 
 async def test_bulk_send_invalid_rows_exit_6(sb: Sandbox, tmp_path: Path) -> None:
     poll = await first_poll(sb)
-    rows = [*users_rows(3), {"country_code": "57", "cellphone": "3000000009", "name": "x"}]
+    rows = [*users_rows(3), {"country_code": "+57", "cellphone": "300 00", "name": "x"}]
     path = write_csv(tmp_path / "users.csv", rows)
     result = await run(sb, "send", str(poll), str(path), "--bulk")
     assert result.code == 6
     assert "accepted" in result.out
     # The line named once, then what is wrong with it.
-    assert "invalid: line 5: country_code: must be '+' and 1 to 4 digits" in result.err
+    assert "invalid: line 5: cellphone: is too short: 5 digits" in result.err
 
 
 async def test_journal_needs_bulk(sb: Sandbox, tmp_path: Path) -> None:
