@@ -70,8 +70,16 @@ class Phone:
     @classmethod
     def of(cls, country_code: str, cellphone: str) -> Phone:
         """Read a number written as a country code and a cellphone, as a
-        :class:`~campaignkit.User` carries it."""
-        return _or_raise("cellphone", read_phone(country_code, cellphone))
+        :class:`~campaignkit.User` carries it.
+
+        Raises :class:`~campaignkit.ValidationError` naming the field at fault.
+        """
+        field = (
+            "cellphone"
+            if isinstance(country_code, str) and country(country_code)
+            else "country_code"
+        )
+        return _or_raise(field, read_phone(country_code, cellphone))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Phone):
@@ -103,28 +111,29 @@ class _Country:
     digits: str
     lengths: frozenset[int]
     """The national numbers' lengths the country allows."""
-    trunk_head: Callable[[str], object]
-    """Something true when a trunk prefix (with a carrier code) may stand at
-    the head of a cellphone: such a number is for ``phonenumbers`` to read."""
+    mobile_lengths: frozenset[int]
+    """Its mobile numbers' lengths."""
+    is_national: Callable[[str], object]
+    """True for a cellphone that is its own national number: ASCII digits, a
+    length the country allows, and nothing a trunk prefix (with a carrier
+    code) could be at its head; such a number is for ``phonenumbers`` to read."""
 
     def fast(self, cellphone: str) -> bool:
-        """Whether ``cellphone`` (digits) is its own national number."""
-        return len(cellphone) in self.lengths and not self.trunk_head(cellphone)
+        """Whether ``cellphone`` is its own national number."""
+        return bool(self.is_national(cellphone))
 
 
-def _never(cellphone: str) -> None:
-    return None
-
-
-def _trunk_head(pattern: str | None) -> Callable[[str], object]:
-    """:attr:`_Country.trunk_head` for the country's pattern of trunk prefixes."""
-    if not pattern:
-        return _never
-    compiled = re.compile(pattern)
-    if compiled.match("") is None and "(?" not in pattern:
-        return compiled.match  # it only ever matches something
+def _is_national(lengths: frozenset[int], trunk: str | None) -> Callable[[str], object]:
+    """:attr:`_Country.is_national`: one regular expression (one call in C,
+    for the hot paths) where the trunk pattern only matches something."""
+    digits = "|".join(f"[0-9]{{{length}}}" for length in sorted(lengths, reverse=True))
+    if not trunk:
+        return re.compile(f"(?:{digits})").fullmatch
+    if re.match(trunk, "") is None and not re.search(r"\(\?<?[=!]", trunk):
+        return re.compile(f"(?!{trunk})(?:{digits})").fullmatch
     # A pattern that may match nothing (Argentina's optional 0 and 15).
-    return lambda cellphone: (head := compiled.match(cellphone)) is not None and head.end()
+    whole, head = re.compile(f"(?:{digits})").fullmatch, re.compile(trunk).match
+    return lambda cellphone: whole(cellphone) and not head(cellphone).end()  # type: ignore[union-attr]
 
 
 @cache
@@ -141,11 +150,14 @@ def _country(digits: str) -> _Country | None:
     if metadata is None or metadata.general_desc is None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
+    lengths = frozenset(metadata.general_desc.possible_length)
+    mobile = metadata.mobile.possible_length if metadata.mobile is not None else ()
     return _Country(
         "+" + digits,
         digits,
-        frozenset(metadata.general_desc.possible_length),
-        _trunk_head(trunk),
+        lengths,
+        frozenset(mobile) or lengths,
+        _is_national(lengths, trunk),
     )
 
 
@@ -226,10 +238,17 @@ def _rank(place: _Country, digits: str) -> int:
 
 
 def _written_again(place: _Country, digits: str) -> bool:
-    """Whether ``digits`` is the country code written again before a number:
-    only when the rest is a number of the country that the whole is not
-    (or a mobile, where the whole is a fixed line: campaigns go to mobiles)."""
+    """Whether ``digits`` (which start with the country code's) is the
+    country code written again before a number: only when the rest is a
+    number of the country that the whole is not (or a mobile, where the
+    whole is a fixed line: campaigns go to mobiles)."""
     rest = digits[len(place.digits) :]
+    if place.fast(digits) and (
+        len(digits) in place.mobile_lengths or len(rest) not in place.mobile_lengths
+    ):
+        # A mobile of the country as it is (India's 91…), or no mobile
+        # without its head: phonenumbers is not asked.
+        return False
     if not isinstance(_national(place, _whatsapp_national(place, rest)), str):
         return False
     return _rank(place, rest) > _rank(place, digits)
