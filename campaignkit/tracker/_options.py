@@ -24,7 +24,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class StatusSource(Protocol):
-    """One HTTP exchange per poll, no retry (the tracker's schedule retries),
+    """One HTTP exchange per poll, no retry (the tracker's loop retries),
     and the time between polls: a monotonic clock and a sleep."""
 
     @property
