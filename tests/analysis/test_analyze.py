@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import aiohttp
 import pytest
+from aiohttp import web
+from helpers.servers import serving
 
 from campaignkit import CampaignClient, ValidationError
 from campaignkit.analysis import AnalysisProgress, AnswerOption, QuestionAnswers, analyze_poll
@@ -101,3 +104,53 @@ async def test_a_bad_poll_id_is_named(client: CampaignClient) -> None:
     with pytest.raises(ValidationError) as raised:
         await analyze_poll(client, "..")
     assert [path for path, _ in raised.value.problems] == ["poll_id"]
+
+
+class InFlight:
+    """A reverse proxy in front of the sandbox that counts the history calls
+    it forwards at once."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.now = self.most = self.calls = 0
+
+    async def forward(self, request: web.Request) -> web.Response:
+        counted = request.path.endswith("/history")
+        if counted:
+            self.calls += 1
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.request(
+                    request.method, self.target + request.path_qs, headers=request.headers
+                ) as answer,
+            ):
+                body = await answer.read()
+                return web.Response(
+                    body=body, status=answer.status, content_type=answer.content_type
+                )
+        finally:
+            if counted:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_history_calls_in_flight_never_exceed_the_concurrency(
+    sb: Sandbox, concurrency: int
+) -> None:
+    poll = 1001
+    await sb.add_sessions(poll, 20)
+    # Each history answered after 50 ms: calls overlap as far as they are let.
+    await sb.set_faults({"kind": "latency", "route": "session_history", "seconds": 0.05})
+    proxy = InFlight(sb.root_url)
+    app = web.Application()
+    app.router.add_route("*", "/{path:.*}", proxy.forward)
+    async with (
+        serving(app) as url,
+        CampaignClient(sb.api_key, base_url=sb.base_url.replace(sb.root_url, url)) as client,
+    ):
+        analysis = await analyze_poll(client, poll, concurrency=concurrency, page_size=7)
+    assert analysis.sessions == proxy.calls == 20 + SEEDED
+    assert proxy.most == concurrency
