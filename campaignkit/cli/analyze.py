@@ -15,7 +15,7 @@ from ..analysis import (
 from ..analysis._report import option_label, question_label
 from ..client import CampaignClient
 from ..progress import percent
-from .argtypes import timestamp
+from .argtypes import positive_int, timestamp
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import Progress, table
 
@@ -36,7 +36,7 @@ def register(add: AddCommand) -> None:
     p.add_argument("--page-size", type=int, help="sessions a page, 1..10000 (service: 1000)")
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=DEFAULT_CONCURRENCY,
         help=f"histories read at once ({DEFAULT_CONCURRENCY})",
     )
@@ -48,8 +48,6 @@ async def cmd_analyze(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     a = ctx.args
     if a.page_size is not None and not 1 <= a.page_size <= 10000:
         raise UsageError("--page-size must be between 1 and 10000")
-    if a.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
     if a.since is not None and a.until is not None and a.until < a.since:
         raise UsageError("--until is before --since")
     with Progress(ctx.err, "histories", enabled=not a.quiet) as progress:

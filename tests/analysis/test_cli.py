@@ -87,8 +87,10 @@ async def test_output_writes_the_report(sb: Sandbox, survey: Survey, tmp_path: P
         (["--concurrency", "0"], "--concurrency"),
     ],
 )
-async def test_bad_flags_are_usage_errors(sb: Sandbox, flags: list[str], says: str) -> None:
+async def test_bad_flags_are_usage_errors(
+    sb: Sandbox, flags: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = await run(sb, "analyze", "1001", *flags)
     assert result.code == 2
-    assert says in result.err
+    assert says in result.err + capsys.readouterr().err  # argparse's own errors: sys.stderr
     assert result.out == ""
