@@ -116,8 +116,10 @@ class PollAnalysis:
     """A poll's sessions between ``since`` and ``until`` (None: the service's
     default range, the current year), as their histories tell them: the
     funnel ``sessions`` → ``delivered`` → ``read`` → ``replied`` (see the
-    module's words), the answers by question (the most answered positions of
-    a conversation first), and the funnel over time for a chart."""
+    module's words), the answers by question (in the order conversations
+    answer them: by the earliest place a question holds among a session's
+    answered ones, then the most answered), and the funnel over time for a
+    chart."""
 
     poll_id: str
     since: datetime | None

@@ -32,9 +32,9 @@ STEP_STAGES = {
 """The colour of each funnel step."""
 
 FUNNEL_MEANS = (
-    "Shares are of the sessions. Delivered, read: a message of the service's side has a "
-    "delivery, read time in the session's history; replied: the user wrote. A reply also "
-    "counts as read and delivered, a read as delivered."
+    "Shares are of the sessions. Delivered: a message of the service's side has a delivery "
+    "time in the session's history; read: one has a read time; replied: the user wrote. A "
+    "reply also counts as read and delivered, a read as delivered."
 )
 
 
