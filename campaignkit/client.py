@@ -158,6 +158,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         daily_limit: int | None = None,
         lines: Sequence[str] | None = None,
         tz_for: _bulk.TzFor | None = None,
+        default_tz: str | None = None,
         follow: bool = False,
         follow_timeout: float | None = None,
     ) -> _bulk.BulkReport:
@@ -183,6 +184,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             daily_limit=daily_limit,
             lines=lines,
             tz_for=tz_for,
+            default_tz=default_tz,
             follow=follow,
             follow_timeout=follow_timeout,
         )
