@@ -17,8 +17,9 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
   connect failure after every retry, or a fatal answer to an earlier chunk): safe
   to send again. A 401, a 404 or a 400 refusing the request as a whole (not
   naming one of its users) is fatal (``report.fatal``): no request starts
-  after it, every user read and not sent is rejected with it (in the ledger
-  too), and the input is read no further (nor marked finished in a ledger);
+  after it, and the rest of the input is still read and every valid user not
+  sent is rejected with it (in the ledger too): the report's ``total`` is the
+  input's, and ``retry_rejected=True`` resends them once the cause is fixed;
 - ``ambiguous``: the chunk may or may not have reached the service (a 5xx, a
   timeout or a dropped connection after the request was written, or users
   the ledger holds as in flight from a run that stopped): check before resending;
@@ -71,7 +72,7 @@ from ._send import (
     default_run,
     send_bulk,
 )
-from ._sender import ClaimOutcome, send_claim
+from ._sender import ClaimOutcome, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
 from ._windows import SendWindow
 
@@ -103,6 +104,7 @@ __all__ = [
     "follow_run",
     "rules_problems",
     "send_bulk",
+    "reject_unsent",
     "send_claim",
     "users_from_csv",
     "zone_deferral",

@@ -24,7 +24,7 @@ from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
-from ._sender import ClaimOutcome, is_fatal, send_claim, settle_claim
+from ._sender import ClaimOutcome, is_fatal, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE, until_done
 
 
@@ -84,15 +84,14 @@ class BulkSend:
         # The per-user work is synchronous (Planner.take); the loop awaits only
         # to hand over a full chunk, and now and then so a long input cannot
         # starve it.
+        # After a fatal answer the whole input is still read: the senders file
+        # its chunks rejected with that answer, unsent, so the run accounts
+        # for every input.
         planner, put = self.planner, self.queue.put
-        # After a fatal answer nothing more is read: the rest of the input is
-        # left unread (and the run's input not marked finished).
         if isinstance(users, AsyncIterable):
             async for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
-                    if self.fatal is not None:
-                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -100,8 +99,6 @@ class BulkSend:
             for item in users:
                 if (chunk := planner.take(item)) is not None:
                     await put(chunk)
-                    if self.fatal is not None:
-                        break
                 elif not planner.total & 511:
                     self.progress.advance()
                     await asyncio.sleep(0)
@@ -131,7 +128,9 @@ class BulkSend:
             self._report_held(chunk, held)
         if len(held) == len(chunk.users):
             return
-        if self.limiter is not None:
+        if (
+            self.limiter is not None and self.fatal is None
+        ):  # nothing more leaves after a fatal answer
             await self.limiter.wait()
         if self.stopping:
             return  # interrupted: left planned, for the run's next send to take
@@ -161,9 +160,7 @@ class BulkSend:
         )
         self.progress.advance({IN_FLIGHT: len(users)})
         if self.fatal is not None:
-            # Not sent: filed rejected with the answer that ended the run.
-            result = ClaimOutcome("rejected", error=self.fatal)
-            await settle_claim(ledger, self.run_name, claim, result)
+            result = await reject_unsent(ledger, self.run_name, claim, self.fatal)
         else:
             try:
                 result = await send_claim(
@@ -290,8 +287,7 @@ class BulkSend:
         report.fatal = self.fatal
         if self._input_error is None:
             await self.ledger.skip(self.run_name, self.planner.drain_skipped())
-            if self.fatal is None:
-                await self.ledger.finish_input(self.run_name, report.total)
+            await self.ledger.finish_input(self.run_name, report.total)
         await self.progress.finish()
         if self._input_error is not None:
             error = self._input_error

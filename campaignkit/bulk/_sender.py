@@ -157,6 +157,17 @@ async def send_claim(
     return result
 
 
+async def reject_unsent(
+    ledger: Ledger, run: str, claim: Claim, fatal: CampaignKitError
+) -> ClaimOutcome:
+    """File the recipients of ``claim`` rejected with ``fatal``, the answer that
+    ended the run, without sending them: every sender and producer of a
+    stopped run accounts for the rest of it so (``retry_rejected`` resends them)."""
+    result = ClaimOutcome("rejected", error=fatal)
+    await settle_claim(ledger, run, claim, result)
+    return result
+
+
 async def settle_claim(ledger: Ledger, run: str, claim: Claim, result: ClaimOutcome) -> None:
     """Record ``result`` as the outcome of ``claim``.
 

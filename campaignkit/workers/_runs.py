@@ -21,7 +21,6 @@ from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
-    ClaimOutcome,
     PlannedChunk,
     Planner,
     SendRules,
@@ -30,12 +29,12 @@ from ..bulk import (
     UserInput,
     bulk_problems,
     default_run,
+    reject_unsent,
     rules_problems,
     send_claim,
     zone_deferral,
     zone_preparer,
 )
-from ..bulk._sender import settle_claim
 from ..client import CampaignClient
 from ..errors import CampaignKitError
 from ..ledger import Claim, Ledger, WrongLedger
@@ -131,8 +130,7 @@ async def send_chunk(
     # once any worker's fatal answer ended the run, nobody sends for it again.
     stopped = (await ledger.run_info(run) or info).stopped
     if stopped is not None:
-        outcome = ClaimOutcome("rejected", error=error_from_detail(stopped))
-        await settle_claim(ledger, run, claim, outcome)
+        outcome = await reject_unsent(ledger, run, claim, error_from_detail(stopped))
     else:
         outcome = await send_claim(
             client,
@@ -193,8 +191,10 @@ async def submit_run(
     with ``retry_rejected``) are planned. A recipient whose phone is on the
     ledger's suppression list when it is planned is filed suppressed, never
     sent, unless ``ignore_suppression`` (this call only). Returns once the whole input is
-    planned (the workers may still be sending), or once a worker's fatal
-    answer has stopped the run (the rest left unread). A bad ``poll_id``,
+    planned (the workers may still be sending). Once a worker's fatal answer
+    has stopped the run, the rest of the input is still read and planned, and
+    filed rejected with that answer here, never handed over (``retry_rejected``
+    resends them once the cause is fixed). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
     ``send_window``, ``daily_limit``, ``lines``, ``tz_for`` and
     ``default_tz`` are those of ``send_bulk``: stored with the run, the
@@ -221,6 +221,8 @@ async def submit_run(
         await hand_over(chunk)
     planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for), defer=zone_deferral(rules))
 
+    fatal: CampaignKitError | None = None
+
     async def plan(planned: PlannedChunk | None) -> None:
         await ledger.skip(name, planner.drain_skipped())
         if planned is None:
@@ -234,17 +236,21 @@ async def submit_run(
             ignore_suppression=ignore_suppression,
             deferred=planned.deferred,
         )
-        if len(held) < len(planned.recipients):
+        if len(held) == len(planned.recipients):
+            return
+        if fatal is None:
             await hand_over(chunk)
+        elif (claim := await ledger.claim(name, chunk, owner=f"submit:{input_pass}")) is not None:
+            # As send_bulk does: the run's rest filed rejected, for retry_rejected to resend.
+            await reject_unsent(ledger, name, claim, fatal)
 
     async for item in _items(users):
         if (planned := planner.take(item)) is not None:
             await plan(planned)
-            # A worker's fatal answer ends the run: as send_bulk does, the
-            # rest of the input is left unread (and the input unfinished).
-            if (info := await ledger.run_info(name)) is not None and info.stopped is not None:
+            # A worker's fatal answer ends the run: nothing more is handed over.
+            if fatal is None and (info := await ledger.run_info(name)) is not None and info.stopped:
                 log.warning("submit %s: stopped by a fatal answer: %s", name, info.stopped)
-                return name
+                fatal = error_from_detail(info.stopped)
     await plan(planner.flush())
     await ledger.finish_input(name, planner.total)
     return name

@@ -15,6 +15,7 @@ from helpers.workers import producer
 
 from campaignkit.errors import NotFoundError
 from campaignkit.ledger import ACCEPTED, PLANNED, REJECTED, ledger_from
+from campaignkit.ledger._errors import error_detail
 from campaignkit.sandbox import Sandbox, _app
 from campaignkit.sandbox._http import ServiceError
 from campaignkit.workers import BulkWorkers, broker_from, submit_run
@@ -24,6 +25,10 @@ pytestmark = pytest.mark.timeout(60)
 COUNT = 2000
 CHUNK = 50
 WORKERS = 2
+# As the ledger keeps the 404 a worker got for the deleted poll.
+STOPPED = error_detail(
+    NotFoundError(404, "POST", "http://c.test/v2/send-campaign/1", "Poll 1 not found.")
+)
 
 
 @pytest.fixture(params=["postgres", "sqlite"])
@@ -93,11 +98,13 @@ async def test_the_first_404_ends_the_run_for_every_worker(
     assert info is not None
     assert info.stopped is not None
     assert info.stopped.startswith("NotFoundError")
-    # Everyone planned is in exactly one state: accepted (and received), or
-    # rejected with the error; the producer stops reading once the run stops.
+    # Every valid input is in exactly one state: accepted (and received), or
+    # rejected with the error; the producer read the whole input all the same.
     phones = [r.phone for r in records]
-    assert len(phones) == len(set(phones)) > WORKERS * CHUNK
-    assert set(phones) <= expected_phones(COUNT)
+    assert len(phones) == len(set(phones))
+    assert set(phones) == expected_phones(COUNT)
+    assert report.total == info.total == COUNT
+    assert info.input_done
     assert {r.state for r in records} == {ACCEPTED, REJECTED}
     rejected = [r for r in records if r.state == REJECTED]
     assert all(r.detail == info.stopped for r in rejected)
@@ -106,14 +113,16 @@ async def test_the_first_404_ends_the_run_for_every_worker(
     assert report.counts[REJECTED] == len(rejected)
 
 
-async def test_the_producer_stops_reading_once_a_worker_stops_the_run(journal: str) -> None:
+async def test_once_a_worker_stops_the_run_the_producer_files_the_rest_rejected(
+    journal: str,
+) -> None:
     enqueued: list[str] = []
     ledger = ledger_from(journal)
 
     async def enqueue(run: str, chunk: str) -> None:
         enqueued.append(chunk)
         if len(enqueued) == 2:  # a worker's fatal answer to the first chunk
-            await ledger.stop_run(run, "NotFoundError: Poll 1 not found.")
+            await ledger.stop_run(run, STOPPED)
 
     async with ledger:
         run = await submit_run(
@@ -121,8 +130,16 @@ async def test_the_producer_stops_reading_once_a_worker_stops_the_run(journal: s
         )
         info = await ledger.run_info(run)
         counts = await ledger.counts(run)
+        rejected = [record async for record in ledger.records(run, [REJECTED])]
+        report = await ledger.report(run)
+    # Nothing more handed over; the two chunks enqueued are the workers' to file.
     assert len(enqueued) == 2
-    assert counts[PLANNED] == 2 * CHUNK  # the rest of the input left unread
+    assert counts[PLANNED] == 2 * CHUNK
+    # The rest of the input read, planned and filed rejected with the fatal answer.
+    assert counts[REJECTED] == len(rejected) == len(expected_phones(COUNT)) - 2 * CHUNK
+    assert all(r.detail == STOPPED for r in rejected)
+    valid, skipped = len(expected_phones(COUNT)), len(report.invalid) + len(report.duplicates)
+    assert report.total == valid + skipped == COUNT
     assert info is not None
-    assert not info.input_done
-    assert info.stopped == "NotFoundError: Poll 1 not found."
+    assert (info.input_done, info.total) == (True, COUNT)
+    assert info.stopped == STOPPED
