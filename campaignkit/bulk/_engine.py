@@ -270,7 +270,13 @@ class BulkSend:
         for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
             if state == ACCEPTED and ack:
                 self.acks[claim] = ack
-        await until_done(self, self._work(users))
+        try:
+            await until_done(self, self._work(users))
+        except asyncio.CancelledError:
+            # Interrupted: the invalid and repeated inputs read so far are the
+            # run's too, for its report read from the ledger.
+            await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+            raise
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
             self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance

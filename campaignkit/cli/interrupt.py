@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from ..bulk import DEFAULT_INTERRUPT_GRACE, default_run
+from ..ledger import PLANNED, Ledger
 from ..progress import ProgressUpdate
 from .context import Ctx
 from .output import ambiguous_advice, program
@@ -53,12 +54,24 @@ def settled(update: ProgressUpdate) -> str:
     return ", ".join(f"{state} {counts[state]}" for state in SETTLED if counts.get(state))
 
 
-def print_interrupted(
-    ctx: Ctx, last: ProgressUpdate | None, total: int | None, sent_at: datetime
+async def run_counts(ledger: Ledger, run: str) -> dict[str, int]:
+    """What ``run`` holds, per settled state, as its report read from
+    ``ledger`` says (in flight: ambiguous), once its send has stopped; those
+    left planned, for the resume to send, are not counted (not rejected)."""
+    report = await ledger.report(run)
+    counts = {state: report.counts.get(state, 0) for state in SETTLED}
+    counts["rejected"] -= (await ledger.counts(run)).get(PLANNED, 0)
+    return counts
+
+
+async def print_interrupted(
+    ctx: Ctx, ledger: Ledger, last: ProgressUpdate | None, total: int | None, sent_at: datetime
 ) -> None:
-    """What an interrupted bulk send did, and the command that resumes it."""
+    """What an interrupted bulk send did, read from its ``ledger`` (the
+    progress seen before the interrupt can miss what settled after it), and
+    the command that resumes it."""
     a = ctx.args
-    counts = {state: 0 if last is None else last.counts.get(state, 0) for state in SETTLED}
+    counts = await run_counts(ledger, a.run or default_run(a.poll_id))
     inputs = max(total or 0, 0 if last is None else last.total)
     resume = resume_command(a) if a.journal else None
     if ctx.json:

@@ -19,7 +19,7 @@ from ..bulk import (
     default_run,
 )
 from ..client import CampaignClient
-from ..ledger import Ledger, ledger_from
+from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..progress import ProgressUpdate
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
@@ -141,7 +141,9 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
     if not a.journal:
-        return await _bulk(ctx, client, users, total, rules, None)
+        # A ledger of our own: an interrupted send's summary is read from it.
+        async with MemoryLedger() as memory:
+            return await _bulk(ctx, client, users, total, rules, memory)
     # Opened here, to say first whether it is new: a resumed run whose
     # --journal was mistyped would otherwise be sent again in silence.
     async with ledger_from(a.journal) as ledger:
@@ -155,7 +157,7 @@ async def _bulk(
     users: Iterable[Any],
     total: int | None,
     rules: dict[str, Any],
-    ledger: Ledger | None,
+    ledger: Ledger,
 ) -> ExitStatus:
     a = ctx.args
     sent_at = datetime.now(UTC)
@@ -192,12 +194,12 @@ async def _bulk(
                 raise
             raise UsageError(one_line(exc)) from None
     if report is None:
-        print_interrupted(ctx, last, total, sent_at)
+        await print_interrupted(ctx, ledger, last, total, sent_at)
         return ExitStatus.INTERRUPTED
     if ctx.json:
         ctx.emit(bulk_summary(report))
         return bulk_status(report)
-    if report.ambiguous and ledger is not None:
+    if report.ambiguous:
         # Ambiguous in an earlier send of the run: the sessions since it began.
         info = await ledger.run_info(a.run or default_run(a.poll_id))
         if info is not None:

@@ -6,6 +6,7 @@ nobody twice. Killed with SIGKILL, a rerun completes it too."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 import signal
 import sys
@@ -231,3 +232,75 @@ async def test_ctrl_c_in_the_blocking_client_waits_for_the_requests_under_way(
     # Settled from their answers within the grace, not left in flight.
     assert counts["in_flight"] == counts["ambiguous"] == 0
     assert await sends_seen(sb) * 10 == counts["accepted"] >= 80
+
+
+def printed_counts(err: str) -> dict[str, int]:
+    """The counts of the ``interrupted: 200 ambiguous; ...`` line."""
+    line = next(line for line in err.splitlines() if line.startswith("interrupted: "))
+    said = line.removeprefix("interrupted: ").split(";")[0]
+    return {state: int(n) for n, state in re.findall(r"(\d+) (\w+)", said)}
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+async def test_after_a_second_signal_the_summary_is_the_ledgers(
+    sb: Sandbox, tmp_path: Path, second: signal.Signals
+) -> None:
+    users = write_csv(tmp_path / "users.csv", users_rows(USERS))
+    journal = tmp_path / "run.db"
+    poll = str(await first_poll(sb))
+    # Every request taken by the service at once, its answer slower than the
+    # grace: twenty chunks under way when the signals come, all received.
+    latency = {"kind": "latency", "route": "send_campaign", "seconds": 12, "when": "after"}
+    await sb.set_faults(latency)
+    argv = ["send", poll, str(users), "--bulk", "--journal", str(journal), "--run", "twice"]
+    process = await asyncio.create_subprocess_exec(
+        str(SCRIPT),
+        *argv,
+        *["--chunk-size", "10", "--concurrency", "20"],
+        stderr=asyncio.subprocess.PIPE,
+        env=sandbox_env(sb),
+    )
+    try:
+        for _ in range(600):
+            if await sends_seen(sb) >= 20:
+                break
+            await asyncio.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.5)
+        process.send_signal(second)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 130, err.decode()
+    async with SqliteLedger(journal) as ledger:
+        report = await ledger.report("twice")
+    received = await phone_counts(sb)
+    printed = printed_counts(err.decode())
+    assert len(received) == await sends_seen(sb) * 10 == 200
+    # In flight or settled ambiguous, the ledger's report says ambiguous: so does the CLI.
+    assert printed == {"ambiguous": report.counts["ambiguous"]} == {"ambiguous": len(received)}
+    assert f"; {USERS - len(received)} of {USERS} inputs not sent" in err.decode()
+
+
+async def test_without_a_journal_the_summary_is_read_from_the_sends_own_ledger(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    rows = users_rows(USERS)
+    # Read before the interrupt: two invalid rows and three people repeated.
+    rows[1:1] = [{"country_code": "+57", "cellphone": "12x", "name": "bad"}] * 2 + rows[:3]
+    users = write_csv(tmp_path / "users.csv", rows)
+    poll = str(await first_poll(sb))
+    await sb.set_faults({"kind": "latency", "route": "send_campaign", "seconds": LATENCY})
+    argv = ["send", poll, str(users), "--bulk", "--chunk-size", "10", "--concurrency", "4"]
+    first = await interrupted(sb, argv, signal.SIGINT)
+    assert first.code == 130, first.err
+    received = await phone_counts(sb)
+    printed = printed_counts(first.err)
+    # The requests under way were answered within the grace: all accepted.
+    assert printed == {"accepted": len(received), "invalid": 2, "duplicate": 3}
+    assert len(received) == await sends_seen(sb) * 10 >= 80
+    unsent = len(rows) - len(received) - 5
+    assert f"; {unsent} of {len(rows)} inputs not sent" in first.err
+    assert "without --journal this run cannot be resumed" in first.err
