@@ -13,14 +13,14 @@ import attrs
 import orjson
 
 from .._report import BulkReport
-from ..errors import CampaignKitError
+from ..errors import CampaignKitError, LedgerError
 from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
 from ..ledger._build import OUTCOME, Request, build_report
 from ..ledger._errors import error_detail
 from ..models import User
 from ..progress import ProgressUpdate
 from ._held import lost_record, settle_held
-from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter
+from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter, logger
 from ._planner import PlannedChunk, Planner, SeenPhones
 from ._rules import NO_RULES, SendRules
 from ._seam import BulkClient
@@ -128,9 +128,8 @@ class BulkSend:
             self._report_held(chunk, held)
         if len(held) == len(chunk.users):
             return
-        if (
-            self.limiter is not None and self.fatal is None
-        ):  # nothing more leaves after a fatal answer
+        # Paced only while requests still leave: after a fatal answer none does.
+        if self.limiter is not None and self.fatal is None:
             await self.limiter.wait()
         if self.stopping:
             return  # interrupted: left planned, for the run's next send to take
@@ -274,8 +273,12 @@ class BulkSend:
             await until_done(self, self._work(users))
         except asyncio.CancelledError:
             # Interrupted: the invalid and repeated inputs read so far are the
-            # run's too, for its report read from the ledger.
-            await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+            # run's too, for its report read from the ledger. The interrupt
+            # goes on whatever the ledger does.
+            try:
+                await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+            except LedgerError:
+                logger.exception("send_bulk: the inputs skipped were not recorded")
             raise
         # Users a twin sender of the run had in flight: what became of them.
         requests = await settle_held(
