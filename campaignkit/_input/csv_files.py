@@ -12,21 +12,8 @@ from collections.abc import AsyncIterator, Generator, Iterator
 import attrs
 
 from ..models import SessionKey, User
-from .users import build_user
+from .users import InvalidInput, build_user
 from .validation import Problems, raise_problems, user_wire
-
-
-@attrs.frozen(kw_only=True)
-class InvalidInput:
-    """An input item that could not be read as a user (a bad CSV row).
-
-    :func:`users_from_csv` yields these instead of raising; ``send_bulk``
-    reports them as invalid, with ``row`` and ``reason``.
-    """
-
-    reason: str
-    row: int | None = None
-    """The 1-based line of the source file (the header is line 1)."""
 
 
 @attrs.frozen

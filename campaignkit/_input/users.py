@@ -14,11 +14,33 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
+import attrs
+
 from ..models import SessionKey, User
 
 _USER_FIELDS: Final = frozenset(
     {"cellphone", "country_code", "user_session_keys", "deployment_eta"}
 )
+
+
+@attrs.frozen(kw_only=True)
+class InvalidInput:
+    """An input item that could not be read as a user: a bad row of a file.
+
+    :func:`~campaignkit.users_from_csv` yields one for each row it cannot
+    read (or, validating, that would be refused) instead of raising, so one
+    bad row never stops a stream. ``send_bulk`` reports it as invalid, with
+    its ``row`` and ``reason``; any other call given one (``send_campaign``,
+    ``deploy_legacy``, a ledger's ``suppress``, ``unsuppress`` and
+    ``suppressed``) refuses it before anything is sent with a :class:`ValidationError`
+    naming its place and this reason, e.g.
+    ``users[3]: line 5: cellphone: is too short``.
+    """
+
+    reason: str
+    """Why the row is not a user, starting with its line (``line 5: ...``)."""
+    row: int | None = None
+    """The 1-based line of the source file (the header is line 1)."""
 
 
 def parse_time(text: str) -> int | datetime:
