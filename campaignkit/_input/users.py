@@ -49,9 +49,9 @@ class InvalidInput:
     bad row never stops a stream. ``send_bulk`` reports it as invalid, with
     its ``row`` and ``reason``; any other call given one (``send_campaign``,
     ``deploy_legacy``, a ledger's ``suppress``, ``unsuppress`` and
-    ``suppressed``) refuses it before anything is sent with a :class:`ValidationError`
-    naming its place and this reason, e.g.
-    ``users[3]: line 5: cellphone: is too short``.
+    ``suppressed``) refuses it before anything is sent, with a
+    :class:`~campaignkit.errors.ValidationError` naming its place and this
+    reason, e.g. ``users[3]: line 5: cellphone: is too short``.
     """
 
     reason: str
