@@ -9,6 +9,7 @@ DOCS_STAMP := $(VENV)/.installed-docs
 # test suite on each, in its own venv (.venv-3.12, .venv-3.13), with the
 # interpreter pyenv has for it.
 OTHER_PYTHONS ?= 3.12 3.13
+PYENV ?= $(or $(shell command -v pyenv),$(HOME)/.pyenv/bin/pyenv)
 
 .PHONY: test pytest test-pythons lint types demo docs bench fuzz clean
 
@@ -47,7 +48,8 @@ test: lint types pytest
 # ruff and mypy read the code, not the interpreter: they run once, in `make test`.
 test-pythons:
 	for version in $(OTHER_PYTHONS); do \
-		$(MAKE) pytest VENV=.venv-$$version PYTHON="$$(pyenv prefix $$version)/bin/python" || exit 1; \
+		prefix=$$($(PYENV) prefix $$version) || exit 1; \
+		$(MAKE) pytest VENV=.venv-$$version PYTHON=$$prefix/bin/python || exit 1; \
 	done
 
 demo: $(DEMO_STAMP)

@@ -195,7 +195,11 @@ def test_the_pages_hold_programs_and_fragments() -> None:
     # shows here, not as a silently skipped block.
     assert len(PROGRAMS) >= len(CHECKS)
     assert {b.page for b in FRAGMENTS} >= {"docs/tracking.md", "docs/workers.md"}
-    marked = sum(page.read_text(encoding="utf-8").count(FRAGMENT) for page in PAGES)
+    marked = sum(
+        line.strip() == FRAGMENT
+        for page in PAGES
+        for line in page.read_text(encoding="utf-8").splitlines()
+    )
     assert marked == len(FRAGMENTS)
 
 
