@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from ._deprecated import renamed
 from ._funnel import Funnel
+from ._input.phones import Phone
 from ._version import __version__
 from .bulk import BulkReport, SendWindow, ausers_from_csv, follow_run, users_from_csv
 from .client import CampaignClient, RawAnswer
@@ -77,6 +78,7 @@ __all__ = [
     "Location",
     "Message",
     "NotFoundError",
+    "Phone",
     "Poll",
     "ProgressUpdate",
     "RateLimitError",

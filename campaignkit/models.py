@@ -117,6 +117,20 @@ class User:
         """``country_code`` followed by ``cellphone``, as given."""
         return f"{self.country_code}{self.cellphone}"
 
+    @classmethod
+    def from_phone(cls, number: str, **fields: Any) -> User:
+        """The user of a whole number written as text (``"+57 300 123
+        4567"``), split into its country code and national number; other
+        fields as the constructor takes them.
+
+        Raises :class:`~campaignkit.ValidationError` naming ``number`` when
+        no country has it.
+        """
+        from ._input.phones import Phone
+
+        phone = Phone.parse(number)
+        return cls(cellphone=phone.cellphone, country_code=phone.country_code, **fields)
+
 
 def deployment_squad(cellphone: str | int) -> SessionKey:
     """The ``deployment_squad`` variable that makes the sending line

@@ -96,9 +96,13 @@ def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> 
         return InvalidInput(
             reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
         )
+    country_code = row[layout.country_code].strip()
+    if country_code.isascii() and country_code.isdigit():
+        # The service's own upload template writes ``57``, without its "+".
+        country_code = "+" + country_code
     user, reason = build_user(
         row[layout.cellphone].strip(),
-        row[layout.country_code].strip(),
+        country_code,
         tuple(SessionKey(name, row[i]) for i, name in layout.keys),
         None if layout.eta is None else row[layout.eta],
     )

@@ -1,13 +1,274 @@
-"""Phone numbers: the hint for a country code written without its ``+``,
-and a compact set of phones (the only structure of a bulk send that grows
-with its input)."""
+"""Who a person is: one identity per phone line, whatever way its number is
+written, and a compact set of those identities.
+
+A number is read once into a :class:`Phone`: its country code, its national
+number as the service gets it (no trunk prefix, no repeated country code),
+and its ``key``, the identity that dedupe, the ledger, the suppression list,
+the daily limit, the sending lines and the matching of outcomes all use.
+
+Reading costs a table look-up for the common number (a length the country
+allows and nothing a trunk prefix could be): the table is built per country
+code, once, from ``phonenumbers``' metadata. Anything else is handed to
+``phonenumbers`` itself, which alone knows trunk prefixes with carrier codes
+or Argentina's ``15``.
+"""
 
 from __future__ import annotations
 
 import re
 from array import array
+from functools import cache
+from typing import Any, Final
+
+import attrs
+import phonenumbers
+from phonenumbers import PhoneMetadata, ValidationResult
+from phonenumbers.phonenumberutil import COUNTRY_CODE_TO_REGION_CODE, UNKNOWN_REGION
+
+from ..errors import ValidationError
 
 _SEPARATORS = re.compile(r"[\s\-().]")
+_CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
+_COUNTRY_CODE = re.compile(r"\+0*([1-9][0-9]{0,3})")
+_DIGITS = re.compile(r"[0-9]{1,17}")
+
+_WHY: Final[dict[int, str]] = {
+    ValidationResult.TOO_SHORT: "is too short",
+    ValidationResult.TOO_LONG: "is too long",
+    ValidationResult.IS_POSSIBLE_LOCAL_ONLY: "is a local number without its area code",
+}
+
+
+@attrs.frozen(slots=True, eq=False, repr=False)
+class Phone:
+    """One person's phone line: the identity every rule of campaignkit keys on.
+
+    Two ``Phone`` are equal when they are the same line, however written:
+    ``Phone.parse("+44 07700 900123") == Phone.parse("+447700900123")``, and
+    WhatsApp's forms of one line (Mexico ``+52 1``, Argentina ``+54 9``,
+    Brazil's mobiles with or without the ninth digit) are one ``Phone``.
+    ``str(phone)`` is :attr:`key`.
+    """
+
+    country_code: str
+    """The country code with its ``+`` (``"+57"``), as on the wire."""
+    cellphone: str
+    """The national number as the service gets it: digits, no trunk prefix."""
+    key: str
+    """The identity: ``+``, country code and national number in one canonical
+    form of the line (``"+573001234567"``)."""
+
+    @classmethod
+    def parse(cls, number: str) -> Phone:
+        """Read a whole number written as text (``"+57 300 123 4567"``).
+
+        Raises :class:`~campaignkit.ValidationError` naming ``number``.
+        """
+        return _or_raise("number", read_text(number))
+
+    @classmethod
+    def of(cls, country_code: str, cellphone: str) -> Phone:
+        """Read a number written as a country code and a cellphone, as a
+        :class:`~campaignkit.User` carries it."""
+        return _or_raise("cellphone", read_phone(country_code, cellphone))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Phone):
+            return self.key == other.key
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __str__(self) -> str:
+        return self.key
+
+    def __repr__(self) -> str:
+        return f"Phone({self.key!r})"
+
+
+def _or_raise(path: str, read: Phone | str) -> Phone:
+    if isinstance(read, str):
+        raise ValidationError([(path, read)])
+    return read
+
+
+@attrs.frozen(slots=True)
+class _Country:
+    """What reading the numbers of one country code takes, from its metadata."""
+
+    code: str
+    """``"+57"``."""
+    digits: str
+    lengths: frozenset[int]
+    """The national numbers' lengths the country allows."""
+    trunk: re.Pattern[str] | None
+    """What a trunk prefix (with a carrier code) at the head looks like: a
+    number it matches is for ``phonenumbers`` to read."""
+
+    def fast(self, cellphone: str) -> bool:
+        """Whether ``cellphone`` (digits) is its own national number."""
+        if len(cellphone) not in self.lengths:
+            return False
+        if self.trunk is None:
+            return True
+        head = self.trunk.match(cellphone)
+        return head is None or head.end() == 0
+
+
+@cache
+def _country(digits: str) -> _Country | None:
+    """The country of a country code's ``digits``, or None if none has it."""
+    code = int(digits)
+    region = COUNTRY_CODE_TO_REGION_CODE.get(code, (UNKNOWN_REGION,))[0]
+    if region == UNKNOWN_REGION:
+        return None
+    if region == "001":
+        metadata = PhoneMetadata.metadata_for_nongeo_region(code)
+    else:
+        metadata = PhoneMetadata.metadata_for_region(region)
+    if metadata is None or metadata.general_desc is None:
+        return None
+    trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
+    return _Country(
+        "+" + digits,
+        digits,
+        frozenset(metadata.general_desc.possible_length),
+        re.compile(trunk) if trunk else None,
+    )
+
+
+_COUNTRIES: dict[str, _Country | None] = {}
+"""Countries by the country code as written (a campaign has few)."""
+
+
+def country(country_code: str) -> _Country | None:
+    """The country of ``country_code`` (``+`` and digits, zeros at the head
+    allowed), or None when it is not one."""
+    try:
+        return _COUNTRIES[country_code]
+    except KeyError:
+        written = _COUNTRY_CODE.fullmatch(country_code)
+        place = None if written is None else _country(written.group(1))
+        if len(_COUNTRIES) < 10_000:
+            _COUNTRIES[country_code] = place
+        return place
+
+
+def _national(place: _Country, digits: str) -> str | int:
+    """The national number of ``digits`` read in ``place``, or why not (a
+    ``phonenumbers.ValidationResult``)."""
+    if place.fast(digits):
+        return digits
+    try:
+        number = phonenumbers.parse("+" + place.digits + digits)
+    except phonenumbers.NumberParseException:
+        return ValidationResult.INVALID_LENGTH
+    why = phonenumbers.is_possible_number_with_reason(number)
+    if why != ValidationResult.IS_POSSIBLE:
+        return why
+    return phonenumbers.national_significant_number(number)
+
+
+def _whatsapp_national(place: _Country, digits: str) -> str:
+    """``digits`` without the Mexican mobile ``1`` WhatsApp writes: the
+    national number has had none since 2019."""
+    if place.digits == "52" and len(digits) == 11 and digits[0] == "1":
+        return digits[1:]
+    return digits
+
+
+def identity(country_code: str, national: str) -> str:
+    """The key of a national number already read (WhatsApp's forms of a line
+    made one): Argentina's mobile ``9`` left out, Brazil's ninth digit put in."""
+    if country_code == "+54" and len(national) == 11 and national[0] == "9":
+        return "+54" + national[1:]
+    if country_code == "+55" and len(national) == 10 and national[2] in "6789":
+        return "+55" + national[:2] + "9" + national[2:]
+    return country_code + national
+
+
+_MOBILE: Final = frozenset(
+    (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
+)
+
+
+def _rank(place: _Country, digits: str) -> int:
+    """2 for a mobile number of the country, 1 for another valid one, else 0."""
+    try:
+        number = phonenumbers.parse("+" + place.digits + _whatsapp_national(place, digits))
+    except phonenumbers.NumberParseException:
+        return 0
+    if not phonenumbers.is_valid_number(number):
+        return 0
+    return 2 if phonenumbers.number_type(number) in _MOBILE else 1
+
+
+def _written_again(place: _Country, digits: str) -> bool:
+    """Whether ``digits`` is the country code written again before a number:
+    only when the rest is a number of the country that the whole is not
+    (or a mobile, where the whole is a fixed line: campaigns go to mobiles)."""
+    rest = digits[len(place.digits) :]
+    if not isinstance(_national(place, _whatsapp_national(place, rest)), str):
+        return False
+    return _rank(place, rest) > _rank(place, digits)
+
+
+def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
+    """The :class:`Phone` of a country code and a cellphone, or why there is
+    none (a reason about the cellphone, or about the country code when it
+    starts with ``"country code"``)."""
+    place = country(country_code) if isinstance(country_code, str) else None
+    if place is None:
+        return f"country code {country_code!r} is no country's"
+    if not isinstance(cellphone, str):
+        return "must be text"
+    digits = cellphone
+    if not (digits.isascii() and digits.isdigit()):
+        digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
+    if not (digits.isascii() and _DIGITS.fullmatch(digits)):
+        return "must be digits (spaces, dashes and parentheses are allowed)"
+    if digits.startswith(place.digits) and _written_again(place, digits):
+        digits = digits[len(place.digits) :]
+    elif place.fast(digits):
+        return Phone(place.code, digits, identity(place.code, digits))
+    national = _national(place, _whatsapp_national(place, digits))
+    if isinstance(national, str):
+        return Phone(place.code, national, identity(place.code, national))
+    lengths = ", ".join(map(str, sorted(place.lengths)))
+    return (
+        f"{_WHY.get(national, 'has a length no number has')}: {len(digits)} digits, "
+        f"where numbers of {place.code} have {lengths} (without the country code)"
+    )
+
+
+def country_code_of(key: str) -> str | None:
+    """The country code (``"+57"``) at the head of a phone's key, or None."""
+    digits = key[1:]
+    for size in (1, 2, 3):
+        # Country codes are prefix-free: one length at most names a country.
+        if len(digits) > size and _country(digits[:size]) is not None:
+            return "+" + digits[:size]
+    return None
+
+
+def read_text(number: Any) -> Phone | str:
+    """The :class:`Phone` of a whole number written as text (``"+57 300
+    123 4567"``, ``"0057…"``), or why there is none."""
+    if not isinstance(number, str):
+        return "must be a phone number as text"
+    digits = _SEPARATORS.sub("", number)
+    digits = "+" + digits[2:] if digits.startswith("00") else digits
+    if not (digits[:1] == "+" and digits[1:].isascii() and digits[1:].isdigit()):
+        return (
+            "must be a phone number with its country code: '+' and digits "
+            "(e.g. '+573001234567'; spaces, dashes and parentheses are allowed)"
+        )
+    digits = "+" + digits[1:].lstrip("0")
+    code = country_code_of(digits)
+    if code is None:
+        return "starts with no country code"
+    return read_phone(code, digits[len(code) :])
 
 
 def country_code_hint(value: object) -> str:
@@ -24,12 +285,12 @@ def country_code_hint(value: object) -> str:
 
 
 class PhoneSet:
-    """Phones seen so far, packed as 64-bit ints in an open-addressing table.
+    """Phone keys seen so far, packed as 64-bit ints in an open-addressing table.
 
-    A phone (``+`` then up to 18 digits, always so after validation) becomes
-    ``int("1" + digits)``: exact (the leading 1 keeps leading zeros apart) and
-    below 2**63. Longer ones, which validation allows up to 19 digits, go to a
-    plain set. 8 bytes a slot at most half full: about 16 bytes a phone.
+    A key (``+`` then up to 18 digits, always so for a :class:`Phone`)
+    becomes ``int("1" + digits)``: exact (the leading 1 keeps leading zeros
+    apart) and below 2**63. Anything longer goes to a plain set. 8 bytes a
+    slot at most half full: about 16 bytes a phone.
     """
 
     __slots__ = ("_count", "_long", "_mask", "_shift", "_slots")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
-from .phones import country_code_hint
+from .phones import Phone, country, country_code_hint, identity, read_phone, read_text
 from .users import as_user
 
 Problems = list[tuple[str, str]]
@@ -28,8 +28,6 @@ MAX_SESSION_VALUE_LENGTH = 4096
 # not a problem named), and a signed 64-bit integer is what servers read.
 MAX_UNIX_SECONDS = 2**63 - 1
 COUNTRY_CODE = re.compile(r"\+[0-9]{1,4}")
-_CELLPHONE_SEPARATORS = re.compile(r"[ \-()]")
-_CELLPHONE = re.compile(r"[0-9]{4,15}")
 _SQUAD = re.compile(rf"{DEPLOYMENT_SQUAD_PREFIX}[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Unreserved characters only (RFC 3986), not all dots: never "", "." or "..".
@@ -85,6 +83,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
         return None
     before = len(problems)
     country_code = user.country_code
+    cellphone = user.cellphone
     if not (isinstance(country_code, str) and COUNTRY_CODE.fullmatch(country_code)):
         problems.append(
             (
@@ -93,11 +92,16 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
                 f"but {given(country_code)} was given" + country_code_hint(country_code),
             )
         )
-    cellphone = user.cellphone
-    if isinstance(cellphone, str):
-        cellphone = _CELLPHONE_SEPARATORS.sub("", cellphone)
-    if not (isinstance(cellphone, str) and _CELLPHONE.fullmatch(cellphone)):
-        problems.append((f"{path}.cellphone", _cellphone_problem(user.cellphone)))
+    elif country(country_code) is None:
+        problems.append((f"{path}.country_code", f"{country_code!r} is no country's code"))
+    elif not isinstance(cellphone, str):
+        problems.append((f"{path}.cellphone", _cellphone_problem(cellphone)))
+    else:
+        phone = read_phone(country_code, cellphone)
+        if isinstance(phone, str):
+            problems.append((f"{path}.cellphone", phone))
+        else:
+            country_code, cellphone = phone.country_code, phone.cellphone
     keys = session_keys_wire(user.user_session_keys, f"{path}.user_session_keys", problems)
     wire: dict[str, Any] = {
         "cellphone": cellphone,
@@ -111,47 +115,34 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
     return wire if len(problems) == before else None
 
 
-_WHOLE_PHONE = re.compile(r"\+[0-9]{5,19}")
-
-
 def ledger_phone(value: Any, path: str, problems: Problems) -> str | None:
-    """A phone as the ledger keys its recipients: the country code and the
-    normalised cellphone (``+573001234567``), or None (with a problem added).
+    """The key of a phone, as the ledger files its people
+    (:attr:`Phone.key`), or None (with a problem added).
 
-    From a user (or a wire-shaped dict), read as a bulk send reads it, or
-    from the text of a whole number: the cellphone's separators are allowed
-    in it, and its digits are those of a country code and a cellphone.
+    From a :class:`Phone`, from a user (or a wire-shaped dict), read as a
+    bulk send reads it, or from the text of a whole number.
     """
+    if isinstance(value, Phone):
+        return value.key
     if isinstance(value, str):
-        phone = _CELLPHONE_SEPARATORS.sub("", value)
-        if _WHOLE_PHONE.fullmatch(phone):
-            return phone
-        problems.append(
-            (
-                path,
-                "must be a phone number with its country code: '+' and 5 to 19 digits "
-                "(e.g. '+573001234567'; spaces, dashes and parentheses are allowed)",
-            )
-        )
-        return None
+        phone = read_text(value)
+        if isinstance(phone, str):
+            problems.append((path, phone))
+            return None
+        return phone.key
     user, reason = as_user(value)
     if user is None:
         problems.append((path, f"must be a phone number (text) or a user: {reason}"))
         return None
     wire = user_wire(user, path, problems)
-    return None if wire is None else f"{wire['country_code']}{wire['cellphone']}"
+    return None if wire is None else identity(wire["country_code"], wire["cellphone"])
 
 
 def _cellphone_problem(cellphone: object) -> str:
-    if not isinstance(cellphone, str):
-        # The value is not repeated: a phone number is personal data.
-        return (
-            "must be text (a str of digits, e.g. '3001234567'), "
-            f"but {given(cellphone, shown=False)} was given"
-        )
+    # The value is not repeated: a phone number is personal data.
     return (
-        "must be 4 to 15 digits without the country code (spaces, dashes and "
-        "parentheses are allowed)"
+        "must be text (a str of digits, e.g. '3001234567'), "
+        f"but {given(cellphone, shown=False)} was given"
     )
 
 

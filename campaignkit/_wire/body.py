@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
+from .._input.phones import country
 from .._input.validation import (
-    COUNTRY_CODE,
     MAX_SESSION_KEY_LENGTH,
     MAX_SESSION_VALUE_LENGTH,
     MAX_UNIX_SECONDS,
@@ -75,7 +75,7 @@ class _WireUser(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 _CHECKED_COLUMNS = tuple[
-    list[Annotated[str, msgspec.Meta(min_length=4, max_length=15)]],  # cellphones
+    list[str],  # cellphones
     list[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_SESSION_KEY_LENGTH)]],
     list[Annotated[str, msgspec.Meta(max_length=MAX_SESSION_VALUE_LENGTH)]],
     list[Annotated[str, msgspec.Meta(min_length=1)] | None],  # session key types
@@ -123,8 +123,8 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
         )
         if (
             not "".join(cellphones).encode("ascii").isdigit()
-            or not all(map(COUNTRY_CODE.fullmatch, {*country_codes}))
             or DEPLOYMENT_SQUAD in distinct_names
+            or not _own_national_numbers(country_codes, cellphones)
         ):
             return None
         wire_keys = _wire_keys_of(keys_of, counts, (names, values, kinds))
@@ -133,6 +133,23 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
         # msgspec.ValidationError is a ValueError, and so are the
         # UnicodeEncodeErrors of a non-ASCII cellphone and of a lone surrogate.
         return None
+
+
+def _own_national_numbers(country_codes: list[str], cellphones: list[str]) -> bool:
+    """Whether every cellphone is its own national number under its country
+    code, written as the wire writes it: what reading it into a Phone would
+    leave as it is."""
+    codes = {*country_codes}
+    if len(codes) == 1:
+        place = country(codes.pop())
+        return place is not None and place.code == country_codes[0] and all(
+            map(place.fast, cellphones)
+        )
+    places = {code: country(code) for code in codes}
+    return all(
+        (place := places[code]) is not None and place.code == code and place.fast(cellphone)
+        for code, cellphone in zip(country_codes, cellphones, strict=True)
+    )
 
 
 def _wire_keys_of(
@@ -162,7 +179,6 @@ def _wire_keys_of(
 # to user_wire, which builds the same wire form or names each problem; the
 # path is only built then.
 
-_VALID_COUNTRY_CODES: set[str] = set()  # a campaign has few; at most 11,110 exist
 
 
 def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | None:
@@ -170,12 +186,13 @@ def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | 
     if type(user) is User and user.deployment_eta is None:
         cellphone, country_code, items = user.cellphone, user.country_code, user.user_session_keys
         if (
-            type(cellphone) is str
+            type(country_code) is str
+            and type(cellphone) is str
             and cellphone.isascii()
             and cellphone.isdigit()
-            and 4 <= len(cellphone) <= 15
-            and type(country_code) is str
-            and country_code in _VALID_COUNTRY_CODES
+            and (place := country(country_code)) is not None
+            and place.code == country_code
+            and place.fast(cellphone)
             and type(items) is tuple
         ):
             keys: list[dict[str, str]] = []
@@ -201,7 +218,4 @@ def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | 
                     "country_code": country_code,
                     "user_session_keys": keys,
                 }
-    entry = user_wire(user, f"users[{index}]", problems)
-    if entry is not None:
-        _VALID_COUNTRY_CODES.add(entry["country_code"])
-    return entry
+    return user_wire(user, f"users[{index}]", problems)

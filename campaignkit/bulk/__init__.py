@@ -23,8 +23,8 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
   timeout or a dropped connection after the request was written, or users
   the ledger holds as in flight from a run that stopped): check before resending;
 - ``invalid``: the user failed validation (or could not be read), not sent;
-- ``duplicate``: the phone (country code + normalised cellphone) was already
-  seen earlier in the input, not sent.
+- ``duplicate``: the person (the same :class:`~campaignkit.Phone`, however
+  the number was written) was already seen earlier in the input, not sent.
 
 Every recipient is filed in a delivery ledger (:mod:`campaignkit.ledger`;
 without ``journal=``, a :class:`~campaignkit.ledger.MemoryLedger`) and

@@ -67,7 +67,7 @@ async def settle_held(
 
 
 def _phone(user: str | User) -> str:
-    """The phone the ledger keys ``user`` by (its cellphone normalised)."""
+    """The person the ledger keys ``user`` by (its :class:`~campaignkit.Phone`'s key)."""
     assert isinstance(user, User), "a send keeps the users it read"
     phone = ledger_phone(user, "", [])
     assert phone is not None, "a send holds valid users only"

@@ -10,7 +10,7 @@ import attrs
 import orjson
 
 from .._input.csv_files import InvalidInput
-from .._input.phones import PhoneSet
+from .._input.phones import PhoneSet, identity
 from .._input.users import as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
@@ -55,8 +55,9 @@ class SeenPhones(Protocol):
 class Planner:
     """Takes inputs one at a time and hands back full chunks.
 
-    An input that is not a valid user goes to ``invalid``, a phone seen before
-    (country code + normalised cellphone) to ``duplicates``; neither is sent.
+    An input that is not a valid user goes to ``invalid``, a person seen
+    before (the same :class:`~campaignkit.Phone`) to ``duplicates``; neither
+    is sent.
     The seen-phone set (``seen``, a :class:`PhoneSet` by default: about 16
     bytes a phone) is the only structure of its own that grows with the input.
     """
@@ -103,7 +104,7 @@ class Planner:
         if entry is None or user is None:
             self.invalid.append(InvalidUser(position, reason or "invalid", None, item))
             return None
-        phone = entry["country_code"] + entry["cellphone"]
+        phone = identity(entry["country_code"], entry["cellphone"])
         if not self._seen.add(phone):
             self.duplicates.append(DuplicateUser(position, phone, user))
             return None

@@ -1,8 +1,8 @@
 """The delivery ledger: one record per recipient of a run, so that nobody is
 sent twice, whatever the input order, the process or the machine.
 
-A run (``run=``, named by the caller) has one record per recipient (country
-code + normalised cellphone): ``planned``, ``in_flight`` (taken by a claim for
+A run (``run=``, named by the caller) has one record per recipient (a
+person: a :class:`~campaignkit.Phone`'s key): ``planned``, ``in_flight`` (taken by a claim for
 one request), ``accepted`` (with its ``launch_request_id``), ``rejected``
 (with the error) or ``ambiguous``. A recipient goes into a request only after
 the claim that moves it to ``in_flight`` is durably committed; a claim is

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 import attrs
 
+from .._input.phones import read_phone
 from ..errors import ValidationError
 from ..status import KNOWN_WIRE_STATUSES, DeploymentStatus, status_from_wire
 
@@ -60,9 +61,12 @@ def fact_of(event: WebhookEvent) -> EventFact | None:
     code = event.country_code.strip()
     code = code if code.startswith("+") else "+" + code
     cellphone = "".join(char for char in event.cellphone if char.isdigit())
+    phone = read_phone(code, cellphone)
+    # A number no country has is nobody's the ledger sent to: kept as written.
+    key = code + cellphone if isinstance(phone, str) else phone.key
     at = time.time() if event.occurred_at is None else event.occurred_at.timestamp()
     answer = event.answer if fact == "replied_at" else None
-    return EventFact(code + cellphone, fact, at, event.conversation_id, answer)
+    return EventFact(key, fact, at, event.conversation_id, answer)
 
 
 def failure_statuses(statuses: Iterable[DeploymentStatus | str]) -> frozenset[DeploymentStatus]:

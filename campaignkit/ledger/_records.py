@@ -21,8 +21,8 @@ STATES: Final = (PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS, SUPPRESSED, 
 
 @attrs.frozen(order=True)
 class Recipient:
-    """One recipient of a run: ``phone`` is the country code and the
-    normalised cellphone (``+573001234567``); ``user`` the wire JSON of its user."""
+    """One recipient of a run: ``phone`` is the person's :class:`~campaignkit.Phone`
+    key (``+573001234567``); ``user`` the wire JSON of its user."""
 
     phone: str
     position: int

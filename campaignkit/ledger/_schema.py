@@ -29,7 +29,9 @@ class Transaction(Protocol):
         ...
 
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version
+1 are re-keyed when opened)."""
 
 BATCH: Final = 5000
 """The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
@@ -190,6 +192,11 @@ async def create_schema(tx: Transaction) -> None:
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:
         await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
+    elif rows[0][0] < SCHEMA_VERSION:
+        from ._rekey import rekey_phones
+
+        await rekey_phones(tx)
+        await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
     elif rows[0][0] > SCHEMA_VERSION:
         raise LedgerError(
             f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "

@@ -57,8 +57,8 @@ def listed_by_outcome(rows: Sequence[StatusRow]) -> dict[str, list[str]]:
 
 @attrs.frozen
 class Suppression:
-    """A number on the suppression list: ``phone`` (country code and normalised
-    cellphone, as the ledger keys recipients), why it is there, what put it
+    """A number on the suppression list: ``phone`` (the person's
+    :class:`~campaignkit.Phone` key, as the ledger keys recipients), why it is there, what put it
     there (a run, a file; None if nothing was said) and when (UNIX seconds)."""
 
     phone: str

@@ -23,7 +23,7 @@ from ._clock import Clock
 from ._config import SandboxConfig
 from ._outcomes import OUTCOMES, SENT, VALIDATION_ERROR, outcome_for, wire
 from ._sessions import US, PollSessions, SessionBlock, SessionRecord, message
-from ._users import SessionKeys, UserIn
+from ._users import SessionKeys, UserIn, network_cellphone
 from ._webhooks import WebhookTargets
 
 __all__ = ["Company", "Deployment", "Launch", "NotRepliable", "World"]
@@ -37,6 +37,10 @@ def _key_digits(drawn: str) -> str:
     with the ids another sandbox of the same seed draws from the same stream,
     which the SDK's redaction of key fragments would then mask."""
     return hashlib.sha256(drawn.encode()).hexdigest()[:32]
+
+
+def _network_cellphone(d: Deployment) -> str:
+    return network_cellphone(d.country_code, d.cellphone)
 
 
 class NotRepliable(ValueError):
@@ -98,12 +102,13 @@ class Launch:
     def _deployments_json(self, start: int, now: float, step: float) -> list[JSON]:
         # Hot path: locals and a tuple index per deployment, nothing stored.
         outcomes, scope, prefix = OUTCOMES, self.business_scope_id, self.id
+        network = _network_cellphone
         service = f"svc-{self.number}-"
         return [
             {
                 "conversation_id": f"{prefix}-{i}",
                 "service_id": f"{service}{i}",
-                "cellphone": d.cellphone,
+                "cellphone": d.cellphone if d.country_code != "+52" else network(d),
                 "business_scope_id": scope,
                 "username": None,
                 "status": outcomes[d.outcome].status_at((now - d.taken_at) / step),
@@ -403,7 +408,7 @@ class World:
             created_us=int(sent_at * US),
             finished_us=int(max(sent_at, self.clock.now()) * US),
             country_code=d.country_code,
-            cellphone=d.cellphone,
+            cellphone=_network_cellphone(d),
             keys=dict(d.keys),
             history=[
                 message(

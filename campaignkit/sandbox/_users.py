@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["InvalidUsers", "SessionKeys", "UserIn", "parse_keys", "parse_users"]
+__all__ = [
+    "InvalidUsers",
+    "SessionKeys",
+    "UserIn",
+    "network_cellphone",
+    "parse_keys",
+    "parse_users",
+]
 
 SessionKeys = tuple[tuple[str, str], ...]
 
@@ -18,6 +25,14 @@ class UserIn(NamedTuple):
     cellphone: str
     keys: SessionKeys
     eta: int | None
+
+
+def network_cellphone(country_code: str, cellphone: str) -> str:
+    """The cellphone as the network reports it back: WhatsApp still writes
+    Mexican mobiles with the ``1`` that Mexico dropped in 2019."""
+    if country_code == "+52" and len(cellphone) == 10:
+        return "1" + cellphone
+    return cellphone
 
 
 def _text(value: object, path: str) -> str:
