@@ -29,7 +29,7 @@ def sample_csv(path: Path, count: int = 2000) -> Path:
         writer.writerow(["country_code", "cellphone", "name"])
         for i in range(count):
             writer.writerow(["+57", f"300{i:07d}", f"Customer {i}"])
-        writer.writerow(["57", "3009999999", "bad country code"])  # reported invalid
+        writer.writerow(["+57", "300 999", "too short a number"])  # reported invalid
     return path
 
 

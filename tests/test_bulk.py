@@ -158,7 +158,7 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
     client: CampaignClient, mocked: ScriptedExchange
 ) -> None:
     service = serve(mocked, FakeService())
-    bad_user = User(cellphone="12", country_code="1")
+    bad_user = User(cellphone="12a", country_code="1")
     users: list[Any] = [
         User(cellphone="555-100-0000", country_code="+1"),  # 0
         bad_user,  # 1 invalid
@@ -716,7 +716,7 @@ CSV_TEXT = (
     "+1,5551000001,Bob,silver,1900000000\n"  # 3
     "\n"  # 4 blank, skipped
     "+1,5551000002,Cy\n"  # 5 short
-    "1,5551000003,Di,gold,\n"  # 6 bad country code
+    "+ 1,5551000003,Di,gold,\n"  # 6 bad country code
     "+1,5551000004,Ed,gold,tomorrow\n"  # 7 bad eta
     '+44,5551000005,"Fa, Jr",gold,2030-01-01T00:00:00+00:00\n'  # 8
     "+1,5551000000,Ann again,gold,\n"  # 9 duplicate of line 2

@@ -136,7 +136,7 @@ USERS = [
         deployment_eta=datetime(2030, 1, 1, tzinfo=UTC),
     ),
     User(
-        cellphone="(555) 0100",
+        cellphone="(555) 201-0100",
         country_code="+1",
         user_session_keys=[SessionKey("x", "y"), deployment_squad("5730012345")],
     ),
@@ -144,7 +144,7 @@ USERS = [
 USERS_BODY = (
     b'{"users":[{"cellphone":"3001234567","country_code":"+57",'
     b'"user_session_keys":[{"key":"name","value":"Ana"}],"deployment_eta":1893456000},'
-    b'{"cellphone":"5550100","country_code":"+1","user_session_keys":'
+    b'{"cellphone":"5552010100","country_code":"+1","user_session_keys":'
     b'[{"key":"x","value":"y"},{"key":"deployment_squad","value":"DS_5730012345"}]}]}'
 )
 

@@ -8,8 +8,8 @@ import csv
 import io
 from pathlib import Path
 
-import phonenumbers
 import pytest
+from helpers.phones import mobiles
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,17 +22,6 @@ pytestmark = pytest.mark.timeout(60)
 
 DELIMITERS = [",", ";", "\t", "|"]
 
-
-@st.composite
-def phones(draw: st.DrawFn) -> tuple[str, str]:
-    """A mobile number of one of a few countries: phonenumbers' example with
-    another ending."""
-    region = draw(st.sampled_from(["CO", "MX", "US", "GB", "BR", "ES", "DE", "IN"]))
-    number = phonenumbers.example_number_for_type(region, phonenumbers.PhoneNumberType.MOBILE)
-    assert number is not None
-    national = phonenumbers.national_significant_number(number)
-    ending = draw(st.text("0123456789", min_size=3, max_size=3))
-    return f"+{number.country_code}", national[:-3] + ending
 
 # Values as people type them, delimiters and quotes included; no line breaks
 # (a quoted line break makes one record two lines: tested apart).
@@ -55,7 +44,7 @@ def spreadsheets(draw: st.DrawFn) -> tuple[bytes, list[Expected | None]]:
     header = draw(st.permutations(["country_code", "cellphone", *extra]))
     rows = draw(
         st.lists(
-            st.tuples(phones(), st.lists(values, min_size=3, max_size=3)),
+            st.tuples(mobiles(), st.lists(values, min_size=3, max_size=3)),
             min_size=1,
             max_size=8,
         )
@@ -71,7 +60,7 @@ def spreadsheets(draw: st.DrawFn) -> tuple[bytes, list[Expected | None]]:
     )
     writer.writerow(header)
     expected: list[Expected | None] = []
-    for i, ((code, phone), extra_values) in enumerate(rows):
+    for i, ((_, code, phone), extra_values) in enumerate(rows):
         written = "+ " + code[1:] if i in broken else code[1:] if i in bare else code
         fields = {
             "country_code": written,

@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import phonenumbers
 import pytest
+from helpers.phones import REGIONS, example, mobiles
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from campaignkit import Phone, User, ValidationError
 from campaignkit._input.phones import country, read_phone, read_text
-
-# Mobile numbers of each country, as phonenumbers' own example gives them.
-REGIONS = ("CO", "GB", "AU", "MX", "AR", "BR", "US", "RU", "ES", "DE", "IN", "FR", "IT", "CL")
-
-
-def example(region: str) -> tuple[str, str]:
-    number = phonenumbers.example_number_for_type(region, phonenumbers.PhoneNumberType.MOBILE)
-    assert number is not None
-    return f"+{number.country_code}", phonenumbers.national_significant_number(number)
-
-
-@st.composite
-def people(draw: st.DrawFn) -> tuple[str, str, str]:
-    """A region and a mobile number of it: its example with a new ending."""
-    region = draw(st.sampled_from(REGIONS))
-    code, national = example(region)
-    ending = draw(st.text("0123456789", min_size=4, max_size=4))
-    return region, code, national[:-4] + ending
 
 
 def forms(region: str, code: str, national: str) -> list[tuple[str, str]]:
@@ -50,7 +33,7 @@ def forms(region: str, code: str, national: str) -> list[tuple[str, str]]:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(people())
+@given(mobiles())
 def test_every_form_of_one_line_is_one_phone(person: tuple[str, str, str]) -> None:
     region, code, national = person
     assume(phonenumbers.is_valid_number(phonenumbers.parse(code + national)))
@@ -62,11 +45,12 @@ def test_every_form_of_one_line_is_one_phone(person: tuple[str, str, str]) -> No
             phonenumbers.parse(code + national), phonenumbers.PhoneNumberFormat.INTERNATIONAL
         )
     )
-    assert isinstance(whole, Phone) and whole.key in keys
+    assert isinstance(whole, Phone)
+    assert whole.key in keys
 
 
 @settings(max_examples=400, deadline=None)
-@given(people(), people())
+@given(mobiles(), mobiles())
 def test_different_lines_never_collide(
     one: tuple[str, str, str], other: tuple[str, str, str]
 ) -> None:
@@ -74,22 +58,40 @@ def test_different_lines_never_collide(
     assume(phonenumbers.is_valid_number(first) and phonenumbers.is_valid_number(second))
     assume(first != second)
     a, b = read_phone(*one[1:]), read_phone(*other[1:])
-    assert isinstance(a, Phone) and isinstance(b, Phone)
-    assert a != b and a.key != b.key
+    assert isinstance(a, Phone)
+    assert isinstance(b, Phone)
+    assert a != b
+    assert a.key != b.key
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.sampled_from(REGIONS), st.text("0123456789", min_size=1, max_size=16))
-def test_the_fast_road_reads_as_phonenumbers_does(region: str, digits: str) -> None:
+@given(st.sampled_from(REGIONS), st.data())
+def test_the_fast_road_reads_as_phonenumbers_does(region: str, data: st.DataObject) -> None:
     code, _ = example(region)
     place = country(code)
     assert place is not None
+    # Digits of about the lengths the country allows, the trunk prefix often at their head.
+    size = data.draw(
+        st.sampled_from(sorted(place.lengths)).map(
+            lambda n: n + data.draw(st.sampled_from([-1, 0, 0, 0, 1]))
+        )
+    )
+    digits = data.draw(st.text("0123456789", min_size=max(size, 1), max_size=max(size, 1)))
     assume(place.fast(digits))
     number = phonenumbers.parse(code + digits)
     assert phonenumbers.national_significant_number(number) == digits
     assert phonenumbers.is_possible_number_with_reason(number) == (
         phonenumbers.ValidationResult.IS_POSSIBLE
     )
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_a_mobile_number_as_written_on_the_wire_takes_the_fast_road(region: str) -> None:
+    code, national = example(region)
+    place = country(code)
+    assert place is not None
+    assert place.fast(national)
+    assert not place.fast(national + "0" * 8)  # longer than any of its numbers
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The package's shape (issue 14), read from the AST of every module: no import
-cycle, no module importing another's underscored names, no module over 300
-lines but the sandbox state.
+cycle, no module importing another's underscored names, no module over 800
+lines: a module holds one concept whole, and no cap splits a class.
 
 A cycle counts imports inside functions too (a lazy import that closes a cycle
 is still a cycle); only ``if TYPE_CHECKING:`` imports are exempt from it.
@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "campaignkit"
-MAX_LINES = 300
-LONG_ALLOWED = {"campaignkit.sandbox._state"}
+MAX_LINES = 800
 
 Graph = dict[str, set[str]]
 
@@ -203,7 +202,7 @@ def test_a_plain_logger_is_found() -> None:
 @pytest.mark.parametrize("module", list(MODULES))
 def test_module_size(module: str) -> None:
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
-    assert module in LONG_ALLOWED or lines <= MAX_LINES, f"{lines} lines"
+    assert lines <= MAX_LINES, f"{lines} lines"
 
 
 # -- the checks themselves, on a package written for them ------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Final
 
@@ -102,18 +103,27 @@ class _Country:
     digits: str
     lengths: frozenset[int]
     """The national numbers' lengths the country allows."""
-    trunk: re.Pattern[str] | None
-    """What a trunk prefix (with a carrier code) at the head looks like: a
-    number it matches is for ``phonenumbers`` to read."""
+    is_national: Callable[[str], object]
+    """True for a cellphone that is its own national number: ASCII digits, a
+    length the country allows, and nothing a trunk prefix (with a carrier
+    code) could be at its head; such a number is for ``phonenumbers`` to read."""
 
     def fast(self, cellphone: str) -> bool:
-        """Whether ``cellphone`` (digits) is its own national number."""
-        if len(cellphone) not in self.lengths:
-            return False
-        if self.trunk is None:
-            return True
-        head = self.trunk.match(cellphone)
-        return head is None or head.end() == 0
+        """Whether ``cellphone`` is its own national number."""
+        return bool(self.is_national(cellphone))
+
+
+def _is_national(lengths: frozenset[int], trunk: str | None) -> Callable[[str], object]:
+    """:attr:`_Country.is_national`: one regular expression (one call in C,
+    for the hot paths) where the trunk pattern only matches something."""
+    digits = "|".join(f"[0-9]{{{length}}}" for length in sorted(lengths, reverse=True))
+    if not trunk:
+        return re.compile(f"(?:{digits})").fullmatch
+    if re.match(trunk, "") is None and not re.search(r"\(\?<?[=!]", trunk):
+        return re.compile(f"(?!{trunk})(?:{digits})").fullmatch
+    # A pattern that may match nothing (Argentina's optional 0 and 15).
+    whole, head = re.compile(f"(?:{digits})").fullmatch, re.compile(trunk).match
+    return lambda cellphone: whole(cellphone) and not head(cellphone).end()  # type: ignore[union-attr]
 
 
 @cache
@@ -130,16 +140,20 @@ def _country(digits: str) -> _Country | None:
     if metadata is None or metadata.general_desc is None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
+    lengths = frozenset(metadata.general_desc.possible_length)
     return _Country(
         "+" + digits,
         digits,
-        frozenset(metadata.general_desc.possible_length),
-        re.compile(trunk) if trunk else None,
+        lengths,
+        _is_national(lengths, trunk),
     )
 
 
 _COUNTRIES: dict[str, _Country | None] = {}
 """Countries by the country code as written (a campaign has few)."""
+COUNTRIES_AS_ON_THE_WIRE: dict[str, _Country] = {}
+"""The countries read so far by their code as the wire writes it (``+57``),
+for hot paths to find in one look-up."""
 
 
 def country(country_code: str) -> _Country | None:
@@ -152,6 +166,8 @@ def country(country_code: str) -> _Country | None:
         place = None if written is None else _country(written.group(1))
         if len(_COUNTRIES) < 10_000:
             _COUNTRIES[country_code] = place
+        if place is not None and place.code == country_code:
+            COUNTRIES_AS_ON_THE_WIRE[country_code] = place
         return place
 
 
@@ -176,6 +192,11 @@ def _whatsapp_national(place: _Country, digits: str) -> str:
     if place.digits == "52" and len(digits) == 11 and digits[0] == "1":
         return digits[1:]
     return digits
+
+
+KEYED_APART: Final = frozenset(("+54", "+55"))
+"""The country codes whose key is not the country code and the national
+number: elsewhere :func:`identity` is that sum, which hot paths write inline."""
 
 
 def identity(country_code: str, national: str) -> str:
@@ -214,6 +235,20 @@ def _written_again(place: _Country, digits: str) -> bool:
     return _rank(place, rest) > _rank(place, digits)
 
 
+NOT_DIGITS: Final = "must be digits (spaces, dashes and parentheses are allowed)"
+
+
+def cellphone_digits(cellphone: Any) -> str | None:
+    """The digits of a cellphone written with spaces, dashes or parentheses,
+    or None when it is not one so written."""
+    if not isinstance(cellphone, str):
+        return None
+    digits = cellphone
+    if not (digits.isascii() and digits.isdigit()):
+        digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
+    return digits if digits.isascii() and _DIGITS.fullmatch(digits) else None
+
+
 def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
     """The :class:`Phone` of a country code and a cellphone, or why there is
     none (a reason about the cellphone, or about the country code when it
@@ -221,13 +256,9 @@ def read_phone(country_code: Any, cellphone: Any) -> Phone | str:
     place = country(country_code) if isinstance(country_code, str) else None
     if place is None:
         return f"country code {country_code!r} is no country's"
-    if not isinstance(cellphone, str):
-        return "must be text"
-    digits = cellphone
-    if not (digits.isascii() and digits.isdigit()):
-        digits = _CELLPHONE_SEPARATORS.sub("", cellphone)
-    if not (digits.isascii() and _DIGITS.fullmatch(digits)):
-        return "must be digits (spaces, dashes and parentheses are allowed)"
+    digits = cellphone_digits(cellphone)
+    if digits is None:
+        return NOT_DIGITS
     if digits.startswith(place.digits) and _written_again(place, digits):
         digits = digits[len(place.digits) :]
     elif place.fast(digits):

@@ -14,7 +14,16 @@ from urllib.parse import quote
 
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
-from .phones import Phone, country, country_code_hint, identity, read_phone, read_text
+from .phones import (
+    NOT_DIGITS,
+    Phone,
+    cellphone_digits,
+    country,
+    country_code_hint,
+    identity,
+    read_phone,
+    read_text,
+)
 from .users import as_user
 
 Problems = list[tuple[str, str]]
@@ -84,6 +93,7 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
     before = len(problems)
     country_code = user.country_code
     cellphone = user.cellphone
+    place = None
     if not (isinstance(country_code, str) and COUNTRY_CODE.fullmatch(country_code)):
         problems.append(
             (
@@ -92,10 +102,13 @@ def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None
                 f"but {given(country_code)} was given" + country_code_hint(country_code),
             )
         )
-    elif country(country_code) is None:
+    elif (place := country(country_code)) is None:
         problems.append((f"{path}.country_code", f"{country_code!r} is no country's code"))
-    elif not isinstance(cellphone, str):
+    if not isinstance(cellphone, str):
         problems.append((f"{path}.cellphone", _cellphone_problem(cellphone)))
+    elif place is None:
+        if cellphone_digits(cellphone) is None:
+            problems.append((f"{path}.cellphone", NOT_DIGITS))
     else:
         phone = read_phone(country_code, cellphone)
         if isinstance(phone, str):

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
-from .._input.phones import country
+from .._input.phones import COUNTRIES_AS_ON_THE_WIRE, country
 from .._input.validation import (
     MAX_SESSION_KEY_LENGTH,
     MAX_SESSION_VALUE_LENGTH,
@@ -142,8 +142,10 @@ def _own_national_numbers(country_codes: list[str], cellphones: list[str]) -> bo
     codes = {*country_codes}
     if len(codes) == 1:
         place = country(codes.pop())
-        return place is not None and place.code == country_codes[0] and all(
-            map(place.fast, cellphones)
+        return (
+            place is not None
+            and place.code == country_codes[0]
+            and all(map(place.fast, cellphones))
         )
     places = {code: country(code) for code in codes}
     return all(
@@ -180,19 +182,15 @@ def _wire_keys_of(
 # path is only built then.
 
 
-
 def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | None:
     """What ``user_wire(user, f"users[{index}]", problems)`` gives."""
     if type(user) is User and user.deployment_eta is None:
         cellphone, country_code, items = user.cellphone, user.country_code, user.user_session_keys
         if (
-            type(country_code) is str
-            and type(cellphone) is str
-            and cellphone.isascii()
-            and cellphone.isdigit()
-            and (place := country(country_code)) is not None
-            and place.code == country_code
-            and place.fast(cellphone)
+            type(cellphone) is str
+            # A country user_wire read before, the cellphone its own national number.
+            and (place := COUNTRIES_AS_ON_THE_WIRE.get(country_code)) is not None
+            and place.is_national(cellphone)
             and type(items) is tuple
         ):
             keys: list[dict[str, str]] = []

@@ -10,7 +10,7 @@ import attrs
 import orjson
 
 from .._input.csv_files import InvalidInput
-from .._input.phones import PhoneSet, identity
+from .._input.phones import KEYED_APART, PhoneSet, identity
 from .._input.users import as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
@@ -104,7 +104,8 @@ class Planner:
         if entry is None or user is None:
             self.invalid.append(InvalidUser(position, reason or "invalid", None, item))
             return None
-        phone = identity(entry["country_code"], entry["cellphone"])
+        code, cellphone = entry["country_code"], entry["cellphone"]
+        phone = identity(code, cellphone) if code in KEYED_APART else code + cellphone
         if not self._seen.add(phone):
             self.duplicates.append(DuplicateUser(position, phone, user))
             return None

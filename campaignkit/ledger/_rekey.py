@@ -12,12 +12,14 @@ over one merely planned, so nobody of a run is sent again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
 from .._input.phones import Phone, read_text
-from ._schema import Transaction
+
+if TYPE_CHECKING:
+    from ._schema import Transaction
 
 _WEIGHT: Final = {
     state: weight

@@ -13,6 +13,7 @@ import tenacity
 from .._redaction import sdk_logger
 from ..errors import LedgerError
 from ._outcomes import OUTCOME_TABLES
+from ._rekey import rekey_phones
 from ._sending_tables import TABLES as SENDING_TABLES
 
 
@@ -193,8 +194,6 @@ async def create_schema(tx: Transaction) -> None:
     if not rows:
         await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
     elif rows[0][0] < SCHEMA_VERSION:
-        from ._rekey import rekey_phones
-
         await rekey_phones(tx)
         await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
     elif rows[0][0] > SCHEMA_VERSION:

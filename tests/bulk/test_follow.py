@@ -14,11 +14,13 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from helpers.phones import mobiles
 from helpers.servers import serving
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, User, follow_run
+from campaignkit import CampaignAck, CampaignClient, DeploymentStatus, Phone, User, follow_run
+from campaignkit._input.phones import read_phone
 from campaignkit._wire.decode import StatusEntry
 from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.bulk._outcome_writer import LaunchOutcomes
@@ -214,40 +216,29 @@ async def test_send_bulk_follow_must_be_a_bool(client: CampaignClient) -> None:
         await client.send_bulk(1001, EVERYONE, follow=True, follow_timeout=-1)
 
 
-_CODES = st.from_regex(r"\+[1-9][0-9]{0,3}", fullmatch=True)
-_CELLPHONES = st.from_regex(r"[0-9]{4,15}", fullmatch=True)
-# The usual launch: one country code, cellphones of one length.
-_ONE_LENGTH = st.sampled_from(["+57", "+1", "+351"]).flatmap(
-    lambda code: st.lists(
-        st.tuples(st.just(code), st.from_regex(f"[0-9]{{{8 - len(code)}}}", fullmatch=True)),
-        min_size=1,
-        max_size=30,
-    )
-)
-
-
-def the_one_ending(phones: list[str], cellphone: str) -> str | None:
-    """The recipient whose number is ``+``, 0 to 4 characters and ``cellphone``,
-    if only one is."""
-    candidates = [p for p in phones if p.endswith(cellphone) and 1 <= len(p) - len(cellphone) <= 5]
-    return candidates[0] if len(candidates) == 1 else None
+def network_forms(phone: Phone) -> list[str]:
+    """The cellphones a deployment may name ``phone`` by: as sent, with its
+    country code, with spaces, and in WhatsApp's Mexican form."""
+    cellphone = phone.cellphone
+    forms = [cellphone, phone.country_code[1:] + cellphone, f"{cellphone[:3]} {cellphone[3:]}"]
+    return forms + (["1" + cellphone] if phone.country_code == "+52" else [])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_CODES, _CELLPHONES), min_size=1, max_size=30) | _ONE_LENGTH)
-def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str]]) -> None:
-    phones = list(dict.fromkeys(code + cellphone for code, cellphone in people))
-    # Never someone else; the one recipient it can be, when no other can.
-    cellphones = [cellphone for _, cellphone in people]
-    expected = [the_one_ending(phones, cellphone) for cellphone in cellphones]
-    assert LaunchPhones(phones).phones_of(cellphones) == expected  # a launch's, at once
-    found = LaunchPhones(phones)
-    assert [found.phone_of(cellphone) for cellphone in cellphones] == expected
-    # Given with its country code, or with spaces.
-    for code, cellphone in people:
-        assert found.phone_of(code[1:] + cellphone) == the_one_ending(phones, code[1:] + cellphone)
-        spaced = f"{cellphone[:3]} {cellphone[3:]}"
-        assert found.phone_of(spaced) == the_one_ending(phones, cellphone)
+@given(st.lists(mobiles(), min_size=1, max_size=30) | st.lists(mobiles(("CO",)), min_size=1))
+def test_a_deployment_finds_its_recipient_or_no_one(people: list[tuple[str, str, str]]) -> None:
+    phones = list(dict.fromkeys(Phone.of(code, national) for _, code, national in people))
+    found = LaunchPhones(phone.key for phone in phones)
+    for phone in phones:
+        for cellphone in network_forms(phone):
+            # Never someone else; the one recipient it can be, when no other can.
+            others = [
+                p for p in phones if p != phone and read_phone(p.country_code, cellphone) == p
+            ]
+            assert found.phone_of(cellphone) == (None if others else phone.key)
+    # A launch's, at once: each recipient by the cellphone it was sent.
+    sent = [phone.cellphone for phone in phones]
+    assert found.phones_of(sent) == [found.phone_of(cellphone) for cellphone in sent]
 
 
 @given(st.text(max_size=40))

@@ -82,7 +82,8 @@ async def test_an_opt_out_in_whatsapp_form_suppresses_a_plus_52_run(
         "+52" + delivered: DeploymentStatus.DELIVERED,
     }
     listed = await ledger.suppression("+52 1 " + opting_out)
-    assert listed is not None and listed.phone == "+52" + opting_out
+    assert listed is not None
+    assert listed.phone == "+52" + opting_out
     again = await client.send_bulk(poll, users, journal=ledger, run="r2")
     assert (again.counts["accepted"], again.counts["suppressed"]) == (1, 1)
     assert (await received(sb))["+52" + opting_out] == 1

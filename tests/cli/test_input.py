@@ -115,13 +115,15 @@ def test_a_json_lines_file_of_one_line_is_one_user(tmp_path: Path) -> None:
 
 def test_a_send_of_a_semicolon_file_names_the_file_line(tmp_path: Path) -> None:
     path = tmp_path / "excel.csv"
-    path.write_bytes(b"\xef\xbb\xbfsep=;\r\ncountry_code;cellphone\r\n+57;30\r\n57;3000000002\r\n")
+    path.write_bytes(
+        b"\xef\xbb\xbfsep=;\r\ncountry_code;cellphone\r\n+57;30\r\n+ 57;3000000002\r\n"
+    )
     with pytest.raises(UsageError) as info:
         load_users(str(path), None)
     assert str(info.value) == (
-        f"{path}: line 3: cellphone: must be 4 to 15 digits without the country code (spaces, "
-        "dashes and parentheses are allowed); line 4: country_code: must be '+' and 1 to 4 "
-        "digits, but a str ('57') was given (did you mean '+57'?)"
+        f"{path}: line 3: cellphone: is too short: 2 digits, where numbers of +57 have 8, 10, "
+        "11 (without the country code); line 4: country_code: must be '+' and 1 to 4 "
+        "digits, but a str ('+ 57') was given (did you mean '+57'?)"
     )
 
 

@@ -27,7 +27,7 @@ async def test_submit_streams_a_file_into_a_run_that_a_worker_sends(
 ) -> None:
     queue = unique_name("ck-submit-")
     rows = users_rows(USERS)
-    rows[10]["country_code"] = "57"  # invalid: no +
+    rows[10]["cellphone"] = "300 12"  # invalid: too short
     rows.append(dict(rows[3]))  # a repeated phone
     users = write_csv(tmp_path / "users.csv", rows)
     poll = str(await first_poll(sb))

@@ -138,12 +138,16 @@ async def test_nobody_is_sent_again_nor_suppressed_people_messaged(
     old_ledger: Awaitable[Ledger], sb: Sandbox, client: CampaignClient, run: str
 ) -> None:
     sent: Callable[[], Awaitable[dict[str, Any]]] = _phone_counts(sb)
-    users = OLD_INPUT if run == "old-run" else [
-        User(country_code="+44", cellphone="07700900555"),
-        User(country_code="+44", cellphone="07700900777"),
-        User(country_code="+44", cellphone="7700900777"),
-        User(country_code="+44", cellphone="07700900123"),
-    ]
+    users = (
+        OLD_INPUT
+        if run == "old-run"
+        else [
+            User(country_code="+44", cellphone="07700900555"),
+            User(country_code="+44", cellphone="07700900777"),
+            User(country_code="+44", cellphone="7700900777"),
+            User(country_code="+44", cellphone="07700900123"),
+        ]
+    )
     async with await old_ledger as ledger:
         info = await ledger.run_info(run)
         assert info is not None
