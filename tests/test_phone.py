@@ -116,18 +116,33 @@ def test_known_forms(country_code: str, cellphone: str, key: str, national: str)
 
 
 @pytest.mark.parametrize(
-    ("country_code", "cellphone", "why"),
+    ("country_code", "cellphone", "field", "why"),
     [
-        ("+57", "300111", "is too short: 6 digits, where numbers of +57 have 8, 10, 11"),
-        ("+44", "770090012345", "is too long"),
-        ("+999", "3001234567", "no country's"),
-        ("+57", "300-ABC", "must be digits"),
+        (
+            "+57",
+            "300111",
+            "cellphone",
+            "is too short: 6 digits, where numbers of +57 have 8, 10, 11",
+        ),
+        ("+44", "770090012345", "cellphone", "is too long"),
+        ("+999", "3001234567", "country_code", "'+999' is no country's"),
+        ("+57", "300-ABC", "cellphone", "must be digits"),
     ],
 )
-def test_impossible_numbers_say_why(country_code: str, cellphone: str, why: str) -> None:
-    with pytest.raises(ValidationError, match="cellphone") as raised:
+def test_impossible_numbers_say_why(
+    country_code: str, cellphone: str, field: str, why: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
         Phone.of(country_code, cellphone)
-    assert why in str(raised.value)
+    [(path, message)] = raised.value.problems
+    assert path == field
+    assert why in message
+
+
+def test_a_mobile_of_india_starting_with_its_country_code_is_itself() -> None:
+    # 91 is India's country code and the head of many of its mobiles.
+    assert Phone.of("+91", "9198765432").key == "+919198765432"
+    assert Phone.of("+91", "919198765432").key == "+919198765432"
 
 
 def test_a_whole_number_as_text() -> None:

@@ -70,8 +70,16 @@ class Phone:
     @classmethod
     def of(cls, country_code: str, cellphone: str) -> Phone:
         """Read a number written as a country code and a cellphone, as a
-        :class:`~campaignkit.User` carries it."""
-        return _or_raise("cellphone", read_phone(country_code, cellphone))
+        :class:`~campaignkit.User` carries it.
+
+        Raises :class:`~campaignkit.ValidationError` naming the field at fault.
+        """
+        field = (
+            "cellphone"
+            if isinstance(country_code, str) and country(country_code)
+            else "country_code"
+        )
+        return _or_raise(field, read_phone(country_code, cellphone))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Phone):
@@ -103,6 +111,8 @@ class _Country:
     digits: str
     lengths: frozenset[int]
     """The national numbers' lengths the country allows."""
+    mobile_lengths: frozenset[int]
+    """Its mobile numbers' lengths."""
     is_national: Callable[[str], object]
     """True for a cellphone that is its own national number: ASCII digits, a
     length the country allows, and nothing a trunk prefix (with a carrier
@@ -141,10 +151,12 @@ def _country(digits: str) -> _Country | None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
     lengths = frozenset(metadata.general_desc.possible_length)
+    mobile = metadata.mobile.possible_length if metadata.mobile is not None else ()
     return _Country(
         "+" + digits,
         digits,
         lengths,
+        frozenset(mobile) or lengths,
         _is_national(lengths, trunk),
     )
 
@@ -226,10 +238,17 @@ def _rank(place: _Country, digits: str) -> int:
 
 
 def _written_again(place: _Country, digits: str) -> bool:
-    """Whether ``digits`` is the country code written again before a number:
-    only when the rest is a number of the country that the whole is not
-    (or a mobile, where the whole is a fixed line: campaigns go to mobiles)."""
+    """Whether ``digits`` (which start with the country code's) is the
+    country code written again before a number: only when the rest is a
+    number of the country that the whole is not (or a mobile, where the
+    whole is a fixed line: campaigns go to mobiles)."""
     rest = digits[len(place.digits) :]
+    if place.fast(digits) and (
+        len(digits) in place.mobile_lengths or len(rest) not in place.mobile_lengths
+    ):
+        # A mobile of the country as it is (India's 91…), or no mobile
+        # without its head: phonenumbers is not asked.
+        return False
     if not isinstance(_national(place, _whatsapp_national(place, rest)), str):
         return False
     return _rank(place, rest) > _rank(place, digits)

@@ -187,7 +187,8 @@ def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | 
     if type(user) is User and user.deployment_eta is None:
         cellphone, country_code, items = user.cellphone, user.country_code, user.user_session_keys
         if (
-            type(cellphone) is str
+            type(country_code) is str
+            and type(cellphone) is str
             # A country user_wire read before, the cellphone its own national number.
             and (place := COUNTRIES_AS_ON_THE_WIRE.get(country_code)) is not None
             and place.is_national(cellphone)

@@ -5,6 +5,8 @@ files (a :class:`~campaignkit.Phone`'s key)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import filterfalse
+from operator import methodcaller
 from typing import cast
 
 from .._input.phones import country_code_of, read_phone
@@ -25,8 +27,7 @@ class LaunchPhones:
 
     def __init__(self, phones: Iterable[str]) -> None:
         self._keys = {phone: phone for phone in phones}
-        codes = {country_code_of(phone) for phone in self._keys}
-        self._codes = sorted(code for code in codes if code is not None)
+        self._codes = _country_codes(list(self._keys))
 
     def phone_of(self, cellphone: str | None) -> str | None:
         """The recipient a deployment's ``cellphone`` names, or None."""
@@ -57,3 +58,18 @@ class LaunchPhones:
             if not isinstance(phone, str) and phone.key in self._keys:
                 people.add(phone.key)
         return people.pop() if len(people) == 1 else None
+
+
+def _country_codes(keys: list[str]) -> list[str]:
+    """The country codes of phones' ``keys``, read once per country: no
+    country code is the head of another, so a key that starts with one has
+    it (benchmarks row 15: a launch's thousand recipients share one)."""
+    codes: set[str] = set()
+    while keys:
+        code = country_code_of(keys[0])
+        if code is None:
+            keys = keys[1:]
+            continue
+        codes.add(code)
+        keys = list(filterfalse(methodcaller("startswith", code), keys))
+    return sorted(codes)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import abc
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
 from ..errors import LedgerError
+from ._identity import check_identity, stored_identity
 from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
 from ._protocol import Ledger
@@ -22,6 +23,7 @@ from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     PLANNED,
     REJECTED,
     SUPPRESSED,
@@ -38,10 +40,12 @@ from ._suppression import Suppression
 from ._suppression_store import SuppressionStore
 
 
-def _filed(entry: Suppression | None) -> tuple[str, str | None]:
+def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
     """The state and detail a recipient is filed with: suppressed (with the
-    reason its number is on the list), or planned."""
-    return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
+    reason its number is on the list), deferred (with why), or planned."""
+    if entry is not None:
+        return SUPPRESSED, entry.reason
+    return (PLANNED, None) if deferral is None else (DEFERRED, deferral)
 
 
 class SqlLedger(
@@ -65,7 +69,9 @@ class SqlLedger(
 
     @retried
     async def open(self) -> None:
-        """Connect and create the schema on first use; idempotent.
+        """Connect and create the schema on first use (unless the store was
+        made with ``create=False``: then a missing ledger is
+        :class:`~campaignkit.ledger.LedgerNotFound`); read the ledger's identity. Idempotent.
 
         Run again if it deadlocks: ``CREATE INDEX IF NOT EXISTS`` locks its
         table even when the index exists, against other processes' claims.
@@ -73,7 +79,9 @@ class SqlLedger(
         await self._connect()
         async with self._transaction() as tx:
             await self._lock_schema(tx)
-            await create_schema(tx)
+            created = await create_schema(tx)
+            self._identity = await stored_identity(tx)
+        self.is_new = self.is_new or created
 
     @abc.abstractmethod
     async def _lock_schema(self, tx: Transaction) -> None:
@@ -127,6 +135,7 @@ class SqlLedger(
         *,
         retry_rejected: bool = False,
         ignore_suppression: bool = False,
+        deferred: Mapping[str, str] | None = None,
     ) -> list[Record]:
         """File ``recipients`` as planned in ``chunk``.
 
@@ -135,13 +144,15 @@ class SqlLedger(
         suppressed (by an earlier pass), joins ``chunk``; a rejected one too
         with ``retry_rejected``. One whose number is on the suppression list
         joins it as suppressed (the reason in its detail), unless
-        ``ignore_suppression``. Every other recipient keeps its record.
+        ``ignore_suppression``; one whose phone ``deferred`` maps to a detail
+        joins it as deferred with it. Every other recipient keeps its record.
         Returned: the records of the recipients this chunk will not send
-        (held, or suppressed).
+        (held, suppressed or deferred).
         """
         now = time.time()
         # Read as columns: send_bulk's chunks come so, with no Recipient made a person.
         columns = Recipients.of(recipients)
+        deferred = deferred or {}
         async with self._transaction() as tx:
             await tx.execute(
                 "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
@@ -163,7 +174,11 @@ class SqlLedger(
                 " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
                 + (", 'rejected')" if retry_rejected else ")"),
                 [
-                    (run, phone, position, chunk, *_filed(listed.get(phone)), user, now)
+                    (
+                        *(run, phone, position, chunk),
+                        *_filed(listed.get(phone), deferred.get(phone)),
+                        *(user, now),
+                    )
                     for phone, position, user in zip(
                         columns.phones, columns.positions, columns.users, strict=True
                     )
@@ -176,7 +191,7 @@ class SqlLedger(
                 rows = await tx.fetch(
                     "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
                     " FROM campaignkit_recipients WHERE run = ?"
-                    f" AND (chunk <> ? OR state = 'suppressed') AND {condition}",
+                    f" AND (chunk <> ? OR state IN ('suppressed', 'deferred')) AND {condition}",
                     run,
                     chunk,
                     *args,
@@ -197,6 +212,9 @@ class SqlLedger(
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            # Cheap, and nothing leaves before it: a ledger replaced under a
+            # running send would let it message everyone its runs already reached.
+            await check_identity(tx, self.identity, repr(self))
             await self._suppress_late(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(

@@ -5,8 +5,13 @@ response to each question, delivered, read, opt-out, timeout, condition,
 conversation closed) and per account event (template status), with the static
 headers you configured on it, and waits at most 10 s for the answer: the
 ``user_session_keys`` of a ``200`` answer are merged into the session at once.
-:func:`parse_event` reads any body into a :class:`WebhookEvent`;
-:func:`webhook_app` (or :func:`webhook_handler` in your own app) serves them::
+:func:`parse_event` reads any body into a :class:`WebhookEvent` (the
+question, condition and template fields typed as :class:`Question`,
+:class:`Condition`, :class:`TemplateStatus`). One receiver serves them, in
+aiohttp (:func:`webhook_app`, or :func:`webhook_handler` in your own app),
+in FastAPI, Starlette or any ASGI server (:func:`asgi_app`, with the
+``fastapi`` or ``starlette`` extra for those frameworks) or in Django
+(:func:`django_view`, with the ``django`` extra)::
 
     async def on_event(event: WebhookEvent) -> dict[str, str] | None:
         if event.kind is EventKind.RESPONSE:
@@ -15,12 +20,15 @@ headers you configured on it, and waits at most 10 s for the answer: the
 
     app = webhook_app(on_event, secret=os.environ["WEBHOOK_SECRET"], client=client)
 
+Each mount takes the same options and answers alike:
+
 ======  ==================================================================
 200     ``{"user_session_keys": [...]}``: what ``on_event`` returned within
         ``deadline`` (default 8 s), else empty (late keys go out by
         ``update_session`` when ``client=`` is given); also for a repeated
         delivery, a kind outside ``kinds=``, or a failing ``on_event``
-        (the error logged)
+        (the error logged); a body of no published kind reaches
+        ``on_event`` as ``UNKNOWN``
 400     the body is not JSON (or nests too deep) or not a JSON object
 401     ``secret=`` is set and the ``secret_header`` (default
         ``X-Webhook-Secret``) does not carry exactly that value
@@ -64,9 +72,12 @@ from ._agents import (
     agent_json,
     plain_text,
 )
+from ._aiohttp import WEBHOOK_RECEIVER, WebhookHandler, webhook_app, webhook_handler
+from ._asgi import ASGIReceiver, asgi_app
 from ._checks import MAX_ID_LENGTH, MAX_VALUE_LENGTH
 from ._dedupe import DEDUPE_NAMESPACE, DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore
-from ._events import EventKind, WebhookEvent, parse_event
+from ._django import DjangoView, django_view
+from ._events import Condition, EventKind, Question, TemplateStatus, WebhookEvent, parse_event
 from ._first_reply import (
     WEBHOOK_HANDLER,
     FirstReplyHandler,
@@ -78,12 +89,8 @@ from ._receiver import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY,
     DEFAULT_SECRET_HEADER,
-    WEBHOOK_RECEIVER,
     EventRecorder,
     SessionUpdater,
-    WebhookHandler,
-    webhook_app,
-    webhook_handler,
 )
 
 __all__ = [
@@ -97,21 +104,28 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_VALUE_LENGTH",
     "NESTING_KEYS",
+    "ASGIReceiver",
     "AgentPicker",
     "AgentSource",
+    "Condition",
     "DedupeStore",
+    "DjangoView",
     "EventKind",
     "EventRecorder",
     "FirstReplyHandler",
     "SessionUpdater",
+    "TemplateStatus",
     "WebhookEvent",
     "WebhookHandler",
     "WEBHOOK_RECEIVER",
     "NoAgentAvailable",
     "NoAgentAvailableError",
+    "Question",
     "ReplyEvent",
     "WEBHOOK_HANDLER",
     "agent_json",
+    "asgi_app",
+    "django_view",
     "extract_reply",
     "first_reply_app",
     "first_reply_handler",

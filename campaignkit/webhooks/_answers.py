@@ -1,19 +1,41 @@
 """The answers of the endpoints: errors as ``{"error": <code>, "message":
-<text>}``, and the webhook's ``200`` with the keys ``on_event`` returned."""
+<text>}``, and the webhook's ``200`` with the keys ``on_event`` returned.
+
+An :class:`Answer` is a status and a JSON body, the same for every framework;
+each mount turns it into its own response.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
 import orjson
 from aiohttp import web
 
 from ..models import SessionKey
 
 
+@attrs.frozen
+class Answer:
+    """What the receiver answers: ``status`` and a JSON ``body``."""
+
+    status: int
+    body: bytes
+
+
+def refusal(status: int, code: str, message: str) -> Answer:
+    return Answer(status, orjson.dumps({"error": code, "message": message}))
+
+
 def error_answer(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"error": code, "message": message}, status=status)
+    """:func:`refusal` as an aiohttp response."""
+    return aiohttp_response(refusal(status, code, message))
+
+
+def aiohttp_response(answer: Answer) -> web.Response:
+    return web.Response(status=answer.status, body=answer.body, content_type="application/json")
 
 
 def _wire(keys: Iterable[SessionKey]) -> list[dict[str, str]]:
@@ -42,8 +64,6 @@ def as_keys(result: Any) -> tuple[SessionKey, ...]:
     return keys
 
 
-def keys_answer(keys: Iterable[SessionKey]) -> web.Response:
+def keys_answer(keys: Iterable[SessionKey]) -> Answer:
     """The ``200`` the service reads: ``{"user_session_keys": [...]}``."""
-    return web.Response(
-        body=orjson.dumps({"user_session_keys": _wire(keys)}), content_type="application/json"
-    )
+    return Answer(200, orjson.dumps({"user_session_keys": _wire(keys)}))

@@ -15,7 +15,7 @@ import hashlib
 
 import orjson
 
-from ._events import EventKind, WebhookEvent
+from ._events import EventKind, WebhookEvent, closed_id_field
 
 MAX_ID_LENGTH = 256
 MAX_VALUE_LENGTH = 65_536
@@ -41,9 +41,8 @@ def problem_of(event: WebhookEvent) -> str | None:
     if answer is not None and (len(answer) > MAX_VALUE_LENGTH or "\x00" in answer):
         return f"actual_response: over {MAX_VALUE_LENGTH} characters or has a NUL"
     if event.kind in SESSION_KINDS and not event.session_id:
-        field = (
-            "session.external_id" if event.kind is EventKind.CONVERSATION_CLOSED else "session_id"
-        )
+        closed = event.kind is EventKind.CONVERSATION_CLOSED
+        field = closed_id_field(event.payload) if closed else "session_id"
         return f"{field}: missing or empty"
     return None
 

@@ -1,10 +1,12 @@
 """What the service POSTs to your server, read from the decoded JSON body.
 
 The kinds and their fields are the service's published ones: flat events
-carry ``session_id``, the conversation-closed event ``session.external_id``,
-the template status event none. :func:`parse_event` tells them apart by their
-fields and never raises for a JSON object: a shape it does not know is
-:attr:`EventKind.UNKNOWN`, its payload kept.
+carry ``session_id``, the conversation-closed event ``session.external_id``
+(its HubSpot variant a flat ``external_id`` and ``closed_at``), the template
+status event none. :func:`parse_event` tells them apart by their fields and
+never raises for a JSON object: a shape it does not know is
+:attr:`EventKind.UNKNOWN`, its payload kept. A field of the wrong JSON type
+reads as absent.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import attrs
 from .._redaction import sdk_logger
 from ..models import SessionKey
 
-__all__ = ["EventKind", "WebhookEvent", "parse_event"]
+__all__ = ["Condition", "EventKind", "Question", "TemplateStatus", "WebhookEvent", "parse_event"]
 
 logger = sdk_logger("campaignkit.webhooks")
 
@@ -53,12 +55,49 @@ _TIME_FIELD = {
 
 
 @attrs.frozen
+class Question:
+    """The question an event is about: its ``type`` (e.g. ``"open"``,
+    ``"closed"``), ``text``, and the ``answers`` offered (their texts)."""
+
+    type: str | None = None
+    text: str | None = None
+    answers: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Condition:
+    """What a condition node compared: the session variable ``variable``
+    (its ``variable_value``) with ``operator`` (``EQ``, ``GT``, ``LT``,
+    ``GTE``, ``LTE`` or ``NEQ``, as sent) and ``value``."""
+
+    variable: str | None = None
+    variable_value: str | None = None
+    operator: str | None = None
+    value: str | None = None
+
+
+@attrs.frozen
+class TemplateStatus:
+    """A template (HSM) status event's fields: the template's ``name``, its
+    ``status`` (``APPROVED``, ``REJECTED``, ``PAUSED``, ``DISABLED``,
+    ``PENDING_DELETION``, as sent) and the ``affected_conversation_ids``."""
+
+    name: str | None = None
+    status: str | None = None
+    affected_conversation_ids: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class WebhookEvent:
     """One call of the service to your webhook.
 
     ``session_id`` is the id to give :meth:`CampaignClient.update_session`
     (None where the event has none); ``occurred_at`` an aware UTC datetime
     (None when absent or unreadable); ``payload`` the decoded body, as sent.
+    ``question`` (response, delivered, read, opt-out, timeout),
+    ``classified_answer`` (the text of the offered answer the service
+    matched, beside :attr:`answer`, what the user wrote), ``condition`` and
+    ``template`` are None where the event has none.
     """
 
     kind: EventKind
@@ -69,6 +108,10 @@ class WebhookEvent:
     occurred_at: datetime | None = None
     user_session_keys: tuple[SessionKey, ...] = ()
     event_id: str | None = None
+    question: Question | None = None
+    classified_answer: str | None = None
+    condition: Condition | None = None
+    template: TemplateStatus | None = None
     payload: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
@@ -90,11 +133,11 @@ def parse_event(payload: Any) -> WebhookEvent:
     """
     body = _mapping(payload)
     kind = _kind(body)
-    session = _mapping(body.get("session"))
     user = _mapping(body.get("user"))
     if kind is EventKind.CONVERSATION_CLOSED:
-        session_id = _text(session.get("external_id"))
-        occurred = _time(session.get("closed_at"))
+        closed = _closed(body) or body
+        session_id = _text(closed.get("external_id"))
+        occurred = _time(closed.get("closed_at"))
     elif kind is EventKind.TEMPLATE_STATUS:
         session_id, occurred = None, _time(body.get("timestamp"))
     else:
@@ -112,15 +155,34 @@ def parse_event(payload: Any) -> WebhookEvent:
         occurred_at=occurred,
         user_session_keys=session_keys_of(body.get("user_session_keys")),
         event_id=_text(body.get("event_id")),
+        question=_question(body.get("question")) if kind in _ASKED else None,
+        classified_answer=_text_of(body.get("classified_answer")),
+        condition=_condition(body) if kind is EventKind.CONDITION else None,
+        template=_template(body) if kind is EventKind.TEMPLATE_STATUS else None,
         payload=payload,
     )
 
 
-def _kind(body: Mapping[str, Any]) -> EventKind:
+def closed_id_field(payload: Any) -> str:
+    """Where a conversation-closed body's session id is: ``session.external_id``,
+    or ``external_id`` in the HubSpot variant."""
+    return "external_id" if _closed(_mapping(payload)) is payload else "session.external_id"
+
+
+def _closed(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The object of a conversation-closed body holding its ``external_id``
+    and ``closed_at``: ``session``, or the body itself in the HubSpot
+    variant; None for any other body."""
     session = body.get("session")
+    if isinstance(session, Mapping) and ("external_id" in session or "closed_at" in session):
+        return session
+    return body if "closed_at" in body else None
+
+
+def _kind(body: Mapping[str, Any]) -> EventKind:
     if body.get("event_type") == "hsm.status":
         return EventKind.TEMPLATE_STATUS
-    if isinstance(session, Mapping) and ("external_id" in session or "closed_at" in session):
+    if _closed(body) is not None:
         return EventKind.CONVERSATION_CLOSED
     if body.get("reason") == "OPTOUT":
         return EventKind.OPT_OUT
@@ -135,6 +197,63 @@ def _kind(body: Mapping[str, Any]) -> EventKind:
     if "delivered_at" in body:
         return EventKind.DELIVERED
     return EventKind.UNKNOWN
+
+
+# Kinds whose body names the question of the flow they are about.
+_ASKED = frozenset(
+    {EventKind.RESPONSE, EventKind.DELIVERED, EventKind.READ, EventKind.OPT_OUT, EventKind.TIMEOUT}
+)
+
+
+def _question(value: Any) -> Question | None:
+    if not isinstance(value, Mapping):
+        return None
+    answers = value.get("answers")
+    offered = [_text_of(a) for a in answers] if type(answers) is list else []
+    return Question(
+        type=_string(value.get("type")),
+        text=_string(value.get("text")),
+        answers=tuple(text for text in offered if text is not None),
+    )
+
+
+def _condition(body: Mapping[str, Any]) -> Condition:
+    variable, condition = _mapping(body.get("variable")), _mapping(body.get("condition"))
+    return Condition(
+        variable=_string(variable.get("name")),
+        variable_value=_scalar(variable.get("value")),
+        operator=_string(condition.get("operator")),
+        value=_scalar(condition.get("value")),
+    )
+
+
+def _template(body: Mapping[str, Any]) -> TemplateStatus:
+    ids = body.get("affected_conversation_ids")
+    affected = [_text(i) for i in ids] if type(ids) is list else []
+    return TemplateStatus(
+        name=_string(body.get("name")),
+        status=_string(body.get("status")),
+        affected_conversation_ids=tuple(i for i in affected if i is not None),
+    )
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _text_of(value: Any) -> str | None:
+    """The ``text`` of a ``{"text": ...}`` object (an answer, a classified answer)."""
+    return _string(value.get("text")) if isinstance(value, Mapping) else None
+
+
+def _scalar(value: Any) -> str | None:
+    """A value as text: a string as it is, a number or boolean as its JSON;
+    else None."""
+    if type(value) is str:
+        return value
+    if isinstance(value, int | float):  # bool is an int
+        return json.dumps(value)
+    return None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -178,13 +297,10 @@ def session_keys_of(raw: Any) -> tuple[SessionKey, ...]:
     else:
         return ()
     keys = []
-    for key, value, kind in items:
-        if type(key) is not str or not key:
+    for key, raw_value, kind in items:
+        value = _scalar(raw_value)
+        if type(key) is not str or not key or value is None:
             continue
-        if type(value) is not str:
-            if not isinstance(value, int | float):  # bool is an int
-                continue
-            value = json.dumps(value)
         keys.append(SessionKey(key, value, kind if type(kind) is str else None))
     if len(keys) < len(items):
         # Counted, never shown: the entries are the sender's raw text.

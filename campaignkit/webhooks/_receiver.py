@@ -5,6 +5,10 @@ The service merges the ``user_session_keys`` of a ``200`` answer at once, so
 for at most ``deadline`` seconds; a slower callback gets an empty answer at
 the deadline, and the keys it returns later go out by
 :meth:`CampaignClient.update_session` when ``client=`` was given.
+
+This core knows no framework: the mounts (:mod:`._aiohttp`, :mod:`._asgi`,
+:mod:`._django`) only read the secret header and the body their own way and
+send back the :class:`Answer`.
 """
 
 from __future__ import annotations
@@ -16,12 +20,11 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
-from aiohttp import web
 
 from .._redaction import register, sdk_logger
 from ..errors import ValidationError
 from ..models import SessionKey
-from ._answers import as_keys, error_answer, keys_answer
+from ._answers import Answer, as_keys, keys_answer, refusal
 from ._checks import delivery_key, problem_of
 from ._dedupe import DEFAULT_RETENTION, EVENTS_NAMESPACE, DedupeStore, Pruner, RecentIds
 from ._events import EventKind, WebhookEvent, parse_event
@@ -50,12 +53,16 @@ class SessionUpdater(Protocol):
     async def update_session(self, session_external_id: str, user_session_keys: Any) -> Any: ...
 
 
-class WebhookHandler:
-    """The receiver of every webhook the service sends (see :mod:`campaignkit.webhooks`).
+BodyReader = Callable[[int], Awaitable[bytes | None]]
+"""How a mount reads the request body: at most the given number of bytes,
+None when the body is longer."""
 
-    :meth:`install` routes it into your application with a shutdown hook; or
-    route :meth:`handle` yourself and ``await handler.aclose()`` on shutdown.
-    """
+
+class Receiver:
+    """The receiver of every webhook the service sends (see
+    :mod:`campaignkit.webhooks`), whatever the framework: each mount (aiohttp,
+    ASGI, Django) reads the secret header and the body its own way and sends
+    the :class:`Answer` of :meth:`answer` back."""
 
     def __init__(
         self,
@@ -91,7 +98,7 @@ class WebhookHandler:
         self.kinds = None if kinds is None else frozenset(kinds)
         register(secret)  # masked in logs and errors like the API key
         self._secret = None if secret is None else secret.encode()
-        self._secret_header = secret_header
+        self.secret_header = secret_header
         self.deadline = deadline
         self._dedupe: DedupeStore = RecentIds(dedupe_size) if dedupe is None else dedupe
         self.retention = retention
@@ -106,30 +113,19 @@ class WebhookHandler:
 
     def __repr__(self) -> str:
         secret = "set" if self._secret is not None else "none"
-        return f"<WebhookHandler secret={secret} pending={len(self._tasks)}>"
-
-    def install(self, app: web.Application, path: str = "/webhook") -> None:
-        """Route ``POST path`` to this handler and finish its tasks on shutdown."""
-        app.router.add_post(path, self.handle)
-        app.on_shutdown.append(self._on_shutdown)
-
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        await self.aclose()
+        return f"<{type(self).__name__} secret={secret} pending={len(self._tasks)}>"
 
     async def aclose(self) -> None:
         """Give late callbacks ``shutdown_grace`` seconds, then cancel them."""
         await cancel_late(self._tasks, self._shutdown_grace, "on_event")
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
-        return await self.handle(request)
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        """The aiohttp handler: ``200 {"user_session_keys": [...]}`` or a 4xx/503."""
-        if self._secret is not None:
-            given = request.headers.get(self._secret_header, "").encode("utf-8", "replace")
-            if not hmac.compare_digest(given, self._secret):
-                return self._refuse(401, "unauthorized", "missing or wrong webhook secret")
-        body = await self._read_body(request)
+    async def answer(self, given_secret: bytes | None, read_body: BodyReader) -> Answer:
+        """The answer to one delivery: ``200 {"user_session_keys": [...]}`` or
+        a 4xx/503. ``given_secret`` is the raw value of the ``secret_header``
+        (None when absent); the body is read only once the secret is right."""
+        if self._secret is not None and not hmac.compare_digest(given_secret or b"", self._secret):
+            return self._refuse(401, "unauthorized", "missing or wrong webhook secret")
+        body = await read_body(self.max_body)
         if body is None:
             return self._refuse(413, "too_large", f"the body exceeds {self.max_body} bytes")
         try:
@@ -152,7 +148,7 @@ class WebhookHandler:
             first = await self._dedupe.first_sighting(EVENTS_NAMESPACE, key)
         except Exception as exc:
             logger.error("webhook: the dedupe store failed, answered 503: %r", exc)
-            return error_answer(503, "unavailable", "duplicate detection is unavailable")
+            return refusal(503, "unavailable", "duplicate detection is unavailable")
         if not first:
             logger.info("webhook: repeated %s delivery %s ignored", event.kind.value, key[-12:])
             return keys_answer(())
@@ -160,27 +156,9 @@ class WebhookHandler:
         await self._record(event)
         return await self._call(event, key)
 
-    def _refuse(self, status: int, code: str, message: str) -> web.Response:
+    def _refuse(self, status: int, code: str, message: str) -> Answer:
         logger.warning("webhook: refused a delivery (%d %s): %s", status, code, message)
-        return error_answer(status, code, message)
-
-    async def _read_body(self, request: web.Request) -> bytes | None:
-        length = request.content_length
-        if length is not None:
-            if length > self.max_body:
-                return None
-            # The length is the body's: the stream yields no more than it says.
-            try:
-                return await request.content.readexactly(length) if length else b""
-            except asyncio.IncompleteReadError as cut:
-                return cut.partial  # a body cut short is not JSON: answered 400
-        chunks, size = [], 0
-        async for chunk in request.content.iter_any():
-            size += len(chunk)
-            if size > self.max_body:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return refusal(status, code, message)
 
     async def _record(self, event: WebhookEvent) -> None:
         if self._ledger is None:
@@ -190,7 +168,7 @@ class WebhookHandler:
         except Exception:
             logger.exception("webhook: the ledger could not record a %s event", event.kind.value)
 
-    async def _call(self, event: WebhookEvent, key: str) -> web.Response:
+    async def _call(self, event: WebhookEvent, key: str) -> Answer:
         try:
             loop = asyncio.get_running_loop()
             if self._in_thread:  # a plain function: it may block, the deadline holds
@@ -273,22 +251,3 @@ async def _keys_of(awaitable: Awaitable[Any]) -> tuple[SessionKey, ...]:
     if inspect.isawaitable(result):  # a plain function that returned a coroutine
         result = await result
     return as_keys(result)
-
-
-webhook_handler = WebhookHandler
-"""A webhook receiver to mount in your own aiohttp app (the
-:class:`WebhookHandler` constructor): ``webhook_handler(on_event).install(app, "/webhook")``."""
-
-WEBHOOK_RECEIVER = web.AppKey("campaignkit_webhook_handler", WebhookHandler)
-"""``app[WEBHOOK_RECEIVER]`` is the handler of an app built by :func:`webhook_app`."""
-
-
-def webhook_app(on_event: OnEvent, *, path: str = "/webhook", **options: Any) -> web.Application:
-    """An aiohttp application serving :class:`WebhookHandler` at ``POST path``
-    (``options`` are the handler's)."""
-    handler = WebhookHandler(on_event, **options)
-    # The handler enforces max_body itself; keep aiohttp's own limit out of the way.
-    app = web.Application(client_max_size=max(handler.max_body, 1024) + 1)
-    app[WEBHOOK_RECEIVER] = handler
-    handler.install(app, path)
-    return app

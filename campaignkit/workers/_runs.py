@@ -32,12 +32,13 @@ from ..bulk import (
     default_run,
     rules_problems,
     send_claim,
+    zone_deferral,
     zone_preparer,
 )
 from ..bulk._sender import settle_claim
 from ..client import CampaignClient
-from ..errors import CampaignKitError, LedgerError
-from ..ledger import Claim, Ledger
+from ..errors import CampaignKitError
+from ..ledger import Claim, Ledger, WrongLedger
 from ..ledger._errors import error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
@@ -74,6 +75,7 @@ async def send_chunk(
     owner: str | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    ledger_identity: str | None = None,
 ) -> ChunkResult | None:
     """Claim ``chunk`` of ``run`` in ``ledger`` (open, shared with the
     producer), send its recipients with ``client``'s send rules and the run's
@@ -83,14 +85,19 @@ async def send_chunk(
     Call it from a task of any engine, with the ``(run, chunk)`` that
     :func:`submit_run` gave your ``enqueue``: retrying it, or running it
     twice at once, never sends anyone twice. ``owner`` names this worker in
-    its claims (default: host, pid and a random part). Cancelled while its
+    its claims (default: host, pid and a random part). ``ledger_identity``:
+    the :attr:`~campaignkit.ledger.Ledger.identity` of the producer's ledger,
+    as your task message carries it. Cancelled while its
     request is under way, the claim is settled ambiguous and the
     cancellation goes on (cancelled while waiting to retry a 429, its
     recipients are planned again, for the task run again to send); a
     worker killed then leaves a claim that expires (the ledger's
     ``claim_ttl``) and is reported ambiguous. Raises
-    :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
-    hold (a worker given another ledger than the producer's), or when the
+    :class:`~campaignkit.ledger.WrongLedger`, claiming nothing, when
+    ``ledger`` is not the producer's (another identity, or no such run):
+    give the message back to the queue for a worker of that ledger, never
+    drop it (``campaignkit worker`` does so). Raises
+    :class:`~campaignkit.errors.LedgerError` when the
     ledger stays unreachable for longer than its ``reconnect_timeout``
     before the request: run the task again then (``campaignkit worker``
     does), or the chunk stays planned. Once the service answered, its
@@ -103,9 +110,17 @@ async def send_chunk(
     recorded on the run (:meth:`~campaignkit.ledger.Ledger.stop_run`), and
     every chunk claimed after it is filed rejected with that error, unsent.
     """
+    if ledger_identity is not None and ledger_identity != ledger.identity:
+        raise WrongLedger(
+            f"run {run} chunk {chunk} belongs to ledger {ledger_identity}, and this worker's "
+            f"ledger {ledger!r} is ledger {ledger.identity}"
+        )
     info = await ledger.run_info(run)
     if info is None:
-        raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        raise WrongLedger(
+            f"run {run} chunk {chunk}: no run named {run!r} in this worker's ledger {ledger!r} "
+            f"(ledger {ledger.identity}): is it the producer's ledger?"
+        )
     # The producer's send window and lines, as it stored them with the run
     # (read before the claim: a claim is never left in flight by a failure here).
     rules = SendRules.from_options(await ledger.run_options(run))
@@ -167,6 +182,7 @@ async def submit_run(
     daily_limit: int | None = None,
     lines: Sequence[str] | None = None,
     tz_for: TzFor | None = None,
+    default_tz: str | None = None,
 ) -> str:
     """Plan ``users`` into ``ledger`` (open) and ``await enqueue(run, chunk)``
     for each chunk, for the workers' :func:`send_chunk`; the run's name.
@@ -180,11 +196,15 @@ async def submit_run(
     planned (the workers may still be sending), or once a worker's fatal
     answer has stopped the run (the rest left unread). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
-    ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
-    ``send_bulk``: stored with the run, the workers apply them.
+    ``send_window``, ``daily_limit``, ``lines``, ``tz_for`` and
+    ``default_tz`` are those of ``send_bulk``: stored with the run, the
+    workers apply them (recipients the window cannot be held for are filed
+    deferred here, as they are planned). Let your task message carry
+    ``ledger.identity`` too, for :func:`send_chunk`'s ``ledger_identity``: a
+    worker on another ledger then leaves it.
     """
     segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for, default_tz)
     raise_problems(problems + rule_problems)
     name = run or default_run(segment)
     # Chunk names are new to each producer: a re-read input never joins an older chunk.
@@ -199,7 +219,7 @@ async def submit_run(
 
     for chunk in await ledger.unenqueued_chunks(name):
         await hand_over(chunk)
-    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
+    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for), defer=zone_deferral(rules))
 
     async def plan(planned: PlannedChunk | None) -> None:
         await ledger.skip(name, planner.drain_skipped())
@@ -212,6 +232,7 @@ async def submit_run(
             planned.recipients,
             retry_rejected=retry_rejected,
             ignore_suppression=ignore_suppression,
+            deferred=planned.deferred,
         )
         if len(held) < len(planned.recipients):
             await hand_over(chunk)

@@ -32,6 +32,7 @@ from campaignkit.ledger import (
     SqliteLedger,
 )
 from campaignkit.ledger._records import Recipients
+from campaignkit.ledger._schema import SCHEMA_VERSION
 from campaignkit.ledger._store import SqlLedger
 
 RUN = "run-1"
@@ -65,7 +66,7 @@ async def test_schema_created_on_first_use_and_reopened(new_ledger: NewLedger) -
         await ledger.start_run(RUN, "poll-1")
         await ledger.plan(RUN, "c1", people(3))
     async with new_ledger() as reopened:
-        assert await sql(reopened, "SELECT version FROM campaignkit_schema") == [(1,)]
+        assert await sql(reopened, "SELECT version FROM campaignkit_schema") == [(SCHEMA_VERSION,)]
         assert (await reopened.counts(RUN))[PLANNED] == 3
         assert [r.run for r in await reopened.runs()] == [RUN]
 

@@ -59,7 +59,8 @@ async def test_reply_webhook_update_history_round_trip(
     [call] = receiver.calls
     event = parse_event(call)
     assert (event.kind, event.session_id, event.answer) == (EventKind.RESPONSE, session_id, "Sí")
-    assert (event.country_code, event.cellphone) == ("+52", "5510001111")
+    # In WhatsApp's Mexican form, as the network reports the number.
+    assert (event.country_code, event.cellphone) == ("+52", "15510001111")
     assert event.conversation_id == f"{launch_id}-0"
     assert call["user_session_keys"] == [{"key": "name", "value": "Ana", "type": None}]
     update = await api.call(
@@ -117,7 +118,7 @@ async def test_spontaneous_replies_post_the_webhook(
     await api.send([api.user("5510001111"), api.user("5510009914")])  # 9914 never delivered
     await asyncio.wait_for(receiver.arrived.wait(), 5)
     await asyncio.sleep(0.2)
-    assert [call["cellphone"] for call in receiver.calls] == ["5510001111"]
+    assert [call["cellphone"] for call in receiver.calls] == ["15510001111"]  # WhatsApp's +52 1
 
 
 async def test_session_pagination_25000(api: Any, sb: Sandbox) -> None:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from helpers import webhook_samples as samples
 from helpers.ledgers import NewLedger
+from webhooks.receivers import ALL_SAMPLES, Calls, CountingStore, Recorder, Updates
 
 from campaignkit import SessionKey, ValidationError
 from campaignkit.webhooks import (
@@ -21,68 +22,6 @@ from campaignkit.webhooks import (
     webhook_app,
     webhook_handler,
 )
-
-ALL_SAMPLES = [
-    samples.RESPONSE,
-    samples.DELIVERED,
-    samples.READ,
-    samples.OPT_OUT,
-    samples.TIMEOUT,
-    samples.CONDITION,
-    samples.CONVERSATION_CLOSED,
-    samples.TEMPLATE_STATUS,
-]
-
-
-class Calls:
-    """An on_event that records its events and answers ``answer``."""
-
-    def __init__(self, answer: Any = None, delay: float = 0.0) -> None:
-        self.events: list[WebhookEvent] = []
-        self.answer = answer
-        self.delay = delay
-
-    async def __call__(self, event: WebhookEvent) -> Any:
-        self.events.append(event)
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
-class Recorder:
-    """A ``ledger=`` that records the events it is given."""
-
-    def __init__(self) -> None:
-        self.events: list[WebhookEvent] = []
-
-    async def record_event(self, event: WebhookEvent) -> None:
-        self.events.append(event)
-
-
-class CountingStore:
-    """A dedupe store in memory that counts what reached it."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.seen: dict[tuple[str, str], float] = {}
-        self.fail = fail
-
-    async def first_sighting(self, namespace: str, key: str) -> bool:
-        if self.fail:
-            raise OSError("store down")
-        fresh = (namespace, key) not in self.seen
-        self.seen.setdefault((namespace, key), time.time())
-        return fresh
-
-    async def forget(self, namespace: str, key: str) -> None:
-        self.seen.pop((namespace, key), None)
-
-    async def prune_seen(self, namespace: str, before: float) -> int:
-        old = [k for k, at in self.seen.items() if k[0] == namespace and at < before]
-        for k in old:
-            del self.seen[k]
-        return len(old)
 
 
 async def test_a_response_is_answered_with_the_callbacks_keys(serve: Any) -> None:
@@ -178,7 +117,9 @@ async def test_every_published_kind_is_passed_once(serve: Any) -> None:
         EventKind.TIMEOUT,
         EventKind.CONDITION,
         EventKind.CONVERSATION_CLOSED,
+        EventKind.CONVERSATION_CLOSED,  # the HubSpot variant
         EventKind.TEMPLATE_STATUS,
+        EventKind.UNKNOWN,
     ]
 
 
@@ -242,6 +183,7 @@ BAD = [
         id="nul-value",
     ),
     pytest.param(orjson.dumps({"read_at": "2019-01-01 00:00:00"}), 422, id="no-id"),
+    pytest.param(orjson.dumps({"closed_at": "2019-01-03 10:00:00"}), 422, id="hubspot-no-id"),
     pytest.param(
         orjson.dumps({**samples.RESPONSE, "actual_response": "FAKE\x00"}), 422, id="nul-answer"
     ),
@@ -304,16 +246,6 @@ async def test_a_failing_callback_answers_empty_and_is_handled_again(
     assert len(calls.events) == 5
 
 
-class Updates:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any]] = []
-        self.done = asyncio.Event()
-
-    async def update_session(self, session_external_id: str, user_session_keys: Any) -> None:
-        self.calls.append((session_external_id, user_session_keys))
-        self.done.set()
-
-
 async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
     serve: Any,
 ) -> None:
@@ -324,7 +256,7 @@ async def test_a_slow_callback_is_answered_at_the_deadline_and_updates_later(
     response = await client.post("/webhook", json=samples.RESPONSE)
     assert await response.json() == {"user_session_keys": []}
     assert time.monotonic() - started < 0.45
-    await asyncio.wait_for(updates.done.wait(), 5)
+    await updates.wait(1)
     assert updates.calls == [("1234", (SessionKey("late", "yes"),))]
 
 
@@ -370,10 +302,7 @@ async def test_a_blocking_plain_function_is_answered_at_the_deadline_too(serve: 
     )
     assert time.monotonic() - started < 0.45
     assert [await a.json() for a in answers] == [{"user_session_keys": []}] * 2
-    for _ in range(100):
-        if len(updates.calls) == 2:
-            break
-        await asyncio.sleep(0.05)
+    await updates.wait(2)
     assert set(updates.calls) == {
         ("1234", (SessionKey("late", "read"),)),
         ("1234", (SessionKey("late", "response"),)),
