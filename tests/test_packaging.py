@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "campaignkit.ledger",
     "campaignkit.webhooks",
     "campaignkit.dashboard",
+    "campaignkit.analysis",
     "campaignkit.sandbox",
     "campaignkit.testing",
 ]
