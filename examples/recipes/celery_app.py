@@ -37,7 +37,7 @@ from campaignkit.errors import LedgerError
 from campaignkit.ledger import PostgresLedger
 from campaignkit.workers import send_chunk, submit_run
 
-BROKER_URL = os.environ.get("CAMPAIGNS_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
+BROKER_URL = os.environ.get("CAMPAIGNS_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 LEDGER_DSN = os.environ.get("CAMPAIGNS_LEDGER_DSN", "postgresql://127.0.0.1/campaigns")
 QUEUE = os.environ.get("CAMPAIGNS_QUEUE", "campaigns")
 # A killed worker's chunk is reported ambiguous this long after it was
@@ -64,19 +64,18 @@ app.conf.update(
 
 
 class _WorkerState:
-    """What one worker process holds from its start to its exit."""
+    """What one worker process holds from its start to its exit: an event
+    loop, and the client and ledger made on it."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.ledger = PostgresLedger(LEDGER_DSN, claim_ttl=CLAIM_TTL)
-        self.loop.run_until_complete(self.ledger.open())
-        self.client = self.loop.run_until_complete(self._client())
+        try:
+            self.client, self.ledger = self.loop.run_until_complete(_open_client_and_ledger())
+        except BaseException:
+            self.loop.close()
+            raise
         # One name per process in the ledger's claims: who sent what.
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
-
-    @staticmethod
-    async def _client() -> CampaignClient:
-        return CampaignClient()  # made on the loop whose tasks use it
 
     def close(self) -> None:
         try:
@@ -86,13 +85,32 @@ class _WorkerState:
             self.loop.close()
 
 
+async def _open_client_and_ledger() -> tuple[CampaignClient, PostgresLedger]:
+    client = CampaignClient()
+    ledger = PostgresLedger(LEDGER_DSN, claim_ttl=CLAIM_TTL)
+    try:
+        await ledger.open()
+    except BaseException:
+        await client.aclose()
+        raise
+    return client, ledger
+
+
 _state: _WorkerState | None = None
+
+
+def _worker_state() -> _WorkerState:
+    """This process's state, opened on first use (a failed opening is tried
+    again by the next task: the ledger's LedgerError retries it)."""
+    global _state
+    if _state is None:
+        _state = _WorkerState()
+    return _state
 
 
 @worker_process_init.connect
 def _open_worker_state(**_: Any) -> None:
-    global _state
-    _state = _WorkerState()
+    _worker_state()  # at once: a wrong setting shows in the log as the worker starts
 
 
 @worker_process_shutdown.connect
@@ -114,10 +132,9 @@ def _close_worker_state(**_: Any) -> None:
 )
 def send_campaign_chunk(run: str, chunk: str) -> str | None:
     """Claim and send one chunk of ``run``; its outcome, or None if it was taken already."""
-    if _state is None:
-        raise RuntimeError("run this task in a prefork worker: worker_process_init opens its state")
-    result = _state.loop.run_until_complete(
-        send_chunk(_state.client, _state.ledger, run, chunk, owner=_state.owner)
+    state = _worker_state()
+    result = state.loop.run_until_complete(
+        send_chunk(state.client, state.ledger, run, chunk, owner=state.owner)
     )
     return None if result is None else result.outcome
 

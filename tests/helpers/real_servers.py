@@ -24,7 +24,7 @@ POSTGRES_DSN = os.environ.get(
 )
 REDIS_URL = os.environ.get("CAMPAIGNKIT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 RABBITMQ_URL = os.environ.get(
-    "CAMPAIGNKIT_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//"
+    "CAMPAIGNKIT_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F"
 )
 
 HOW_TO_START = {

@@ -19,11 +19,12 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 import asyncpg
 import attrs
+import pika  # type: ignore[import-untyped]
 from helpers.bulk_child import expected_phones
 from helpers.cli import sandbox_env
 from helpers.processes import run_process
@@ -43,17 +44,26 @@ LATE = {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "a
 SLOW = {**LATE, "seconds": 2.0}
 
 
+async def _nothing_to_forget(name: str) -> None:
+    return None
+
+
 @attrs.frozen
 class Engine:
-    """How to run one recipe: its module, a worker's command for a queue,
-    the line a started worker logs, and its broker."""
+    """How to run one recipe: its module, a new worker's command (the recipe
+    reads its queue from the environment), the line a started worker logs,
+    and its broker."""
 
     module: str
-    worker: Callable[[str], tuple[str, ...]]
+    worker: Callable[[], tuple[str, ...]]
     ready: str
     broker_url: str
     path: tuple[str, ...] = ()
     """Directories put before the environment's packages (arq's own Redis client)."""
+    settings: Mapping[str, str] = attrs.field(factory=dict)
+    """More of the recipe's ``CAMPAIGNS_*`` variables."""
+    forget: Callable[[str], Awaitable[None]] = _nothing_to_forget
+    """Removes what the queue and run of a name left in the broker."""
 
 
 class WorkerGroup:
@@ -102,6 +112,7 @@ def recipe_env(sb: Sandbox, engine: Engine, dsn: str, queue: str) -> dict[str, s
         "CAMPAIGNS_LEDGER_DSN": dsn,
         "CAMPAIGNS_QUEUE": queue,
         "CAMPAIGNS_CLAIM_TTL": str(CLAIM_TTL),
+        **engine.settings,
     }
 
 
@@ -111,7 +122,7 @@ async def worker_group(
 ) -> AsyncIterator[WorkerGroup]:
     """A started worker of ``engine``; its whole group killed on exit."""
     process = await asyncio.create_subprocess_exec(
-        *engine.worker(queue),
+        *engine.worker(),
         cwd=RECIPES,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -132,13 +143,20 @@ async def worker_group(
         await process.wait()
 
 
-async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout: float) -> None:
+async def until(
+    condition: Callable[[], Awaitable[bool]],
+    what: str,
+    timeout: float,
+    workers: Sequence[WorkerGroup],
+) -> None:
+    """Wait for ``condition``; past ``timeout``, fail with the workers' last lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if await condition():
             return
         await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
+    tails = "\n---\n".join(worker.tail() for worker in workers)
+    raise AssertionError(f"not within {timeout:g} s: {what}\n{tails}")
 
 
 async def in_flight(dsn: str, run: str, since: float) -> dict[int, set[str]]:
@@ -177,8 +195,16 @@ async def received(sb: Sandbox) -> dict[str, int]:
 
 async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: str) -> str:
     """The run's figures, once every assertion has held."""
+    # The run's name and its queue's, new to the shared broker.
+    name = f"ck-recipe-{uuid.uuid4().hex[:12]}"
+    try:
+        return await _send(sb, engine, postgres_dsn, name, name)
+    finally:
+        await engine.forget(name)
+
+
+async def _send(sb: Sandbox, engine: Engine, postgres_dsn: str, run: str, queue: str) -> str:
     started = time.monotonic()
-    run, queue = "recipe", f"ck-recipe-{uuid.uuid4().hex[:12]}"
     env = recipe_env(sb, engine, postgres_dsn, queue)
     async with sb.client() as client:
         poll = str((await client.list_polls())[0].id)
@@ -198,7 +224,7 @@ async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: s
         ]
         producing = asyncio.create_task(run_process(*producer_argv, env=env, timeout=90))
         # Let the run get under way before slowing the answers down.
-        await until(lambda: _accepted_at_least(sb, 10 * CHUNK), "ten chunks received", 60)
+        await until(lambda: _accepted_at_least(sb, 10 * CHUNK), "ten chunks received", 60, workers)
         await sb.set_faults(SLOW)
         since = time.time()
         groups = {worker.process.pid: worker for worker in workers}
@@ -216,7 +242,7 @@ async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: s
                         return True
             return False
 
-        await until(a_request_waiting, "a worker with a request under way", 60)
+        await until(a_request_waiting, "a worker with a request under way", 60, workers)
         victim[0].kill()
         await sb.set_faults(LATE)
         workers.append(await stack.enter_async_context(worker_group(engine, env, queue)))
@@ -231,11 +257,7 @@ async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: s
                 counts = await ledger.counts(run)
                 return bool(info and info.input_done and not counts[PLANNED] + counts[IN_FLIGHT])
 
-            try:
-                await until(settled, "every recipient settled", 90)
-            except AssertionError as e:
-                tails = "\n---\n".join(w.tail() for w in workers)
-                raise AssertionError(f"{e}: {dict(await ledger.counts(run))}\n{tails}") from None
+            await until(settled, "every recipient settled", 90, workers)
             report = await ledger.report(run)
             states = {record.phone: record.state async for record in ledger.records(run)}
         survivors = [w for w in workers if w is not victim[0]]
@@ -256,6 +278,10 @@ async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: s
     pids = [owner.split(":")[1] for owner in owners]
     assert len(pids) == len(set(pids)), owners
     assert codes == [0] * len(survivors), "\n---\n".join(w.tail() for w in survivors)
+    # No task failed (and was retried) on the way.
+    assert not [line for w in survivors for line in w.lines if "Traceback" in line], [
+        w.tail() for w in survivors
+    ]
     return (
         f"{engine.module}: users={USERS} received={len(phones)} accepted={counts['accepted']} "
         f"ambiguous={counts['ambiguous']} processes={len(owners)} "
@@ -265,3 +291,16 @@ async def send_with_a_worker_killed(sb: Sandbox, engine: Engine, postgres_dsn: s
 
 async def _accepted_at_least(sb: Sandbox, count: int) -> bool:
     return len(await received(sb)) >= count
+
+
+async def delete_rabbitmq_queues(url: str, *names: str) -> None:
+    def delete() -> None:
+        connection = pika.BlockingConnection(pika.URLParameters(url))
+        try:
+            channel = connection.channel()
+            for name in names:
+                channel.queue_delete(name)
+        finally:
+            connection.close()
+
+    await asyncio.to_thread(delete)

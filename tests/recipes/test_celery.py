@@ -8,17 +8,18 @@ import uuid
 
 import pytest
 from helpers import real_servers
-from recipes.harness import Engine, send_with_a_worker_killed
+from recipes.harness import Engine, delete_rabbitmq_queues, send_with_a_worker_killed
 
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(150)
 
 
-def celery_worker(queue: str) -> tuple[str, ...]:
+def worker() -> tuple[str, ...]:
+    """A worker node of a name of its own, on the recipe's default queue (CAMPAIGNS_QUEUE)."""
     return (
         *(sys.executable, "-m", "celery", "-A", "celery_app", "worker"),
-        *("--pool", "prefork", "--concurrency", "2", "--queues", queue, "--loglevel", "INFO"),
+        *("--pool", "prefork", "--concurrency", "2", "--loglevel", "INFO"),
         *("--hostname", f"recipe-{uuid.uuid4().hex[:8]}@%h"),
         *("--without-gossip", "--without-mingle", "--without-heartbeat"),
     )
@@ -27,7 +28,12 @@ def celery_worker(queue: str) -> tuple[str, ...]:
 async def test_celery_sends_each_user_once_with_a_worker_killed(
     sb: Sandbox, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engine = Engine("celery_app", celery_worker, " ready.", real_servers.rabbitmq_url())
+    url = real_servers.rabbitmq_url()
+
+    async def forget(queue: str) -> None:
+        await delete_rabbitmq_queues(url, queue)
+
+    engine = Engine("celery_app", worker, " ready.", url, forget=forget)
     figures = await send_with_a_worker_killed(sb, engine, postgres_dsn)
     with capsys.disabled():  # CI's log shows the figures of a passing run too
         print(f"\n{figures}")
