@@ -7,7 +7,6 @@ import sys
 import uuid
 
 import pytest
-from helpers import real_servers
 from recipes.harness import Engine, delete_rabbitmq_queues, send_with_a_worker_killed
 
 from campaignkit.sandbox import Sandbox
@@ -26,14 +25,12 @@ def worker() -> tuple[str, ...]:
 
 
 async def test_celery_sends_each_user_once_with_a_worker_killed(
-    sb: Sandbox, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+    sb: Sandbox, postgres_dsn: str, rabbitmq_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = real_servers.rabbitmq_url()
-
     async def forget(queue: str) -> None:
-        await delete_rabbitmq_queues(url, queue)
+        await delete_rabbitmq_queues(rabbitmq_url, queue)
 
-    engine = Engine("celery_app", worker, " ready.", url, forget=forget)
+    engine = Engine("celery_app", worker, " ready.", rabbitmq_url, forget=forget)
     figures = await send_with_a_worker_killed(sb, engine, postgres_dsn)
     with capsys.disabled():  # CI's log shows the figures of a passing run too
         print(f"\n{figures}")

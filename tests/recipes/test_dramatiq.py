@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-from helpers import real_servers
 from recipes.harness import Engine, delete_rabbitmq_queues, send_with_a_worker_killed
 
 from campaignkit.sandbox import Sandbox
@@ -29,15 +28,13 @@ def worker() -> tuple[str, ...]:
 
 
 async def test_dramatiq_sends_each_user_once_with_a_worker_killed(
-    sb: Sandbox, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+    sb: Sandbox, postgres_dsn: str, rabbitmq_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = real_servers.rabbitmq_url()
-
     async def forget(queue: str) -> None:
         # Dramatiq's queue, its delay queue and its dead letters.
-        await delete_rabbitmq_queues(url, queue, f"{queue}.DQ", f"{queue}.XQ")
+        await delete_rabbitmq_queues(rabbitmq_url, queue, f"{queue}.DQ", f"{queue}.XQ")
 
-    engine = Engine("dramatiq_actors", worker, "is ready for action", url, forget=forget)
+    engine = Engine("dramatiq_actors", worker, "is ready for action", rabbitmq_url, forget=forget)
     figures = await send_with_a_worker_killed(sb, engine, postgres_dsn)
     with capsys.disabled():  # CI's log shows the figures of a passing run too
         print(f"\n{figures}")
