@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 
 from campaignkit import CampaignClient, User
+from campaignkit.ledger import PostgresLedger
 from campaignkit.workers import BulkWorkers, broker_from
 
 from ._harness import Row, Timing, throughput_ratio
@@ -41,7 +42,7 @@ SCRIPT = Path(sys.executable).with_name("campaignkit")
 
 @contextlib.asynccontextmanager
 async def ledger_schema() -> AsyncIterator[str]:
-    """A DSN whose connections work in a new schema, dropped afterwards."""
+    """A DSN whose connections work in a new schema holding a new ledger, dropped afterwards."""
     import asyncpg
 
     schema = f"ck_bench_{uuid.uuid4().hex[:12]}"
@@ -51,8 +52,11 @@ async def ledger_schema() -> AsyncIterator[str]:
     finally:
         await conn.close()
     separator = "&" if "?" in POSTGRES_DSN else "?"
+    dsn = f"{POSTGRES_DSN}{separator}options=-csearch_path%3D{schema}"
     try:
-        yield f"{POSTGRES_DSN}{separator}options=-csearch_path%3D{schema}"
+        async with PostgresLedger(dsn):  # workers never create their ledger
+            pass
+        yield dsn
     finally:
         conn = await asyncpg.connect(POSTGRES_DSN)
         try:

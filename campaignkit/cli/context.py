@@ -13,6 +13,7 @@ from .. import errors
 from .._redaction import redact
 from ..client import CampaignClient
 from ..config import RetryPolicy
+from ..ledger import LedgerNotFound
 from .output import dumps
 
 # Kept here, not in a docstring: ``python -OO`` strips docstrings, not --help.
@@ -27,7 +28,9 @@ Exit codes:
        lists who was reached, and the one that resends knowingly)
   5    network: connection failure, or a timeout (including `track --track-timeout`)
   6    bulk send finished, but some users were not sent (invalid or failed chunks)
-  7    no such ledger: --journal names a file that does not exist (`runs`)
+  7    no such ledger: --journal names a ledger that does not exist (`worker`,
+       `runs`, `suppress`, `report`, `dashboard`, `submit` without --create);
+       nothing was created
   130  interrupted (Ctrl-C)
 """
 
@@ -50,12 +53,8 @@ class UsageError(Exception):
     """A mistake on the command line or in an input file (exit 2)."""
 
 
-class NoLedger(Exception):
-    """``--journal`` of a command that only reads names a file that does not exist (exit 7)."""
-
-
 def exit_status(exc: BaseException) -> ExitStatus:
-    if isinstance(exc, NoLedger):
+    if isinstance(exc, LedgerNotFound):
         return ExitStatus.NO_LEDGER
     if isinstance(exc, UsageError | errors.ValidationError):
         return ExitStatus.USAGE

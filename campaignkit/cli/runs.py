@@ -1,14 +1,8 @@
-"""``worker`` (send the chunks of bulk runs from a taskiq broker) and ``runs``
-(a delivery ledger's runs, one run's counts, its users to retry)."""
+"""``runs`` (a delivery ledger's runs, one run's counts, its users to retry),
+and how every command opens the ledger ``--journal`` names."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import os
-import signal
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,60 +10,15 @@ from typing import Any
 from .._funnel import Funnel
 from .._redaction import redact
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import (
-    DEFAULT_CLAIM_TTL,
-    STATES,
-    Ledger,
-    RunInfo,
-    SqliteLedger,
-    ledger_from,
-)
-from .argtypes import positive_float, positive_int
-from .context import AddCommand, Ctx, ExitStatus, NoLedger, UsageError, require_workers
+from ..ledger import STATES, Ledger, RunInfo, ledger_from
+from .argtypes import positive_int
+from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import funnel_table, table
 from .run_export import export_run, failure_status_list
 
 
 def register(add: AddCommand) -> None:
-    p = add(
-        "worker",
-        "send chunks of bulk runs from a taskiq broker (extra 'workers')",
-        "Take chunks of bulk runs from the broker's queue, claim each in the ledger and send "
-        "it with the client's send rules, until SIGINT/SIGTERM (the chunks under way are "
-        "finished first). Start as many as you like, on any machine that reaches the broker "
-        "and the ledger. Producers use campaignkit.workers.BulkWorkers (README, 'Bulk sends "
-        "across workers').",
-    )
-    p.add_argument(
-        "--broker",
-        required=True,
-        help="redis://HOST:PORT/DB (a Redis streams broker), or module:attribute naming a "
-        "taskiq broker object of yours (RabbitMQ, NATS, ...)",
-    )
-    p.add_argument(
-        "--journal",
-        required=True,
-        help="the runs' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
-    )
-    p.add_argument("--concurrency", type=positive_int, default=4, help="chunks at a time (4)")
-    p.add_argument("--queue", default="campaignkit", help="Redis stream name (campaignkit)")
-    p.add_argument(
-        "--claim-ttl",
-        type=positive_float,
-        default=DEFAULT_CLAIM_TTL,
-        help="seconds after which a claim of a dead worker is reported ambiguous "
-        f"({DEFAULT_CLAIM_TTL:g}); longer than any chunk's request can last",
-    )
-    p.add_argument(
-        "--redeliver-after",
-        type=positive_float,
-        default=60.0,
-        help="Redis: seconds before a message left unacknowledged by a dead worker goes "
-        "to another (60); early is safe, a chunk is never claimed twice",
-    )
-    p.set_defaults(func=cmd_worker, needs_client=False)
-
     p = add(
         "runs",
         "the runs of a delivery ledger, or one run's counts",
@@ -84,7 +33,9 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
-        "--journal", required=True, help="the ledger: an SQLite file or a postgresql:// DSN"
+        "--journal",
+        required=True,
+        help="the ledger: an SQLite file or a postgresql:// DSN; it must exist (exit 7)",
     )
     exported = ["rejected", "ambiguous", "suppressed", "deferred"]
     p.add_argument("--export", choices=exported, help="write these users as CSV")
@@ -117,93 +68,26 @@ def register(add: AddCommand) -> None:
 
 def open_ledger(journal: str, *, claim_ttl: float | None = None, existing: bool = False) -> Ledger:
     """The ledger ``--journal`` names (an SQLite file or a ``postgresql://`` DSN);
-    ``existing``: a command that only reads refuses to create a new file."""
-    ledger = ledger_from(journal)
-    if existing and isinstance(ledger, SqliteLedger) and not os.path.exists(ledger.path):
-        raise NoLedger(
-            f"no ledger at {ledger.path!r}: the file does not exist (a typo? a run sent "
-            "from another directory?). Give the --journal its run was sent with"
-        )
+    ``existing``: opening it refuses a ledger that does not exist
+    (:class:`~campaignkit.ledger.LedgerNotFound`, exit 7), creating nothing:
+    a command that reads or resumes a run must never start an empty ledger."""
+    ledger = ledger_from(journal, create=not existing)
     if claim_ttl is not None:
         ledger.claim_ttl = claim_ttl
     return ledger
 
 
-class _Lines(logging.Formatter):
-    """One line per record (the traceback too with ``--debug``), the API key redacted."""
-
-    def __init__(self, *, tracebacks: bool) -> None:
-        super().__init__("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-        self._tracebacks = tracebacks
-
-    def format(self, record: logging.LogRecord) -> str:
-        if self._tracebacks:
-            return redact(super().format(record))
-        return redact(f"{self.formatTime(record, self.datefmt)} {record.getMessage()}")
-
-
-def _repeats_our_line(record: logging.LogRecord) -> bool:
-    # taskiq logs every failed task with its traceback; the chunk's own ERROR line says it.
-    return record.msg != "Exception found while executing function."
-
-
-@contextlib.contextmanager
-def _worker_logging(ctx: Ctx) -> Iterator[None]:
-    """The workers' and ledger's lines on stderr: a line per chunk and per
-    reconnection (warnings only with --quiet)."""
-    handler = logging.StreamHandler(ctx.err)
-    handler.setFormatter(_Lines(tracebacks=ctx.args.debug))
-    handler.addFilter(_repeats_our_line)
-    level = logging.WARNING if ctx.args.quiet else logging.INFO
-    loggers = [logging.getLogger(name) for name in ("campaignkit", "taskiq")]
-    saved = [(logger.level, logger.propagate) for logger in loggers]
-    for logger, logger_level in zip(loggers, (level, logging.WARNING), strict=True):
-        logger.addHandler(handler)
-        logger.setLevel(logger_level)
-        logger.propagate = False
-    try:
-        yield
-    finally:
-        for logger, (old_level, propagate) in zip(loggers, saved, strict=True):
-            logger.removeHandler(handler)
-            logger.setLevel(old_level)
-            logger.propagate = propagate
-
-
-async def cmd_worker(ctx: Ctx) -> ExitStatus:
-    require_workers("worker")
-    from taskiq import TaskiqEvents, TaskiqState
-
-    from ..workers import BulkWorkers, broker_from
-
-    a = ctx.args
-    client = ctx.client()  # configuration errors now, not at the first chunk
-    broker = broker_from(a.broker, queue=a.queue, redeliver_after=a.redeliver_after)
-    bulk = BulkWorkers(
-        broker, lambda: open_ledger(a.journal, claim_ttl=a.claim_ttl), client=lambda: client
-    )
-    ledger = open_ledger(a.journal)
-
-    def ready(state: TaskiqState) -> None:
-        ctx.note(
-            f"campaignkit worker {bulk.owner} ready: {type(broker).__name__}"
-            f"{f' queue {a.queue}' if '://' in a.broker else ''}, ledger {ledger!r}, "
-            f"concurrency {a.concurrency} (SIGINT/SIGTERM: stop after the chunks under way)"
+def say_if_new(ctx: Ctx, ledger: Ledger) -> None:
+    """The first line of a command that has just created its ledger, even with
+    --quiet: a resumed run whose --journal was mistyped shows here."""
+    if ledger.is_new:
+        ctx.err.write(
+            redact(
+                f"campaignkit: new ledger created: {ledger!r} did not exist (ledger "
+                f"{ledger.identity}); resuming a run? then this is not its --journal\n"
+            )
         )
-
-    broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, ready)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        with _worker_logging(ctx):
-            await bulk.work(concurrency=a.concurrency, stop=stop)
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-    ctx.note("campaignkit worker stopped")
-    return ExitStatus.OK
+        ctx.err.flush()
 
 
 def _created(info: RunInfo) -> str:

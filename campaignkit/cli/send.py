@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,7 @@ from ..bulk import (
     default_run,
 )
 from ..client import CampaignClient
-from ..ledger import ledger_from
+from ..ledger import Ledger, ledger_from
 from ..progress import ProgressUpdate
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
@@ -36,6 +36,7 @@ from .output import (
     program,
     table,
 )
+from .runs import say_if_new
 from .track import report_status, track_campaign
 
 
@@ -57,7 +58,8 @@ def register(add: AddCommand) -> None:
     bulk.add_argument("--concurrency", type=positive_int, default=4)
     bulk.add_argument(
         "--journal",
-        help="delivery ledger: an SQLite file or a postgresql:// DSN; rerun to resume",
+        help="delivery ledger: an SQLite file or a postgresql:// DSN; rerun to resume (the "
+        "first line says when it creates a new ledger)",
     )
     bulk.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
     bulk.add_argument(
@@ -137,6 +139,24 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     check_follow_timeout(a)
     rules = sending_line.options(a)
     users, total = bulk_input(a.file, a.format)
+    if not a.journal:
+        return await _bulk(ctx, client, users, total, rules, None)
+    # Opened here, to say first whether it is new: a resumed run whose
+    # --journal was mistyped would otherwise be sent again in silence.
+    async with ledger_from(a.journal) as ledger:
+        say_if_new(ctx, ledger)
+        return await _bulk(ctx, client, users, total, rules, ledger)
+
+
+async def _bulk(
+    ctx: Ctx,
+    client: CampaignClient,
+    users: Iterable[Any],
+    total: int | None,
+    rules: dict[str, Any],
+    ledger: Ledger | None,
+) -> ExitStatus:
+    a = ctx.args
     sent_at = datetime.now(UTC)
     last: ProgressUpdate | None = None
     with Progress(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
@@ -153,7 +173,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
                 users,
                 chunk_size=a.chunk_size,
                 concurrency=a.concurrency,
-                journal=a.journal,
+                journal=ledger,
                 run=a.run,
                 retry_rejected=a.retry_rejected,
                 ignore_suppression=a.ignore_suppression,
@@ -176,10 +196,9 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if ctx.json:
         ctx.emit(bulk_summary(report))
         return bulk_status(report)
-    if report.ambiguous and a.journal:
+    if report.ambiguous and ledger is not None:
         # Ambiguous in an earlier send of the run: the sessions since it began.
-        async with ledger_from(a.journal) as ledger:
-            info = await ledger.run_info(a.run or default_run(a.poll_id))
+        info = await ledger.run_info(a.run or default_run(a.poll_id))
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at)

@@ -11,7 +11,7 @@ from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, require_workers
 from .input import add_users_arguments, bulk_input
 from .output import program, table
-from .runs import open_ledger
+from .runs import open_ledger, say_if_new
 
 
 def register(add: AddCommand) -> None:
@@ -22,7 +22,10 @@ def register(add: AddCommand) -> None:
         "of the ledger, chunk by chunk, and enqueue one message per chunk on the broker for "
         "`campaignkit worker` processes to send. Prints the run's name and how to watch it. "
         "Run it again with the same --run after a crash: only who the run does not hold yet "
-        "is planned, and chunks never enqueued are enqueued again.",
+        "is planned, and chunks never enqueued are enqueued again. The ledger must exist "
+        "(a resumed run's ledger is never created anew): --create makes a new one for a "
+        "first run, and says so on the first line. Each chunk message names the ledger: "
+        "workers on another ledger leave it to the right ones.",
     )
     add_users_arguments(p)
     p.add_argument(
@@ -34,6 +37,12 @@ def register(add: AddCommand) -> None:
         "--journal",
         required=True,
         help="the workers' ledger: a postgresql:// DSN (or an SQLite file, one machine only)",
+    )
+    p.add_argument(
+        "--create",
+        action="store_true",
+        help="create the ledger if it does not exist (a first run); without it a missing "
+        "ledger is an error (exit 7)",
     )
     p.add_argument("--run", help="the run's name in the ledger (default: poll-POLL_ID)")
     p.add_argument("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE)
@@ -58,22 +67,23 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
     rules = sending_line.options(a)
     users, _ = bulk_input(a.file, a.format)
     broker = broker_from(a.broker, queue=a.queue)
-    await broker.startup()
-    try:
-        # A function making the ledger: BulkWorkers closes what it made.
-        async with BulkWorkers(broker, lambda: open_ledger(a.journal)) as bulk:
-            run = await bulk.submit(
-                a.poll_id,
-                users,
-                run=a.run,
-                chunk_size=a.chunk_size,
-                retry_rejected=a.retry_rejected,
-                ignore_suppression=a.ignore_suppression,
-                **rules,
-            )
-            counts = await bulk.counts(run)
-    finally:
-        await broker.shutdown()
+    async with open_ledger(a.journal, existing=not a.create) as ledger:
+        say_if_new(ctx, ledger)
+        await broker.startup()
+        try:
+            async with BulkWorkers(broker, ledger) as bulk:
+                run = await bulk.submit(
+                    a.poll_id,
+                    users,
+                    run=a.run,
+                    chunk_size=a.chunk_size,
+                    retry_rejected=a.retry_rejected,
+                    ignore_suppression=a.ignore_suppression,
+                    **rules,
+                )
+                counts = await bulk.counts(run)
+        finally:
+            await broker.shutdown()
     journal = shlex.quote(a.journal)
     watch = f"{program()} runs {shlex.quote(run)} --journal {journal}"
     if ctx.json:

@@ -15,7 +15,7 @@ from ..ledger._suppression import entry_problems, suppression_phones
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import load_users, readable
 from .output import table
-from .runs import open_ledger
+from .runs import open_ledger, say_if_new
 
 _INDEX = re.compile(r"^phones\[(\d+)\]")
 
@@ -28,7 +28,9 @@ def register(add: AddCommand) -> None:
         "(with their country code: +573001234567; spaces, dashes and parentheses allowed). "
         "remove PHONE...: take them off (a rerun of a run then sends them). import FILE: "
         "put on it the users of a file as `send` reads it (CSV or JSON; '-' for stdin). "
-        "`send --bulk --ignore-suppression` sends to listed numbers for one run.",
+        "`send --bulk --ignore-suppression` sends to listed numbers for one run. The ledger "
+        "must exist (exit 7 otherwise: numbers put on a mistyped ledger would protect "
+        "nobody); add and import take --create to start a new ledger with its list.",
     )
     p.add_argument("action", choices=["list", "add", "remove", "import"])
     p.add_argument("items", nargs="*", metavar="PHONE|FILE", help="numbers, or import's file")
@@ -37,12 +39,17 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("--reason", help=f"why they are listed (add, import; default: {MANUAL})")
     p.add_argument("--format", choices=["csv", "json"], help="import: default from the file name")
+    p.add_argument(
+        "--create",
+        action="store_true",
+        help="add, import: create the ledger if it does not exist (the list of the runs to come)",
+    )
     p.set_defaults(func=cmd_suppress, needs_client=False)
 
 
 async def cmd_suppress(ctx: Ctx) -> ExitStatus:
     a = ctx.args
-    _check_usage(a.action, a.items, a.reason, a.format)
+    _check_usage(a.action, a.items, a.reason, a.format, a.create)
     # Every number (and file, and reason) checked before the ledger is opened,
     # or an SQLite file created.
     if a.action == "import":
@@ -55,7 +62,8 @@ async def cmd_suppress(ctx: Ctx) -> ExitStatus:
     reason = MANUAL if a.reason is None else a.reason
     if problems := entry_problems(reason, source):
         raise UsageError(f"--{problems[0][0]} {problems[0][1]}")
-    async with open_ledger(a.journal, existing=a.action in ("list", "remove")) as ledger:
+    async with open_ledger(a.journal, existing=not a.create) as ledger:
+        say_if_new(ctx, ledger)
         if a.action == "list":
             await _list(ctx, ledger)
         elif a.action == "remove":
@@ -71,7 +79,9 @@ async def cmd_suppress(ctx: Ctx) -> ExitStatus:
     return ExitStatus.OK
 
 
-def _check_usage(action: str, items: Sequence[str], reason: str | None, fmt: str | None) -> None:
+def _check_usage(
+    action: str, items: Sequence[str], reason: str | None, fmt: str | None, create: bool
+) -> None:
     if action == "list" and items:
         raise UsageError("suppress list takes no PHONE or FILE")
     if action in ("add", "remove") and not items:
@@ -82,6 +92,8 @@ def _check_usage(action: str, items: Sequence[str], reason: str | None, fmt: str
         raise UsageError("--reason goes with add or import")
     if fmt is not None and action != "import":
         raise UsageError("--format goes with import")
+    if create and action not in ("add", "import"):
+        raise UsageError("--create goes with add or import")
 
 
 def _phones(items: Sequence[Any], names: Sequence[str]) -> list[str]:

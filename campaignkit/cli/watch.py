@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
@@ -67,7 +66,10 @@ def register(add: AddCommand) -> None:
         help="launches followed at once; the least recently viewed is dropped (50)",
     )
     p.add_argument("--launch", action="append", default=[], help="a launch_request_id to show")
-    p.add_argument("--journal", help="a ledger (SQLite file or postgresql:// DSN): list its runs")
+    p.add_argument(
+        "--journal",
+        help="a ledger (SQLite file or postgresql:// DSN), which must exist: list its runs",
+    )
     p.add_argument(
         "--sandbox-admin", metavar="URL", help="a sandbox's admin URL: list its launches too"
     )
@@ -87,7 +89,9 @@ def register(add: AddCommand) -> None:
     p.add_argument("--run", metavar="NAME", help="report the whole bulk run NAME of --journal")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
     p.add_argument(
-        "--journal", help="the ledger of the run that sent it: the chart starts there (--run: its)"
+        "--journal",
+        help="the ledger of the run that sent it, which must exist: the chart starts there "
+        "(--run: its)",
     )
     p.add_argument(
         "--no-wait", action="store_true", help="read the launch once instead of following it"
@@ -111,21 +115,12 @@ def _token(text: str) -> str:
 
 @contextlib.asynccontextmanager
 async def maybe_ledger(journal: str | None) -> AsyncIterator[Ledger | None]:
-    """The ledger ``--journal`` names, open while in the block (None without one)."""
+    """The ledger ``--journal`` names, open while in the block (None without
+    one; exit 7, nothing created, if it does not exist)."""
     if journal is None:
         yield None
         return
-    async with existing_ledger(journal) as ledger:
-        yield ledger
-
-
-@contextlib.asynccontextmanager
-async def existing_ledger(journal: str) -> AsyncIterator[Ledger]:
-    """The ledger ``--journal`` names, open while in the block (a usage error
-    if its file does not exist)."""
-    if "://" not in journal and not await asyncio.to_thread(Path(journal).exists):
-        raise UsageError(f"--journal {journal}: no such ledger file")
-    async with open_ledger(journal) as ledger:
+    async with open_ledger(journal, existing=True) as ledger:
         yield ledger
 
 
@@ -198,7 +193,7 @@ async def _run_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("report --run needs --journal (the ledger of the run)")
     if a.no_wait or a.follow_for is not None:
         raise UsageError("--no-wait and --follow-for follow a launch: not with --run")
-    async with existing_ledger(a.journal) as ledger:
+    async with open_ledger(a.journal, existing=True) as ledger:
         info = await ledger.run_info(a.run)
         if info is None:
             raise UsageError(f"--run {a.run}: {a.journal} has no such run")

@@ -29,6 +29,13 @@ opted out, from the webhooks: every ledger is an ``EventRecorder``), counts
 the run's :class:`Funnel`, and gives the users of a follow-up run
 (``follow_up_users``).
 
+Each ledger has an ``identity``, written once when it is created: chunk
+messages carry it, so that a worker on another ledger leaves them
+(:class:`WrongLedger`), and a claim checks it, so that a ledger replaced
+under a running send stops it. ``create=False`` opens only a ledger that
+exists (:class:`LedgerNotFound` otherwise, nothing created): whoever reads
+or resumes a run opens it so.
+
 Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
 :class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
 and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
@@ -42,6 +49,7 @@ import os
 from typing import TypeAlias
 
 from .._funnel import Funnel
+from ._identity import LedgerNotFound, WrongLedger
 from ._memory import MemoryLedger
 from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
@@ -87,6 +95,7 @@ __all__ = [
     "Funnel",
     "Journal",
     "Ledger",
+    "LedgerNotFound",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
@@ -97,6 +106,7 @@ __all__ = [
     "SqliteLedger",
     "Suppression",
     "StatusRow",
+    "WrongLedger",
     "ledger_from",
     "suppression_reason",
 ]
@@ -105,10 +115,14 @@ Journal: TypeAlias = "str | os.PathLike[str] | Ledger"
 """What ``journal=`` takes: an SQLite path, a ``postgresql://`` DSN, or a ledger."""
 
 
-def ledger_from(journal: Journal) -> Ledger:
-    """The ledger ``journal`` names: itself, a PostgreSQL DSN, or an SQLite path."""
+def ledger_from(journal: Journal, *, create: bool = True) -> Ledger:
+    """The ledger ``journal`` names: itself, a PostgreSQL DSN, or an SQLite path.
+
+    ``create=False``: opening it refuses a ledger that does not exist
+    (:class:`LedgerNotFound`), for whoever reads or resumes a run.
+    """
     if isinstance(journal, Ledger):
         return journal
     if isinstance(journal, str) and journal.startswith(("postgresql://", "postgres://")):
-        return PostgresLedger(journal)
-    return SqliteLedger(journal)
+        return PostgresLedger(journal, create=create)
+    return SqliteLedger(journal, create=create)

@@ -16,6 +16,7 @@ from itertools import pairwise
 import attrs
 
 from ..errors import LedgerError
+from ._identity import new_identity
 from ._memory_outcomes import MemoryOutcomes
 from ._memory_runs import Batch, ClaimState, RunState
 from ._memory_seen import MemorySeen
@@ -53,6 +54,9 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
 
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
         super().__init__(claim_ttl=claim_ttl)
+        # Its contents live as long as the object: so does its identity.
+        self._identity = new_identity()
+        self.is_new = True
         self._open = False
         self._runs: dict[str, RunState] = {}
         self._seen: dict[str, dict[str, float]] = {}

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
+from ._identity import LedgerNotFound
 from ._protocol import DEFAULT_CLAIM_TTL
 from ._schema import LedgerUnavailable, Transaction, TransactionConflict
 from ._store import SqlLedger
@@ -48,7 +49,9 @@ class PostgresLedger(SqlLedger):
     ``UPDATE ... WHERE state = 'planned' RETURNING``, which row locks make
     atomic between any number of workers. Commits are durable as PostgreSQL's
     ``synchronous_commit`` makes them (on by default). The schema is created
-    on first use under an advisory lock.
+    on first use under an advisory lock; with ``create=False`` a database
+    whose schema (the first of its ``search_path``) holds no ledger is
+    :class:`~campaignkit.ledger.LedgerNotFound`, and nothing is created.
     """
 
     def __init__(
@@ -58,9 +61,11 @@ class PostgresLedger(SqlLedger):
         claim_ttl: float = DEFAULT_CLAIM_TTL,
         min_size: int = 1,
         max_size: int = 4,
+        create: bool = True,
     ) -> None:
         super().__init__(claim_ttl=claim_ttl)
         self.dsn = dsn
+        self.create = create
         self._sizes = (min_size, max_size)
         self._pool: asyncpg.Pool | None = None
 
@@ -85,6 +90,30 @@ class PostgresLedger(SqlLedger):
                 f"cannot connect to the ledger {redact_dsn(self.dsn)}: {type(exc).__name__}: "
                 f"{str(exc).replace(self.dsn, redact_dsn(self.dsn))}"
             ) from None
+        if not self.create:
+            await self._refuse_missing(self._pool)
+
+    async def _refuse_missing(self, pool: asyncpg.Pool) -> None:
+        import asyncpg
+
+        try:
+            schema, found = await pool.fetchrow(
+                "SELECT current_schema(), to_regclass('campaignkit_schema') IS NOT NULL"
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise self._failed(LedgerError, exc) from None
+        if not found:
+            self._pool = None
+            await pool.close()
+            where = (
+                "no schema of its search_path exists"
+                if schema is None
+                else (f"its schema {schema!r} holds no campaignkit tables")
+            )
+            raise LedgerNotFound(
+                f"no ledger in {redact_dsn(self.dsn)}: {where} (a mistyped database or "
+                "search_path?); nothing was created"
+            )
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

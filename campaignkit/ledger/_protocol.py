@@ -40,10 +40,25 @@ class Ledger(SendingRules, SuppressionList):
     claim_ttl: float
     """Seconds a claim holds its recipients before they are reported ambiguous."""
 
+    is_new: bool
+    """Whether opening this ledger created it (a new SQLite file, or new tables
+    in a PostgreSQL schema)."""
+
     def __init__(self, *, claim_ttl: float) -> None:
         if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, int | float) or claim_ttl <= 0:
             raise LedgerError(f"claim_ttl must be a number of seconds > 0, got {claim_ttl!r}")
         self.claim_ttl = float(claim_ttl)
+        self.is_new = False
+        self._identity: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """Which ledger this is: a random id written into it when it was created
+        (chunk messages carry it, so that a worker on another ledger leaves
+        them). Known once the ledger is open."""
+        if self._identity is None:
+            raise LedgerError(f"{self!r} is not open: its identity is read when it opens")
+        return self._identity
 
     @abc.abstractmethod
     async def open(self) -> None:

@@ -39,6 +39,9 @@ BATCH: Final = 5000
 
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
+    # Which ledger this is (see ._identity): one row, written when it is created.
+    "CREATE TABLE IF NOT EXISTS campaignkit_ledger"
+    " (identity TEXT PRIMARY KEY, created DOUBLE PRECISION NOT NULL)",
     """CREATE TABLE IF NOT EXISTS campaignkit_runs (
         run TEXT PRIMARY KEY,
         poll TEXT NOT NULL,
@@ -186,14 +189,16 @@ class Transactional(abc.ABC):
         """One transaction: committed durably on success, rolled back on error."""
 
 
-async def create_schema(tx: Transaction) -> None:
-    """Create the tables if missing; refuse a schema newer than this code."""
+async def create_schema(tx: Transaction) -> bool:
+    """Create the tables if missing, re-key an older ledger's phones; refuse
+    a schema newer than this code. Whether the ledger is new (it had no schema)."""
     for statement in (*SCHEMA, *SENDING_TABLES):
         await tx.execute(statement)
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:
         await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
-    elif rows[0][0] < SCHEMA_VERSION:
+        return True
+    if rows[0][0] < SCHEMA_VERSION:
         await rekey_phones(tx)
         await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
     elif rows[0][0] > SCHEMA_VERSION:
@@ -201,3 +206,4 @@ async def create_schema(tx: Transaction) -> None:
             f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
             f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
         )
+    return False

@@ -10,9 +10,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import LedgerError
+from ._identity import LedgerNotFound, file_stamp
 from ._protocol import DEFAULT_CLAIM_TTL
 from ._schema import Transaction
 from ._store import SqlLedger
@@ -47,6 +49,12 @@ class SqliteLedger(SqlLedger):
     and the last user to close it clears the records: a file that records a
     session of another file (it is a copy) and has no ``-wal`` beside it is
     refused, with the ways to copy a ledger (:data:`COPY_ADVICE`).
+
+    ``create=False`` opens only a ledger that exists: a missing file (or one
+    without a ledger in it) is :class:`~campaignkit.ledger.LedgerNotFound`,
+    and nothing is created. A file deleted, or replaced by another, while
+    the ledger is open fails its next transaction with
+    :class:`~campaignkit.errors.LedgerError`.
     """
 
     def __init__(
@@ -55,10 +63,13 @@ class SqliteLedger(SqlLedger):
         *,
         claim_ttl: float = DEFAULT_CLAIM_TTL,
         busy_timeout: float = 60.0,
+        create: bool = True,
     ) -> None:
         super().__init__(claim_ttl=claim_ttl)
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
+        self.create = create
+        self._stamp = ""  # the file opened (see file_stamp)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
         self._lock: asyncio.Lock | None = None
@@ -110,13 +121,23 @@ class SqliteLedger(SqlLedger):
 
     def _open_file(self) -> sqlite3.Connection:
         wal_present = os.path.exists(f"{self.path}-wal")
+        # mode=rw: SQLite itself refuses a missing file, instead of creating it.
+        target = self.path if self.create else f"{Path(self.path).absolute().as_uri()}?mode=rw"
         try:
             conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=self.busy_timeout, check_same_thread=False
+                target,
+                isolation_level=None,
+                timeout=self.busy_timeout,
+                check_same_thread=False,
+                uri=not self.create,
             )
         except sqlite3.Error as exc:
+            if not self.create and not os.path.exists(self.path):
+                raise self._not_found("the file does not exist") from None
             raise LedgerError(f"cannot open the ledger {self.path!r}: {exc}") from exc
         try:
+            if not self.create and not self._holds_ledger(conn):
+                raise self._not_found("the file holds no campaignkit ledger")
             mode = self._wal_mode(conn)
             if str(mode).lower() != "wal":
                 raise LedgerError(f"the ledger {self.path!r} cannot use WAL mode ({mode})")
@@ -137,6 +158,22 @@ class SqliteLedger(SqlLedger):
             raise
         return conn
 
+    def _not_found(self, why: str) -> LedgerNotFound:
+        return LedgerNotFound(
+            f"no ledger at {self.path!r}: {why} (a mistyped path? a run sent from another "
+            "directory?); nothing was created"
+        )
+
+    @staticmethod
+    def _holds_ledger(conn: sqlite3.Connection) -> bool:
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'campaignkit_schema'"
+            ).fetchone()
+        except sqlite3.DatabaseError:  # not an SQLite file at all
+            return False
+        return found is not None
+
     def _open_session(self, conn: sqlite3.Connection, wal_present: bool) -> None:
         """Refuse a copy made without the ``-wal`` file; record this open.
 
@@ -144,8 +181,7 @@ class SqliteLedger(SqlLedger):
         recorded for another file came with a copy, which is complete only
         with the ``-wal`` file of its time.
         """
-        stat = os.stat(self.path)
-        this_file = f"{stat.st_dev}:{stat.st_ino}"
+        this_file = self._stamp = file_stamp(self.path)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS campaignkit_sessions (session TEXT PRIMARY KEY,"
             " file TEXT NOT NULL, opened DOUBLE PRECISION NOT NULL)"
@@ -207,7 +243,7 @@ class SqliteLedger(SqlLedger):
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         async with self._lock:
-            await self._call(self._conn.execute, "BEGIN IMMEDIATE")
+            await self._call(self._begin, self._conn)
             try:
                 yield _SqliteTransaction(self)
             except BaseException:
@@ -215,6 +251,27 @@ class SqliteLedger(SqlLedger):
                 await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
                 raise
             await asyncio.shield(self._commit())
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, on the file opened only (a stat: microseconds).
+
+        A connection keeps the file it opened: deleted or replaced under it,
+        its writes would go where nobody reads them, and a rerun would find
+        a ledger without the run and send everyone again.
+        """
+        try:
+            stamp = file_stamp(self.path)
+        except FileNotFoundError:
+            raise LedgerError(
+                f"the ledger file {self.path!r} was deleted while in use: stopped, nothing "
+                "more is sent from it (its runs' records went with it)"
+            ) from None
+        if stamp != self._stamp:
+            raise LedgerError(
+                f"the ledger file {self.path!r} was replaced while in use (another file is in "
+                "its place): stopped, nothing more is sent from it"
+            )
+        conn.execute("BEGIN IMMEDIATE")
 
     async def _commit(self) -> None:
         assert self._conn is not None

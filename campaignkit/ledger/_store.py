@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from ..errors import LedgerError
+from ._identity import check_identity, stored_identity
 from ._outcome_store import OutcomeStore
 from ._producer import ProducerBookkeeping
 from ._protocol import Ledger
@@ -65,7 +66,9 @@ class SqlLedger(
 
     @retried
     async def open(self) -> None:
-        """Connect and create the schema on first use; idempotent.
+        """Connect and create the schema on first use (unless the store was
+        made with ``create=False``: then a missing ledger is
+        :class:`~campaignkit.ledger.LedgerNotFound`); read the ledger's identity. Idempotent.
 
         Run again if it deadlocks: ``CREATE INDEX IF NOT EXISTS`` locks its
         table even when the index exists, against other processes' claims.
@@ -73,7 +76,9 @@ class SqlLedger(
         await self._connect()
         async with self._transaction() as tx:
             await self._lock_schema(tx)
-            await create_schema(tx)
+            created = await create_schema(tx)
+            self._identity = await stored_identity(tx)
+        self.is_new = self.is_new or created
 
     @abc.abstractmethod
     async def _lock_schema(self, tx: Transaction) -> None:
@@ -197,6 +202,9 @@ class SqlLedger(
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
         async with self._transaction() as tx:
+            # Cheap, and nothing leaves before it: a ledger replaced under a
+            # running send would let it message everyone its runs already reached.
+            await check_identity(tx, self.identity, repr(self))
             await self._suppress_late(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             rows = await tx.fetch(

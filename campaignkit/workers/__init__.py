@@ -19,7 +19,9 @@ across machines), one taskiq broker of your choice::
 
 The producer streams the input into the ledger chunk by chunk (invalid inputs
 and repeated phones are filed as skipped) and enqueues one message per chunk:
-``(run, chunk)``, the users stay in the ledger. A worker atomically claims the
+``(run, chunk)`` and the ledger's identity, the users stay in the ledger. A
+worker on another ledger leaves the message on the queue for the workers of
+that ledger, and says so (never acknowledges it away). A worker atomically claims the
 chunk's planned recipients, sends them with the client's send rules and
 settles the claim. A redelivered message finds nothing left to claim; a
 worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the

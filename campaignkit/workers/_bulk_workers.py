@@ -12,7 +12,7 @@ from collections.abc import (
 )
 from typing import Final
 
-from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, TaskiqEvents
+from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, Context, TaskiqDepends, TaskiqEvents
 
 from .._input.validation import raise_problems
 from ..bulk import (
@@ -60,10 +60,17 @@ class BulkWorkers:
         self.broker = broker
         self._producer = LedgerSide(ledger)
         self._worker = ChunkSender(ledger, client, timeout=timeout, max_retries=max_retries)
-        self.task: AsyncTaskiqDecoratedTask[[str, str], Awaitable[str | None]]
+        self.task: AsyncTaskiqDecoratedTask[..., Awaitable[str | None]]
 
-        async def send_chunk(run: str, chunk: str) -> str | None:
-            return await self._worker.send(run, chunk)
+        # The message: (run, chunk) and the identity of the producer's ledger
+        # (None in messages of releases before it).
+        async def send_chunk(
+            run: str,
+            chunk: str,
+            ledger_identity: str | None = None,
+            context: Context = TaskiqDepends(),  # noqa: B008 (taskiq's way to ask for it)
+        ) -> str | None:
+            return await self._worker.send(run, chunk, ledger_identity, context)
 
         # A plain function: taskiq renames what it registers, which a bound method refuses.
         self.task = broker.register_task(send_chunk, task_name=task_name)
@@ -133,11 +140,15 @@ class BulkWorkers:
         A recipient listed on the suppression list while its chunk waits for a
         worker is filed suppressed by the worker's claim."""
         ledger = await self._producer.get()
+
+        async def enqueue(run: str, chunk: str) -> object:
+            return await self.task.kiq(run, chunk, ledger_identity=ledger.identity)
+
         return await submit_run(
             ledger,
             poll_id,
             users,
-            enqueue=self.task.kiq,
+            enqueue=enqueue,
             run=run,
             chunk_size=chunk_size,
             retry_rejected=retry_rejected,

@@ -1,20 +1,22 @@
 """A worker's side of a bulk run: its client, its ledger, and the chunk task,
-which logs one line per chunk."""
+which logs one line per chunk, and leaves to the right workers the chunks
+of another ledger."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import TypeAlias
 
-from taskiq import TaskiqState
+from taskiq import Context, TaskiqState
 
 from .._backoff import reconnect_delay
 from .._redaction import sdk_logger
 from ..client import CampaignClient
 from ..errors import ConfigurationError
-from ..ledger import Journal, Ledger, ledger_from
+from ..ledger import Journal, Ledger, WrongLedger, ledger_from
 from ..ledger._schema import LedgerUnavailable
 from ._runs import send_chunk, worker_name
 
@@ -63,6 +65,7 @@ class ChunkSender:
         self._client: CampaignClient | None = None
         self._timeout, self._max_retries = timeout, max_retries
         self.owner = ""
+        self._said_left: set[tuple[str, str | None]] = set()
 
     async def startup(self, state: TaskiqState) -> None:
         self.owner = worker_name()
@@ -77,16 +80,25 @@ class ChunkSender:
         finally:
             await self._ledger.close()
 
-    async def send(self, run: str, chunk: str) -> str | None:
+    async def send(
+        self, run: str, chunk: str, ledger_identity: str | None, context: Context | None
+    ) -> str | None:
         """Claim ``chunk`` of ``run`` and send it; its outcome, or None when
         nothing was left to claim (a redelivered or superseded message).
 
         One INFO line of the ``campaignkit.workers`` logger per chunk, or one
-        ERROR line (with the traceback) if it fails.
+        ERROR line (with the traceback) if it fails. A chunk of another
+        ledger than this worker's is given back to the queue (see :meth:`_leave`);
+        without a task's ``context`` (called directly), ``WrongLedger`` is raised.
         """
         started = time.monotonic()
         try:
-            outcome, users = await self._send(run, chunk)
+            outcome, users = await self._send(run, chunk, ledger_identity)
+        except WrongLedger as wrong:
+            if context is not None:
+                # Raises taskiq's NoResultError once the message is back on the queue.
+                await self._leave(run, ledger_identity, wrong, context)
+            raise
         except Exception as exc:
             log.error(
                 "run %s chunk %s: failed after %.2f s: %s: %s",
@@ -105,7 +117,26 @@ class ChunkSender:
             log.info("run %s chunk %s: %d %s in %.2f s", run, chunk, users, outcome, took)
         return outcome
 
-    async def _send(self, run: str, chunk: str) -> tuple[str | None, int]:
+    async def _leave(
+        self, run: str, ledger_identity: str | None, wrong: WrongLedger, context: Context
+    ) -> None:
+        """Give the message back to the queue, as it came, for a worker of its
+        ledger: acknowledged here (a failed task is), the run would wait for
+        ever. Sent again before the original is acknowledged, so that it is
+        never lost; after a pause, so that a worker alone on the wrong ledger
+        does not spin on it. One WARNING per run and ledger, DEBUG after."""
+        attempt = int(context.message.labels.get("X-Taskiq-requeue", 0)) + 1
+        delay = reconnect_delay(attempt, first=0.5, cap=5.0)
+        said = (run, ledger_identity)
+        level = logging.DEBUG if said in self._said_left else logging.WARNING
+        self._said_left.add(said)
+        log.log(level, "%s: not claimed: left on the queue for a worker of that ledger", wrong)
+        await asyncio.sleep(delay)
+        await context.requeue()
+
+    async def _send(
+        self, run: str, chunk: str, ledger_identity: str | None
+    ) -> tuple[str | None, int]:
         if self._client is None:
             raise ConfigurationError(
                 "the campaignkit chunk task ran before its worker started: run it in a "
@@ -123,6 +154,7 @@ class ChunkSender:
                     owner=self.owner,
                     timeout=self._timeout,
                     max_retries=self._max_retries,
+                    ledger_identity=ledger_identity,
                 )
             except LedgerUnavailable as lost:
                 # Lost for longer than the ledger waits: a failed task would be

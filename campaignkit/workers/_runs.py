@@ -36,8 +36,8 @@ from ..bulk import (
 )
 from ..bulk._sender import settle_claim
 from ..client import CampaignClient
-from ..errors import CampaignKitError, LedgerError
-from ..ledger import Claim, Ledger
+from ..errors import CampaignKitError
+from ..ledger import Claim, Ledger, WrongLedger
 from ..ledger._errors import error_from_detail
 from ..ledger._schema import LedgerUnavailable
 from ..models import CampaignAck
@@ -74,6 +74,7 @@ async def send_chunk(
     owner: str | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    ledger_identity: str | None = None,
 ) -> ChunkResult | None:
     """Claim ``chunk`` of ``run`` in ``ledger`` (open, shared with the
     producer), send its recipients with ``client``'s send rules and the run's
@@ -83,14 +84,19 @@ async def send_chunk(
     Call it from a task of any engine, with the ``(run, chunk)`` that
     :func:`submit_run` gave your ``enqueue``: retrying it, or running it
     twice at once, never sends anyone twice. ``owner`` names this worker in
-    its claims (default: host, pid and a random part). Cancelled while its
+    its claims (default: host, pid and a random part). ``ledger_identity``:
+    the :attr:`~campaignkit.ledger.Ledger.identity` of the producer's ledger,
+    as your task message carries it. Cancelled while its
     request is under way, the claim is settled ambiguous and the
     cancellation goes on (cancelled while waiting to retry a 429, its
     recipients are planned again, for the task run again to send); a
     worker killed then leaves a claim that expires (the ledger's
     ``claim_ttl``) and is reported ambiguous. Raises
-    :class:`~campaignkit.errors.LedgerError` for a run the ledger does not
-    hold (a worker given another ledger than the producer's), or when the
+    :class:`~campaignkit.ledger.WrongLedger`, claiming nothing, when
+    ``ledger`` is not the producer's (another identity, or no such run):
+    give the message back to the queue for a worker of that ledger, never
+    drop it (``campaignkit worker`` does so). Raises
+    :class:`~campaignkit.errors.LedgerError` when the
     ledger stays unreachable for longer than its ``reconnect_timeout``
     before the request: run the task again then (``campaignkit worker``
     does), or the chunk stays planned. Once the service answered, its
@@ -103,9 +109,17 @@ async def send_chunk(
     recorded on the run (:meth:`~campaignkit.ledger.Ledger.stop_run`), and
     every chunk claimed after it is filed rejected with that error, unsent.
     """
+    if ledger_identity is not None and ledger_identity != ledger.identity:
+        raise WrongLedger(
+            f"run {run} chunk {chunk} belongs to ledger {ledger_identity}, and this worker's "
+            f"ledger {ledger!r} is ledger {ledger.identity}"
+        )
     info = await ledger.run_info(run)
     if info is None:
-        raise LedgerError(f"no run named {run!r} in {ledger!r}: is this the producer's ledger?")
+        raise WrongLedger(
+            f"run {run} chunk {chunk}: no run named {run!r} in this worker's ledger {ledger!r} "
+            f"(ledger {ledger.identity}): is it the producer's ledger?"
+        )
     # The producer's send window and lines, as it stored them with the run
     # (read before the claim: a claim is never left in flight by a failure here).
     rules = SendRules.from_options(await ledger.run_options(run))
@@ -181,7 +195,9 @@ async def submit_run(
     answer has stopped the run (the rest left unread). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
     ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
-    ``send_bulk``: stored with the run, the workers apply them.
+    ``send_bulk``: stored with the run, the workers apply them. Let your
+    task message carry ``ledger.identity`` too, for :func:`send_chunk`'s
+    ``ledger_identity``: a worker on another ledger then leaves it.
     """
     segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
     rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)

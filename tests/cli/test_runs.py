@@ -18,7 +18,7 @@ from helpers.cli import run
 
 from campaignkit import DeploymentStatus
 from campaignkit.cli.context import Ctx
-from campaignkit.cli.runs import _worker_logging
+from campaignkit.cli.worker import _worker_logging
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
@@ -181,11 +181,18 @@ def test_worker_lines_on_stderr(quiet: bool, debug: bool) -> None:
             logging.getLogger("taskiq.receiver.receiver").exception(
                 "Exception found while executing function."
             )
+        # A chunk of another ledger given back to the queue: our WARNING says it.
+        workers.warning("run r chunk e: ... not claimed: left on the queue")
+        logging.getLogger("taskiq.receiver.receiver").warning(
+            "Task %s with id %s skipped setting result.", "campaignkit.send_chunk", "abc"
+        )
     text = err.getvalue()
     assert ("run r chunk c: 5 accepted in 0.10 s" in text) is not quiet
     assert "run r chunk d: failed after 0.20 s" in text
     assert ("Traceback" in text) is debug
     assert "Exception found while executing function" not in text
+    assert "run r chunk e: ... not claimed: left on the queue" in text
+    assert "skipped setting result" not in text
     workers.error("after the worker")
     assert "after the worker" not in err.getvalue()
 

@@ -12,6 +12,7 @@ from helpers.cli import (
     write_csv,
 )
 
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 
@@ -131,12 +132,40 @@ async def test_bulk_send_with_journal_resumes(sb: Sandbox, tmp_path: Path) -> No
     assert report["counts"]["duplicate"] == 1
     assert len(report["launch_request_ids"]) == 3
     assert "sending" in first.err
+    # Its first line says the ledger is new: a resume that says so is on the wrong one.
+    assert first.err.startswith(f"campaignkit: new ledger created: SqliteLedger('{journal}')")
 
     second = await run(sb, *argv, "--json")
     assert second.code == 0, second.err
     assert second.json()["launch_request_ids"] == report["launch_request_ids"]
+    assert "new ledger" not in second.err
     launches = (await sb.snapshot(users=False))["companies"][0]["launches"]
     assert len(launches) == 3  # nothing was sent twice
+
+
+async def test_a_resume_with_a_mistyped_journal_says_first_that_it_is_a_new_ledger(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    """Before: it sent the whole run again without a word. It still sends
+    (a new ledger is how a run starts), and its first line says why, even
+    with --quiet."""
+    poll = await first_poll(sb)
+    path = write_csv(tmp_path / "users.csv", users_rows(5))
+    argv = ("send", str(poll), str(path), "--bulk", "--quiet")
+    first = await run(sb, *argv, "--journal", str(tmp_path / "run.db"))
+    assert first.code == 0, first.err
+    typo = tmp_path / "rnu.db"
+    resumed = await run(sb, *argv, "--journal", str(typo))
+    assert resumed.code == 0, resumed.err
+    assert resumed.err.splitlines()[0] == (
+        f"campaignkit: new ledger created: SqliteLedger('{typo}') did not exist (ledger "
+        f"{await identity_of(typo)}); resuming a run? then this is not its --journal"
+    )
+
+
+async def identity_of(journal: Path) -> str:
+    async with SqliteLedger(journal, create=False) as ledger:
+        return ledger.identity
 
 
 async def test_bulk_send_invalid_rows_exit_6(sb: Sandbox, tmp_path: Path) -> None:

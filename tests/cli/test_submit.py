@@ -8,13 +8,16 @@ import shlex
 import sys
 from pathlib import Path
 
+import asyncpg
 import orjson
 import pytest
 from helpers.cli import SCRIPT, first_poll, run, sandbox_env, users_rows, write_csv
 from helpers.processes import run_process
 from helpers.workers import unique_name, worker_process
 
+from campaignkit.cli.context import ExitStatus
 from campaignkit.ledger import ACCEPTED, IN_FLIGHT, PLANNED, PostgresLedger
+from campaignkit.ledger._postgres import redact_dsn
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(90)
@@ -75,9 +78,44 @@ async def test_submit_says_what_is_wrong_before_anything_is_planned(
     assert "no such file" in absent.err
     bad = await run(None, *base, "--chunk-size", "0")
     assert bad.code == 2
-    as_json = orjson.loads((await run(None, *base, "--json", "--run", "r1")).out)
+    as_json = orjson.loads((await run(None, *base, "--json", "--run", "r1", "--create")).out)
     assert as_json["run"] == "r1"
     assert as_json["counts"][PLANNED] == 3
+
+
+async def test_a_resumed_submit_never_creates_its_ledger(
+    sb: Sandbox, tmp_path: Path, postgres_dsn: str, redis_url: str
+) -> None:
+    """A submit given a ledger that does not exist (a mistyped --journal of a
+    run being resumed) plans nobody and creates nothing; --create makes a
+    first run's ledger, and its first line says so."""
+    users = write_csv(tmp_path / "users.csv", users_rows(3))
+    queue = ["--queue", unique_name("ck-submit-")]
+    base = ["submit", "7", str(users), "--broker", redis_url, "--journal", postgres_dsn, *queue]
+    resumed = await run(None, *base, "--run", "spring")
+    assert resumed.code == ExitStatus.NO_LEDGER, resumed.err
+    assert f"no ledger in {redact_dsn(postgres_dsn)}: its schema 'ck_test_" in resumed.err
+    assert "holds no campaignkit tables" in resumed.err
+    assert not await ledger_tables(postgres_dsn)
+    first = await run(None, *base, "--run", "spring", "--create")
+    assert first.code == 0, first.err
+    assert first.err.startswith("campaignkit: new ledger created: PostgresLedger(")
+    again = await run(None, *base, "--run", "spring")
+    assert again.code == 0, again.err
+    assert "new ledger" not in again.err
+
+
+async def ledger_tables(dsn: str) -> list[str]:
+    """The campaignkit tables of ``dsn``'s schema."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_name LIKE 'campaignkit%'"
+        )
+    finally:
+        await conn.close()
+    return [row[0] for row in rows]
 
 
 async def test_submit_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

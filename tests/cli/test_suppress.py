@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -30,10 +31,18 @@ def users_csv(path: Path, cellphones: list[str]) -> Path:
 async def test_add_list_remove(tmp_path: Path) -> None:
     journal = str(tmp_path / "ledger.db")
     added = await run(
-        None, "suppress", "add", "+52 55 1234 5678", "+525500000001", "--journal", journal
+        None,
+        "suppress",
+        "add",
+        "+52 55 1234 5678",
+        "+525500000001",
+        "--journal",
+        journal,
+        "--create",
     )
     assert added.code == 0, added.err
     assert "added 2 number(s); 0 were on the list already" in added.out
+    assert added.err.startswith(f"campaignkit: new ledger created: SqliteLedger('{journal}')")
     again = await run(
         None, "suppress", "add", "+525512345678", "--reason", "complaint", "--journal", journal
     )
@@ -61,7 +70,9 @@ async def test_import_a_csv_file_with_a_reason(tmp_path: Path) -> None:
     journal = str(tmp_path / "ledger.db")
     file = users_csv(tmp_path / "optouts.csv", ["5500000001", "55 0000 0002", "5500000001"])
     imported = await run(
-        None, "suppress", "import", str(file), "--reason", "opted out by mail", "--journal", journal
+        None,
+        *("suppress", "import", str(file), "--reason", "opted out by mail"),
+        *("--journal", journal, "--create"),
     )
     assert imported.code == 0, imported.err
     assert "added 2 number(s)" in imported.out
@@ -112,6 +123,8 @@ async def test_bad_input_is_named_and_nothing_is_listed(tmp_path: Path) -> None:
         (["import"], "needs one FILE"),
         (["remove", "+525500000001", "--reason", "x"], "--reason goes with add or import"),
         (["add", "+525500000001", "--format", "csv"], "--format goes with import"),
+        (["list", "--create"], "--create goes with add or import"),
+        (["remove", "+525500000001", "--create"], "--create goes with add or import"),
     ],
 )
 async def test_usage_errors(tmp_path: Path, argv: list[str], message: str) -> None:
@@ -120,12 +133,20 @@ async def test_usage_errors(tmp_path: Path, argv: list[str], message: str) -> No
     assert message in result.err
 
 
-async def test_reading_a_ledger_that_does_not_exist(tmp_path: Path) -> None:
-    for action in ("list", "remove"):
-        argv = [action] if action == "list" else [action, "+525500000001"]
+async def test_a_ledger_that_does_not_exist_is_never_created(tmp_path: Path) -> None:
+    """Numbers put on a mistyped ledger would protect nobody: every action
+    refuses a missing ledger, naming it, unless add or import is told --create."""
+    numbers = users_csv(tmp_path / "optouts.csv", ["5500000001"])
+    for argv in (
+        ["list"],
+        ["remove", "+525500000001"],
+        ["add", "+525500000001"],
+        ["import", str(numbers)],
+    ):
         result = await run(None, "suppress", *argv, "--journal", str(tmp_path / "typo.db"))
-        assert result.code == ExitStatus.NO_LEDGER
-    assert not (tmp_path / "typo.db").exists()
+        assert result.code == ExitStatus.NO_LEDGER, result.err
+        assert f"no ledger at '{tmp_path / 'typo.db'}': the file does not exist" in result.err
+    assert sorted(os.listdir(tmp_path)) == ["optouts.csv"]  # nor a -wal or -shm
 
 
 async def test_send_honours_the_list_and_runs_shows_it(sb: Sandbox, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from helpers.cli import SCRIPT, run, sandbox_args, subprocess
 
 from campaignkit import User
+from campaignkit.cli.context import ExitStatus
 from campaignkit.dashboard import Access
 from campaignkit.ledger import ACCEPTED, SqliteLedger
 from campaignkit.sandbox import Sandbox
@@ -65,8 +66,8 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     assert poll.name in page
     assert 'data-step="accepted" data-n="5"' in page  # the run's funnel, from the ledger
     missing = await run(sb, "report", launch, "-o", str(out), "--journal", "typo.db")
-    assert missing.code != 0
-    assert "typo.db: no such ledger file" in missing.err
+    assert missing.code == ExitStatus.NO_LEDGER
+    assert "no ledger at 'typo.db': the file does not exist" in missing.err
 
 
 def right_edge(page: str, stage: str) -> float:
@@ -320,7 +321,6 @@ async def test_report_of_a_whole_run_from_its_ledger(sb: Sandbox, tmp_path: Path
         (("lr-1", "--run", "spring", "--journal", "x.db"), "(exactly one)"),
         (("--run", "spring"), "report --run needs --journal"),
         (("--run", "spring", "--journal", "x.db", "--no-wait"), "not with --run"),
-        (("--run", "spring", "--journal", "typo.db"), "--journal typo.db: no such ledger file"),
     ],
 )
 async def test_report_usage_errors(
@@ -330,6 +330,24 @@ async def test_report_usage_errors(
     assert result.code == 2
     assert says in result.err
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("report", "--run", "spring", "-o", "r.html"),
+        ("report", "lr-1", "--no-wait", "-o", "r.html"),
+        ("dashboard", "--port", "0"),
+    ],
+)
+async def test_a_ledger_that_does_not_exist_is_named_and_never_created(
+    sb: Sandbox, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    typo = tmp_path / "typo.db"
+    result = await run(sb, *argv, "--journal", str(typo))
+    assert result.code == ExitStatus.NO_LEDGER, result.err
+    assert f"no ledger at '{typo}': the file does not exist" in result.err
+    assert not os.listdir(tmp_path)  # nor its -wal or -shm
 
 
 async def test_report_of_a_run_the_ledger_does_not_have(sb: Sandbox, tmp_path: Path) -> None:

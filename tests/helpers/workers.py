@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg
 import redis.asyncio
 
+from campaignkit.ledger import ledger_from
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import BulkWorkers, broker_from
 from campaignkit.workers._brokers import client_name
@@ -79,7 +80,11 @@ class Worker:
 async def worker_process(
     sb: Sandbox, broker: str, queue: str, journal: str, *options: str
 ) -> AsyncIterator[Worker]:
-    """``campaignkit worker`` in a process of its own, ready; killed on exit."""
+    """``campaignkit worker`` in a process of its own, ready; killed on exit.
+    Its ledger is created first if need be (a worker never creates one), as
+    the first producer's ``submit --create`` would."""
+    async with ledger_from(journal):
+        pass
     env = sandbox_env(sb)
     argv = ["--broker", broker, "--journal", journal, "--queue", queue, *options]
     process = await asyncio.create_subprocess_exec(

@@ -168,7 +168,7 @@ async def test_a_ledger_lost_for_longer_than_it_waits_strands_no_chunk(
             tx = blocker.transaction()
             await tx.start()
             await blocker.execute("LOCK TABLE campaignkit_claims IN SHARE MODE")
-            sending = asyncio.create_task(sender.send(run, chunks[0]))
+            sending = asyncio.create_task(sender.send(run, chunks[0], ledger.identity, None))
             terminated, lost_until = 0, asyncio.get_running_loop().time() + 1.5
             while asyncio.get_running_loop().time() < lost_until and not sending.done():
                 terminated += await terminate_postgres(postgres_dsn, name, waiting=True)
