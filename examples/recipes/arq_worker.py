@@ -36,7 +36,7 @@ from arq.connections import RedisSettings
 from campaignkit import CampaignClient
 from campaignkit.bulk import UserInput
 from campaignkit.errors import LedgerError
-from campaignkit.ledger import PostgresLedger
+from campaignkit.ledger import PostgresLedger, WrongLedger
 from campaignkit.workers import send_chunk, submit_run
 
 BROKER_URL = os.environ.get("CAMPAIGNS_BROKER_URL", "redis://127.0.0.1:6379/0")
@@ -50,10 +50,24 @@ JOB_TIMEOUT = float(os.environ.get("CAMPAIGNS_JOB_TIMEOUT", "300"))
 CLAIM_TTL = float(os.environ.get("CAMPAIGNS_CLAIM_TTL", "600"))
 
 
-async def send_campaign_chunk(ctx: dict[str, Any], run: str, chunk: str) -> str | None:
+async def send_campaign_chunk(
+    ctx: dict[str, Any], run: str, chunk: str, ledger_identity: str
+) -> str | None:
     """Claim and send one chunk of ``run``; its outcome, or None if it was taken already."""
     try:
-        result = await send_chunk(ctx["client"], ctx["ledger"], run, chunk, owner=ctx["owner"])
+        result = await send_chunk(
+            ctx["client"],
+            ctx["ledger"],
+            run,
+            chunk,
+            owner=ctx["owner"],
+            ledger_identity=ledger_identity,
+        )
+    except WrongLedger as wrong:
+        # A chunk of another ledger (a worker given the wrong DSN): back to
+        # the queue for that ledger's workers (within max_tries: arq counts
+        # these too).
+        raise Retry(defer=5) from wrong
     except LedgerError as lost:
         # The ledger out of reach for longer than it waits: try again later
         # (never anyone twice), or the chunk stays planned.
@@ -96,12 +110,15 @@ async def submit(poll_id: int | str, users: UserInput, **options: Any) -> str:
     same ``run`` after a crash to finish, nobody twice."""
     redis = await create_pool(WorkerSettings.redis_settings, default_queue_name=QUEUE)
 
-    async def enqueue(run: str, chunk: str) -> None:
-        # Named after its chunk: arq keeps one job of a name queued at a time.
-        await redis.enqueue_job("send_campaign_chunk", run, chunk, _job_id=f"{run}/{chunk}")
-
     try:
         async with PostgresLedger(LEDGER_DSN) as ledger:
+
+            async def enqueue(run: str, chunk: str) -> None:
+                # Named after its chunk: arq keeps one job of a name queued at a time.
+                await redis.enqueue_job(
+                    "send_campaign_chunk", run, chunk, ledger.identity, _job_id=f"{run}/{chunk}"
+                )
+
             return await submit_run(ledger, poll_id, users, enqueue=enqueue, **options)
     finally:
         await redis.aclose()

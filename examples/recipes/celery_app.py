@@ -28,13 +28,13 @@ import os
 import socket
 from typing import Any
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import worker_process_init, worker_process_shutdown
 
 from campaignkit import CampaignClient
 from campaignkit.bulk import UserInput
 from campaignkit.errors import LedgerError
-from campaignkit.ledger import PostgresLedger
+from campaignkit.ledger import PostgresLedger, WrongLedger
 from campaignkit.workers import send_chunk, submit_run
 
 BROKER_URL = os.environ.get("CAMPAIGNS_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
@@ -123,6 +123,7 @@ def _close_worker_state(**_: Any) -> None:
 
 @app.task(
     name="campaigns.send_chunk",
+    bind=True,
     # The ledger out of reach for longer than it waits: try again later
     # (never anyone twice), or the chunk stays planned.
     autoretry_for=(LedgerError,),
@@ -130,12 +131,24 @@ def _close_worker_state(**_: Any) -> None:
     retry_backoff_max=300,
     max_retries=20,
 )
-def send_campaign_chunk(run: str, chunk: str) -> str | None:
+def send_campaign_chunk(self: Task, run: str, chunk: str, ledger_identity: str) -> str | None:
     """Claim and send one chunk of ``run``; its outcome, or None if it was taken already."""
     state = _worker_state()
-    result = state.loop.run_until_complete(
-        send_chunk(state.client, state.ledger, run, chunk, owner=state.owner)
-    )
+    try:
+        result = state.loop.run_until_complete(
+            send_chunk(
+                state.client,
+                state.ledger,
+                run,
+                chunk,
+                owner=state.owner,
+                ledger_identity=ledger_identity,
+            )
+        )
+    except WrongLedger as wrong:
+        # A chunk of another ledger (a worker given the wrong DSN): back to
+        # the queue for that ledger's workers, however often, never dropped.
+        raise self.retry(exc=wrong, countdown=5, max_retries=None) from wrong
     return None if result is None else result.outcome
 
 
@@ -145,10 +158,11 @@ async def submit(poll_id: int | str, users: UserInput, **options: Any) -> str:
     ``chunk_size``, ``send_window``...); call it again with the same ``run``
     after a crash to finish, nobody twice."""
 
-    async def enqueue(run: str, chunk: str) -> None:
-        # Blocks the loop until RabbitMQ confirms the message: the ledger
-        # marks the chunk enqueued only then.
-        send_campaign_chunk.delay(run, chunk)
-
     async with PostgresLedger(LEDGER_DSN) as ledger:
+
+        async def enqueue(run: str, chunk: str) -> None:
+            # Blocks the loop until RabbitMQ confirms the message: the ledger
+            # marks the chunk enqueued only then.
+            send_campaign_chunk.delay(run, chunk, ledger.identity)
+
         return await submit_run(ledger, poll_id, users, enqueue=enqueue, **options)

@@ -39,7 +39,7 @@ from dramatiq.middleware import AsyncIO, Middleware, MiddlewareError
 
 from campaignkit import CampaignClient
 from campaignkit.bulk import UserInput
-from campaignkit.ledger import PostgresLedger
+from campaignkit.ledger import PostgresLedger, WrongLedger
 from campaignkit.workers import send_chunk, submit_run
 
 BROKER_URL = os.environ.get("CAMPAIGNS_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
@@ -105,12 +105,30 @@ broker.add_middleware(state)
 dramatiq.set_broker(broker)
 
 
-@dramatiq.actor(actor_name="campaigns.send_chunk", queue_name=QUEUE, max_retries=20)
-async def send_campaign_chunk(run: str, chunk: str) -> None:
+def _retry_when(retries: int, exception: BaseException) -> bool:
+    # A chunk of another ledger goes back to the queue however often (see
+    # the actor); anything else, the ledger out of reach for one, up to 20 times.
+    return isinstance(exception, dramatiq.Retry) or retries < 20
+
+
+@dramatiq.actor(actor_name="campaigns.send_chunk", queue_name=QUEUE, retry_when=_retry_when)
+async def send_campaign_chunk(run: str, chunk: str, ledger_identity: str) -> None:
     """Claim and send one chunk of ``run`` (nothing if it was taken already)."""
     if state.client is None or state.ledger is None:
         raise RuntimeError("run this actor in a dramatiq worker: its boot opens the state")
-    await send_chunk(state.client, state.ledger, run, chunk, owner=state.owner)
+    try:
+        await send_chunk(
+            state.client,
+            state.ledger,
+            run,
+            chunk,
+            owner=state.owner,
+            ledger_identity=ledger_identity,
+        )
+    except WrongLedger as wrong:
+        # A chunk of another ledger (a worker given the wrong DSN): back to
+        # the queue for that ledger's workers, never dropped.
+        raise dramatiq.Retry(str(wrong), delay=5_000) from wrong
 
 
 async def submit(poll_id: int | str, users: UserInput, **options: Any) -> str:
@@ -119,10 +137,11 @@ async def submit(poll_id: int | str, users: UserInput, **options: Any) -> str:
     (``run``, ``chunk_size``, ``send_window``...); call it again with the
     same ``run`` after a crash to finish, nobody twice."""
 
-    async def enqueue(run: str, chunk: str) -> None:
-        # Blocks the loop until RabbitMQ confirms the message: the ledger
-        # marks the chunk enqueued only then.
-        send_campaign_chunk.send(run, chunk)
-
     async with PostgresLedger(LEDGER_DSN) as ledger:
+
+        async def enqueue(run: str, chunk: str) -> None:
+            # Blocks the loop until RabbitMQ confirms the message: the ledger
+            # marks the chunk enqueued only then.
+            send_campaign_chunk.send(run, chunk, ledger.identity)
+
         return await submit_run(ledger, poll_id, users, enqueue=enqueue, **options)

@@ -38,7 +38,9 @@ PRODUCER = Path(__file__).with_name("producer.py")
 USERS = 5_000
 CHUNK = 100
 CLAIM_TTL = 3.0  # the killed worker's claim is reported ambiguous within seconds
-LATE = {"kind": "latency", "seconds": 0.05, "route": "send_campaign", "when": "after"}
+# Answers a little late: the run takes seconds, so that it is still under way
+# when the answers are slowed down further.
+LATE = {"kind": "latency", "seconds": 0.2, "route": "send_campaign", "when": "after"}
 # Processed at once, answered 2 s late: a request seen at the sandbox is
 # surely still waiting for its answer when its worker is killed.
 SLOW = {**LATE, "seconds": 2.0}
