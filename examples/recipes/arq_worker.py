@@ -27,6 +27,7 @@ client's from ``CAMPAIGNKIT_*``, these from ``CAMPAIGNS_*``.
 from __future__ import annotations
 
 import os
+import random
 import socket
 from typing import Any
 
@@ -65,9 +66,10 @@ async def send_campaign_chunk(
         )
     except WrongLedger as wrong:
         # A chunk of another ledger (a worker given the wrong DSN): back to
-        # the queue for that ledger's workers (within max_tries: arq counts
-        # these too).
-        raise Retry(defer=5) from wrong
+        # the queue for that ledger's workers, within max_tries (arq counts
+        # these too). At a random time: deferred by a fixed delay, it falls
+        # due just as this worker polls again, and this worker takes it again.
+        raise Retry(defer=random.uniform(1, 5)) from wrong
     except LedgerError as lost:
         # The ledger out of reach for longer than it waits: try again later
         # (never anyone twice), or the chunk stays planned.

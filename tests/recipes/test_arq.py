@@ -1,5 +1,6 @@
 """examples/recipes/arq_worker.py: arq workers on Redis send a 5,000-user run
-exactly once, one of them killed mid-request (see harness).
+exactly once, one of them killed mid-request, and give a chunk of another
+ledger back to the queue (see harness).
 
 arq pins its Redis client below the one taskiq-redis needs, so the two cannot
 share an environment: ``make`` installs arq and its client into the
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio
-from recipes.harness import Engine, send_with_a_worker_killed
+from recipes.harness import Engine, send_past_another_ledger, send_with_a_worker_killed
 
 from campaignkit.sandbox import Sandbox
 
@@ -41,11 +42,9 @@ async def forget(redis_url: str, name: str) -> None:
         await conn.aclose()
 
 
-async def test_arq_sends_each_user_once_with_a_worker_killed(
-    sb: Sandbox, postgres_dsn: str, redis_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def arq(redis_url: str) -> Engine:
     assert ARQ_PACKAGES.is_dir(), f"{ARQ_PACKAGES} is missing: run make .venv/.installed"
-    engine = Engine(
+    return Engine(
         "arq_worker",
         worker,
         "Starting worker for",
@@ -53,8 +52,20 @@ async def test_arq_sends_each_user_once_with_a_worker_killed(
         path=(str(ARQ_PACKAGES),),
         # A dead worker's job runs again 10 s after this.
         settings={"CAMPAIGNS_JOB_TIMEOUT": "5"},
+        bounced="retrying job in",
         forget=functools.partial(forget, redis_url),
     )
-    figures = await send_with_a_worker_killed(sb, engine, postgres_dsn)
+
+
+async def test_arq_sends_each_user_once_with_a_worker_killed(
+    sb: Sandbox, postgres_dsn: str, redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = await send_with_a_worker_killed(sb, arq(redis_url), postgres_dsn)
     with capsys.disabled():  # CI's log shows the figures of a passing run too
         print(f"\n{figures}")
+
+
+async def test_arq_gives_a_chunk_of_another_ledger_back(
+    sb: Sandbox, postgres_dsn: str, other_postgres_dsn: str, redis_url: str
+) -> None:
+    await send_past_another_ledger(sb, arq(redis_url), postgres_dsn, other_postgres_dsn)
