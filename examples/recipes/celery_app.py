@@ -17,6 +17,10 @@ its own that every task of that child runs on, and closes them when it exits
 never entered twice; the thread and gevent pools would need a loop in a
 thread of its own instead (see the Dramatiq recipe).
 
+A message is ``(run, chunk, ledger identity)``: the users stay in the ledger,
+and a worker given another ledger than the producer's gives the message back
+to the queue, claiming and sending nothing.
+
 The settings come from the environment, as a deployment gives them: the
 client's from ``CAMPAIGNKIT_*``, these from ``CAMPAIGNS_*``.
 """

@@ -22,6 +22,10 @@ worker; a failed actor is retried with backoff (the ``Retries`` middleware).
 Running a chunk twice is safe: the ledger's claim is atomic, and the second
 run finds nothing left to claim.
 
+A message is ``(run, chunk, ledger identity)``: the users stay in the ledger,
+and a worker given another ledger than the producer's gives the message back
+to the queue, claiming and sending nothing.
+
 The settings come from the environment, as a deployment gives them: the
 client's from ``CAMPAIGNKIT_*``, these from ``CAMPAIGNS_*``.
 """
