@@ -4,6 +4,7 @@ delivery ledger."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -25,6 +26,27 @@ OUTCOMES: Final = (
     "duplicate",
     "suppressed",
 )
+
+
+DAILY_LIMIT: Final = "daily limit"
+"""Deferred: over the run's ``daily_limit``; a rerun sends it once the budget allows."""
+ZONE_UNKNOWN: Final = "zone unknown"
+"""Deferred: a send window, and no zone to hold it in (the number's is
+unknown, or its zones share no hour of the window): give it a ``tz``."""
+
+_REASON = re.compile(r"deferred \(([^)]+)\)")
+
+
+def deferral_detail(reason: str, why: str) -> str:
+    """The ledger detail of a recipient deferred for ``reason``."""
+    return f"deferred ({reason}): {why}"
+
+
+def deferral_reason(detail: str | None) -> str:
+    """The reason a :func:`deferral_detail` names. Ledgers written before
+    reasons were named hold only the daily limit's deferrals."""
+    found = _REASON.match(detail or "")
+    return DAILY_LIMIT if found is None else found[1]
 
 
 @attrs.frozen
@@ -95,8 +117,10 @@ class BulkReport:
     rejected: list[BulkChunk] = attrs.Factory(list)
     ambiguous: list[BulkChunk] = attrs.Factory(list)
     deferred: list[BulkChunk] = attrs.Factory(list)
-    """Users over the daily limit (``daily_limit=``): not sent, a rerun sends
-    them once the budget allows."""
+    """Users not sent for now, each chunk for one reason (its error says
+    which: :attr:`deferred_reasons`): over the daily limit
+    (``daily_limit=``), or with no zone to hold the send window in; a
+    rerun sends them once the budget allows, or once they have a zone."""
     invalid: list[InvalidUser] = attrs.Factory(list)
     duplicates: list[DuplicateUser] = attrs.Factory(list)
     suppressed: list[SuppressedUser] = attrs.Factory(list)
@@ -135,6 +159,15 @@ class BulkReport:
             "duplicate": len(self.duplicates),
             "suppressed": len(self.suppressed),
         }
+
+    @property
+    def deferred_reasons(self) -> dict[str, int]:
+        """Deferred users per reason (``daily limit``, ``zone unknown``)."""
+        counts: dict[str, int] = {}
+        for chunk in self.deferred:
+            reason = deferral_reason(None if chunk.error is None else str(chunk.error))
+            counts[reason] = counts.get(reason, 0) + chunk.size
+        return counts
 
     @property
     def complete(self) -> bool:

@@ -8,6 +8,8 @@ from typing import Any
 
 import aiohttp
 import attrs
+from tenacity.stop import StopBaseT
+from tenacity.wait import WaitBaseT
 
 from . import bulk as _bulk
 from ._calls import ServiceCalls
@@ -158,6 +160,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         daily_limit: int | None = None,
         lines: Sequence[str] | None = None,
         tz_for: _bulk.TzFor | None = None,
+        default_tz: str | None = None,
         follow: bool = False,
         follow_timeout: float | None = None,
     ) -> _bulk.BulkReport:
@@ -183,6 +186,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
             daily_limit=daily_limit,
             lines=lines,
             tz_for=tz_for,
+            default_tz=default_tz,
             follow=follow,
             follow_timeout=follow_timeout,
         )
@@ -200,6 +204,8 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
+        wait: WaitBaseT | None = None,
+        stop: StopBaseT | None = None,
     ) -> CampaignTracker:
         r"""Follow a campaign: an async iterator of every deployment status change.
 
@@ -210,6 +216,10 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         off (jittered) up to ``max_interval`` while nothing changes; a
         ``Retry-After`` overrides the wait. ``timeout`` bounds the whole
         tracking (then :class:`campaignkit.TimeoutError` with ``last_status``).
+        The polls are a tenacity loop: ``wait=`` takes any tenacity wait
+        strategy in place of that schedule (each poll's result is the number
+        of changes it read; a ``Retry-After`` still comes first), ``stop=``
+        any stop strategy in place of ``timeout``, ending tracking as it does.
         A 404 is retried for ``not_found_grace`` seconds after the first poll
         (the launch may not be visible yet). ``resume`` takes a
         :meth:`CampaignTracker.checkpoint`; ``on_state`` is called (and
@@ -217,7 +227,7 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         :class:`ValidationError`\ s.
         """
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state, wait, stop
         )
         return CampaignTracker(self.transport, target, options, resume=resume)
 
@@ -233,13 +243,15 @@ class CampaignClient(ServiceCalls, AsyncClosing):
         not_found_grace: float = 30.0,
         resume: Mapping[str, Any] | None = None,
         on_state: OnState | None = None,
+        wait: WaitBaseT | None = None,
+        stop: StopBaseT | None = None,
     ) -> TrackerGroup:
         """One merged stream of the changes of many launches (each change's
         ``launch_request_id`` says which), with at most ``concurrency`` status
         requests in flight on this client's pool; options as for :meth:`track`
         (``resume`` takes a ``TrackerGroup.checkpoint()``)."""
         options = TrackOptions(
-            until, poll_interval, max_interval, timeout, not_found_grace, on_state
+            until, poll_interval, max_interval, timeout, not_found_grace, on_state, wait, stop
         )
         return TrackerGroup(
             self.transport, targets, options, concurrency=concurrency, resume=resume

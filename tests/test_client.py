@@ -48,6 +48,7 @@ from campaignkit import (
     SessionKey,
     SessionQueryNames,
     SessionUpdate,
+    TimeoutError,
     User,
     ValidationError,
     deployment_squad,
@@ -642,6 +643,36 @@ async def test_deadline_stops_a_wait_that_would_pass_it(
     assert sleeps.sleeps == []
 
 
+async def test_a_deadline_passed_during_a_wait_ends_the_call_unsent(
+    mocked: ScriptedExchange, sleeps: FakeTime
+) -> None:
+    async with sleeps.install(
+        CampaignClient(KEY, base_url=BASE, retry=RetryPolicy(deadline=5.0), exchange=mocked)
+    ) as client:
+
+        async def overslept(seconds: float) -> None:  # the loop was busy elsewhere
+            await sleeps.sleep(seconds + 10.0)
+
+        client.transport.sleep = overslept
+        mocked.get(f"{BASE}/poll/api/all", status=503, body=b"{}", repeat=True)
+        with pytest.raises(TimeoutError, match="deadline passed") as caught:
+            await client.list_polls()
+    assert caught.value.request_sent is False
+    assert count(mocked) == 1
+    assert len(sleeps.sleeps) == 1
+
+
+async def test_a_call_answered_at_once_never_enters_the_retry_loop(
+    client: CampaignClient, mocked: ScriptedExchange, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def no_retries(*args: object) -> object:
+        raise AssertionError("the retry loop was entered")
+
+    monkeypatch.setattr(client.transport, "_retried", no_retries)
+    mocked.get(f"{BASE}/poll/api/all", payload=[])
+    assert await client.list_polls() == []
+
+
 async def test_deadline_bounds_the_request_timeout(mocked: ScriptedExchange) -> None:
     async with CampaignClient(
         KEY, base_url=BASE, timeout=30.0, retry=RetryPolicy(deadline=2.0), exchange=mocked
@@ -795,6 +826,28 @@ async def test_cancelling_a_send_is_not_retried(
         await task
     assert task.cancelled()
     assert count(mocked) == 1
+
+
+async def test_cancelling_a_retry_under_way_is_not_retried(
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
+) -> None:
+    started = asyncio.Event()
+
+    async def hang(request: Request) -> Reply:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    url = f"{BASE}/poll/api/all"
+    mocked.get(url, status=503, body=b"{}")
+    mocked.get(url, callback=hang, repeat=True)
+    task = asyncio.create_task(client.list_polls())
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert count(mocked) == 2
+    assert len(sleeps.sleeps) == 1
 
 
 def test_construction_needs_no_event_loop() -> None:

@@ -134,7 +134,9 @@ def users_from_csv(
     Columns: ``country_code``, ``cellphone``, optionally ``deployment_eta``
     (UNIX seconds or an ISO 8601 date-time with its offset; empty for none), and
     every other column is a session variable named by its header (its value
-    kept as written, empty included). Blank lines are skipped.
+    kept as written, empty included). A ``tz`` column names each user's time
+    zone for a send window (``send_window=``); an empty cell means the zone
+    of the number. Blank lines are skipped.
 
     Files as spreadsheets write them are read as they are: a UTF-8 BOM is
     skipped (the default ``utf-8-sig``), Excel's ``sep=;`` first line names

@@ -1,5 +1,6 @@
 """The retry rules around the I/O seam: a :class:`Request` goes through an
-:class:`Exchange` and is retried by the rules of the README, in one loop.
+:class:`Exchange` and is retried by the rules of the README, in a tenacity
+loop entered only once a first attempt failed.
 
 Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
 when the request surely had no effect (a connect failure before any byte was
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -20,12 +20,14 @@ from typing import Any, TypeVar
 
 import attrs
 import orjson
+import tenacity
 
 from .. import errors
+from .._backoff import RetryAfter
 from .._input.validation import Problems, raise_problems
 from .._redaction import sdk_logger
 from .._wire.sansio import Decode, Request, read_response
-from ..config import ClientConfig, RetryPolicy, is_positive_seconds, is_retry_count
+from ..config import ClientConfig, is_positive_seconds, is_retry_count
 from . import telemetry
 from .body_log import loggable_body
 from .exchange import Answer, Exchange
@@ -98,15 +100,18 @@ def may_have_reached_service(exc: BaseException, *, resend_after_429: bool = Tru
     return isinstance(exc, errors.ServerError | errors.RedirectError)
 
 
-def retry_wait(policy: RetryPolicy, retry: int, failure: BaseException) -> float:
-    """The wait before retry number ``retry`` (1 for the first) after
-    ``failure``: its ``Retry-After`` (capped) if it has one, else full-jitter
-    exponential backoff, uniform in ``[0, min(backoff_max, initial * 2**(retry-1))]``."""
-    retry_after = getattr(failure, "retry_after", None)
-    if retry_after is not None:
-        return float(min(retry_after, policy.retry_after_cap))
-    ceiling = min(policy.backoff_max, policy.backoff_initial * 2.0 ** min(retry - 1, 32))
-    return random.uniform(0, ceiling)
+class StopBefore(tenacity.stop.stop_base):
+    """Stop rather than wait past ``deadline`` on ``clock`` (tenacity's
+    ``stop_before_delay`` counts from the first attempt on the process's
+    monotonic clock; a call's deadline counts from the call, on the
+    transport's clock, which tests replace with fake time)."""
+
+    def __init__(self, clock: Clock, deadline: float) -> None:
+        self.clock = clock
+        self.deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.clock() + (retry_state.upcoming_sleep or 0.0) >= self.deadline
 
 
 def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
@@ -146,43 +151,27 @@ class Transport:
     ) -> T:
         """Send ``request`` with retries and return its decoded answer.
 
-        A plain loop: an attempt, then, while the failure is retryable, there
-        are retries left and the wait ends before the call's deadline, a wait
-        from :func:`retry_wait` and another attempt.
+        The first attempt is made here, plainly: a call answered at once pays
+        nothing for the retries (benchmarks row 3). Once it failed,
+        :meth:`_retried` goes on in tenacity's loop.
         """
         if timeout is not None or max_retries is not None:
             _check_call_options(timeout, max_retries)
         policy = self.config.retry
-        retries = policy.max_retries if max_retries is None else max_retries
-        trust = policy.resend_after_429
         timeout = self.config.timeout if timeout is None else timeout
         deadline_at = None if policy.deadline is None else self.clock() + policy.deadline
-        attempt = 1
-        failure: errors.CampaignKitError
-        while True:
-            left = timeout if deadline_at is None else deadline_at - self.clock()
-            if left <= 0:  # only after a wait: the deadline passed meanwhile
-                failure = errors.TimeoutError("the call's deadline passed", request_sent=False)
-                break
-            try:
-                answer = await self._exchange(request, min(timeout, left), attempt)
-                return self._read(request, answer, decode)
-            except errors.CampaignKitError as exc:
-                failure = exc
-            if attempt > retries or not is_retryable(request, failure, resend_after_429=trust):
-                break
-            wait = retry_wait(policy, attempt, failure)
-            if deadline_at is not None and self.clock() + wait >= deadline_at:
-                break
-            waits = retry_waits.get()
-            try:
-                with contextlib.nullcontext() if waits is None else waits.waiting():
-                    await self.sleep(wait)
-            except asyncio.CancelledError as cancelled:
-                note_unsent(cancelled)
-                raise
-            attempt += 1
-            telemetry.retried(request.endpoint.name)
+        try:
+            first_timeout = timeout if policy.deadline is None else min(timeout, policy.deadline)
+            answer = await self._exchange(request, first_timeout, 1)
+            return self._read(request, answer, decode)
+        except errors.CampaignKitError as exc:
+            failure = exc
+        retries = policy.max_retries if max_retries is None else max_retries
+        try:
+            return await self._retried(request, decode, failure, timeout, retries, deadline_at)
+        except errors.CampaignKitError as exc:
+            failure = exc
+        trust = policy.resend_after_429
         if request.endpoint.is_send and isinstance(failure, errors.ResponseError):
             failure.users = request.users
         if request.endpoint.is_send and may_have_reached_service(failure, resend_after_429=trust):
@@ -193,6 +182,64 @@ class Transport:
                 cause=failure,
             ) from None
         raise failure
+
+    async def _retried(
+        self,
+        request: Request,
+        decode: Decode[T],
+        failure: errors.CampaignKitError,
+        timeout: float,
+        retries: int,
+        deadline_at: float | None,
+    ) -> T:
+        """The retries after a first attempt that failed with ``failure``:
+        tenacity's loop, whose first attempt is that one. It retries what
+        :func:`is_retryable` allows, at most ``retries`` times, waiting a
+        failure's ``Retry-After`` or else full-jitter exponential backoff
+        (uniform in ``[0, min(backoff_max, initial * 2**(retry-1))]``), and
+        never into a wait that ends past the call's deadline; it raises the
+        last failure."""
+        policy = self.config.retry
+        trust = policy.resend_after_429
+        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(retries + 1)
+        if deadline_at is not None:
+            stop |= StopBefore(self.clock, deadline_at)
+        backoff = tenacity.wait_random_exponential(
+            multiplier=policy.backoff_initial, max=policy.backoff_max
+        )
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(
+                lambda exc: is_retryable(request, exc, resend_after_429=trust)
+            ),
+            wait=RetryAfter(backoff, policy.retry_after_cap),
+            stop=stop,
+            sleep=lambda wait: self._wait_to_retry(request, wait),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                if number == 1:
+                    raise failure  # made by call(), before the loop
+                left = timeout if deadline_at is None else deadline_at - self.clock()
+                if left <= 0:  # the deadline passed while waiting
+                    raise errors.TimeoutError("the call's deadline passed", request_sent=False)
+                answer = await self._exchange(request, min(timeout, left), number)
+                decoded = self._read(request, answer, decode)
+        return decoded
+
+    async def _wait_to_retry(self, request: Request, wait: float) -> None:
+        """tenacity's sleep between two attempts: no request is under way, so
+        a bulk send stopping cancels it (:data:`retry_waits`), and a
+        cancellation here is noted as leaving the request unsent."""
+        waits = retry_waits.get()
+        try:
+            with contextlib.nullcontext() if waits is None else waits.waiting():
+                await self.sleep(wait)
+        except asyncio.CancelledError as cancelled:
+            note_unsent(cancelled)
+            raise
+        telemetry.retried(request.endpoint.name)
 
     async def attempt(
         self,

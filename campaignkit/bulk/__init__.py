@@ -62,7 +62,7 @@ from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import bulk_problems
 from ._pacing import PROGRESS_INTERVAL
 from ._planner import PlannedChunk, Planner
-from ._rules import SendRules, TzFor, rules_problems, zone_preparer
+from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_preparer
 from ._send import (
     DEFAULT_CHUNK_SIZE,
     JournalPath,
@@ -105,6 +105,7 @@ __all__ = [
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "zone_deferral",
     "zone_preparer",
 ]
 

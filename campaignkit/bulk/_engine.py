@@ -50,13 +50,16 @@ class BulkSend:
     """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
     rules: SendRules = NO_RULES
     prepare: Callable[[User], tuple[User | None, str | None]] | None = None
+    defer: Callable[[str, User], str | None] | None = None
 
     def __attrs_post_init__(self) -> None:
         rate, transport = self.rate_limit, self.client.transport
         self.limiter = RateLimiter(rate, transport.sleep, transport.clock) if rate else None
         self.sender_id = uuid.uuid4().hex
         self.requests: list[Request] = []
-        self.planner = Planner(self.chunk_size, seen=self.seen, prepare=self.prepare)
+        self.planner = Planner(
+            self.chunk_size, seen=self.seen, prepare=self.prepare, defer=self.defer
+        )
         self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
         self.fatal: CampaignKitError | None = None
         self.acks: dict[str, str] = {}
@@ -122,6 +125,7 @@ class BulkSend:
             chunk.recipients,
             retry_rejected=self.retry_rejected,
             ignore_suppression=self.ignore_suppression,
+            deferred=chunk.deferred,
         )
         if held:
             self._report_held(chunk, held)

@@ -34,6 +34,9 @@ class PlannedChunk:
     phones: list[str] = attrs.field(repr=False)
     users: tuple[User, ...] = attrs.field(repr=False)
     positions: array[int] = attrs.field(repr=False)
+    deferred: dict[str, str] = attrs.field(factory=dict, repr=False)
+    """The phones of those the send's rules cannot send now, with why (the
+    ledger files them deferred)."""
 
     @property
     def body(self) -> bytes:
@@ -57,7 +60,8 @@ class Planner:
 
     An input that is not a valid user goes to ``invalid``, a person seen
     before (the same :class:`~campaignkit.Phone`) to ``duplicates``; neither
-    is sent.
+    is sent. A user ``defer`` (given its number and the user) gives a reason
+    for (e.g. no zone to hold a send window in) joins its chunk's ``deferred``.
     The seen-phone set (``seen``, a :class:`PhoneSet` by default: about 16
     bytes a phone) is the only structure of its own that grows with the input.
     """
@@ -68,9 +72,11 @@ class Planner:
         *,
         seen: SeenPhones | None = None,
         prepare: Callable[[User], tuple[User | None, str | None]] | None = None,
+        defer: Callable[[str, User], str | None] | None = None,
     ) -> None:
         self.chunk_size = chunk_size
         self._prepare = prepare
+        self._defer = defer
         self.total = 0
         self.invalid: list[InvalidUser] = []
         self.duplicates: list[DuplicateUser] = []
@@ -84,6 +90,7 @@ class Planner:
         self._phones: list[str] = []
         self._users: list[User] = []
         self._positions: array[int] = array("Q")
+        self._deferred: dict[str, str] = {}
 
     def take(self, item: Any) -> PlannedChunk | None:
         """File one input; the chunk it completes, if it does."""
@@ -109,6 +116,9 @@ class Planner:
         if not self._seen.add(phone):
             self.duplicates.append(DuplicateUser(position, phone, user))
             return None
+        # Asked of the number as the service gets it (the key may be another form of it).
+        if self._defer is not None and (why := self._defer(code + cellphone, user)) is not None:
+            self._deferred[phone] = why
         self._wires.append(orjson.dumps(entry).decode())
         self._phones.append(phone)
         self._users.append(user)
@@ -120,7 +130,12 @@ class Planner:
         if not self._wires:
             return None
         chunk = PlannedChunk(
-            self._chunks, self._wires, self._phones, tuple(self._users), self._positions
+            self._chunks,
+            self._wires,
+            self._phones,
+            tuple(self._users),
+            self._positions,
+            self._deferred,
         )
         self._chunks += 1
         self._new_buffers()

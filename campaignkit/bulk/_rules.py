@@ -18,7 +18,15 @@ from .._input.validation import Problems
 from ..ledger import Claim, Ledger
 from ..ledger._records import Recipients
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User
-from ._windows import TZ_KEY, SendWindow, deployment_eta, zone_for, zone_named
+from ._windows import (
+    TZ_KEY,
+    NoOpening,
+    RecipientClock,
+    SendWindow,
+    deployment_eta,
+    given_zone,
+    zone_named,
+)
 
 TzFor: TypeAlias = Callable[[User], str | None]
 """What ``tz_for=`` takes: a user's IANA time zone name, or None for the number's."""
@@ -33,17 +41,32 @@ class SendRules:
     window: SendWindow | None = None
     daily_limit: int | None = None
     lines: tuple[str, ...] = ()
+    default_tz: str | None = None
+    """The zone that times a number the window cannot be held for in its
+    own zones (none known, or none shared): without it, it is deferred."""
 
     @property
     def rewrites(self) -> bool:
         """Whether requests are rewritten (an ETA or a line added)."""
         return self.window is not None or bool(self.lines)
 
+    @property
+    def clock(self) -> RecipientClock | None:
+        """The send window with the zone it falls back on, if there is a window."""
+        if self.window is None:
+            return None
+        default = None if self.default_tz is None else zone_named(self.default_tz)
+        if self.default_tz is not None and default is None:
+            # Checked when the run started: a worker whose zone database lacks it.
+            raise NoOpening(f"default_tz {self.default_tz!r} is no time zone on this machine")
+        return RecipientClock(self.window, default)
+
     def options(self) -> dict[str, Any]:
         return {
             "send_window": None if self.window is None else self.window.as_json(),
             "daily_limit": self.daily_limit,
             "lines": list(self.lines),
+            "default_tz": self.default_tz,
         }
 
     @classmethod
@@ -53,6 +76,7 @@ class SendRules:
             None if window is None else SendWindow.from_json(window),
             options.get("daily_limit"),
             tuple(options.get("lines") or ()),
+            options.get("default_tz"),
         )
 
 
@@ -60,10 +84,15 @@ NO_RULES: Final = SendRules()
 
 
 def rules_problems(
-    send_window: object, daily_limit: object, lines: object, tz_for: object
+    send_window: object,
+    daily_limit: object,
+    lines: object,
+    tz_for: object,
+    default_tz: object = None,
 ) -> tuple[SendRules, Problems]:
     """The rules from a bulk send's options, and every problem of them."""
     problems: Problems = []
+    windowless = send_window is None
     if send_window is not None and not isinstance(send_window, SendWindow):
         problems.append(("send_window", f"must be a SendWindow or None, got {send_window!r}"))
         send_window = None
@@ -93,9 +122,21 @@ def rules_problems(
         problems.append(
             ("tz_for", f"must be a callable (User -> zone name) or None, got {tz_for!r}")
         )
+    if default_tz is not None:
+        if not isinstance(default_tz, str) or zone_named(default_tz) is None:
+            problems.append(
+                (
+                    "default_tz",
+                    f"must name a time zone (e.g. 'America/Bogota') or be None, got {default_tz!r}",
+                )
+            )
+            default_tz = None
+        elif windowless:
+            problems.append(("default_tz", "times a send window: give send_window too"))
     assert send_window is None or isinstance(send_window, SendWindow)
+    assert default_tz is None or isinstance(default_tz, str)
     daily = daily_limit if isinstance(daily_limit, int) else None
-    return SendRules(send_window, daily, numbers), problems
+    return SendRules(send_window, daily, numbers, default_tz), problems
 
 
 def zone_preparer(
@@ -114,12 +155,35 @@ def zone_preparer(
             others = tuple(k for k in keys if not (isinstance(k, SessionKey) and k.key == TZ_KEY))
             keys = (*others, SessionKey(TZ_KEY, zone))
             user = attrs.evolve(user, user_session_keys=keys)
-        for key in keys:
-            if isinstance(key, SessionKey) and key.key == TZ_KEY and zone_named(key.value) is None:
-                return None, f"{TZ_KEY}: {key.value!r} is not a time zone (e.g. 'America/Bogota')"
+        named = given_zone(tz_of(user))
+        if named is not None and zone_named(named) is None:
+            return None, f"{TZ_KEY}: {named!r} is not a time zone (e.g. 'America/Bogota')"
         return user, None
 
     return prepare
+
+
+def zone_deferral(rules: SendRules) -> Callable[[str, User], str | None] | None:
+    """What the planner asks of each recipient (its number as the service
+    gets it, ``+`` country code and national number; its user) under a
+    send window: why the window cannot be held for it (the detail it is
+    deferred with), or None."""
+    clock = rules.clock
+    if clock is None:
+        return None
+
+    def deferral(phone: str, user: User) -> str | None:
+        return clock.deferral(phone, tz_of(user), utc_now())
+
+    return deferral
+
+
+def tz_of(user: User) -> str | None:
+    """The user's ``tz`` session variable, if it has one."""
+    for key in user.user_session_keys:
+        if isinstance(key, SessionKey) and key.key == TZ_KEY:
+            return key.value
+    return None
 
 
 async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: datetime) -> bytes:
@@ -140,11 +204,25 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
             if phone in assigned:
                 value = f"{DEPLOYMENT_SQUAD_PREFIX}{assigned[phone]}"
                 wire["user_session_keys"].append({"key": DEPLOYMENT_SQUAD, "value": value})
-    if rules.window is not None:
-        for phone, wire in zip(phones, wires, strict=True):
-            # A number whose zone is unknown is sent by the window in UTC.
-            zone = zone_for(phone, _key(wire, TZ_KEY)) or ZoneInfo("UTC")
-            eta = deployment_eta(rules.window, zone, now, wire.get("deployment_eta"))
+    if (clock := rules.clock) is not None:
+        # The users of a zone set without an ETA of their own share one.
+        shared: dict[tuple[ZoneInfo, ...], int | None] = {}
+        for wire in wires:
+            number = wire["country_code"] + wire["cellphone"]
+            zones = clock.zones(number, _key(wire, TZ_KEY), now)
+            if zones is None:
+                # Its zones were known where it was planned (it would be
+                # deferred otherwise), not on this machine: never a guess.
+                raise NoOpening(
+                    "a recipient has no time zone here to hold the send window in: nothing was sent"
+                )
+            own = wire.get("deployment_eta")
+            if own is not None:
+                eta = deployment_eta(clock.window, zones, now, own)
+            elif zones in shared:
+                eta = shared[zones]
+            else:
+                eta = shared[zones] = deployment_eta(clock.window, zones, now, None)
             if eta is not None:
                 wire["deployment_eta"] = eta
     return b'{"users":' + orjson.dumps(wires) + b"}"

@@ -15,7 +15,7 @@ from ..progress import ProgressUpdate
 from ._engine import BulkSend
 from ._follow import follow_sent, follow_timeout_problems
 from ._options import bulk_problems
-from ._rules import TzFor, rules_problems, zone_preparer
+from ._rules import TzFor, rules_problems, zone_deferral, zone_preparer
 from ._seam import BulkClient
 from ._stopping import DEFAULT_INTERRUPT_GRACE
 from ._windows import SendWindow
@@ -60,6 +60,7 @@ async def send_bulk(
     daily_limit: int | None = None,
     lines: Sequence[str] | None = None,
     tz_for: TzFor | None = None,
+    default_tz: str | None = None,
     follow: bool = False,
     follow_timeout: float | None = None,
 ) -> BulkReport:
@@ -107,8 +108,13 @@ async def send_bulk(
     Protecting the sending line (kept with the run, so the workers apply them
     too): ``send_window`` sends each recipient outside it with a
     ``deployment_eta`` at its next opening in their time zone (their ``tz``
-    session variable, e.g. a CSV ``tz`` column; ``tz_for(user)`` when it gives
-    one; else their number's zone); ``daily_limit`` caps the unique recipients
+    session variable, e.g. a CSV ``tz`` column, an empty one meaning none;
+    ``tz_for(user)`` when it gives one; else every zone of their number, the
+    window held in all of them at once). A number with no zone known, or
+    whose zones share no moment of the window, is never timed by guess: it
+    is ``deferred`` (reason ``zone unknown``; a rerun sends it once it has a
+    ``tz``), or timed in ``default_tz`` (an IANA name) when given. The
+    report's ``deferred_reasons`` counts each reason. ``daily_limit`` caps the unique recipients
     claimed per rolling 24 h over every run of the ledger (the rest are
     ``deferred``: a rerun sends them once the budget allows); ``lines`` (the
     sending numbers, country code included, digits only) spreads new people
@@ -126,7 +132,7 @@ async def send_bulk(
         run=run,
         interrupt_grace=interrupt_grace,
     )
-    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for, default_tz)
     problems += rule_problems
     if journal is None and (run is not None or retry_rejected):
         problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
@@ -165,6 +171,7 @@ async def send_bulk(
             seen=seen,
             rules=rules,
             prepare=zone_preparer(rules, tz_for),
+            defer=zone_deferral(rules),
         )
         report = await bulk.run(users)
         if follow:

@@ -96,7 +96,11 @@ def resume_command(a: argparse.Namespace) -> str:
     ]
     if a.follow_timeout is not None:
         argv += ["--follow-timeout", str(a.follow_timeout)]
-    for flag, value in (("--send-window", a.send_window), ("--days", a.days)):
+    for flag, value in (
+        ("--send-window", a.send_window),
+        ("--days", a.days),
+        ("--default-tz", a.default_tz),
+    ):
         argv += [flag, value] if value else []
     if a.daily_limit is not None:
         argv += ["--daily-limit", str(a.daily_limit)]

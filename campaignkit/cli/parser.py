@@ -10,11 +10,37 @@ from typing import Any, NoReturn
 from .._redaction import redact
 from .._version import __version__
 from ..config import ENV_API_KEY, ENV_URLS
-from . import demo, polls, runs, sandbox, send, sessions, submit, suppress, track, watch, worker
+from . import (
+    analyze,
+    demo,
+    polls,
+    runs,
+    sandbox,
+    send,
+    sessions,
+    submit,
+    suppress,
+    track,
+    watch,
+    worker,
+)
 from .argtypes import positive_float
 from .context import EPILOG, ExitStatus
 
-COMMANDS = (demo, sandbox, send, submit, track, sessions, polls, worker, runs, suppress, watch)
+COMMANDS = (
+    demo,
+    sandbox,
+    send,
+    submit,
+    track,
+    sessions,
+    polls,
+    worker,
+    runs,
+    suppress,
+    watch,
+    analyze,
+)
 
 COMMON_DEFAULTS: dict[str, Any] = {
     "api_key": None,

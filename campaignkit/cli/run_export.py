@@ -64,7 +64,10 @@ async def export_run(
     elif state == SUPPRESSED:
         advice = "their numbers were on the suppression list (`campaignkit suppress list`)"
     elif state == DEFERRED:
-        advice = "over the daily limit: rerunning the run sends them once the budget allows"
+        advice = (
+            "over the daily limit, or with no time zone to hold the send window in (give "
+            "them a 'tz'): rerunning the run sends them once that allows"
+        )
     else:
         advice = "send them in a follow-up run with `campaignkit send POLL FILE --bulk --run NEW`"
     ctx.note(

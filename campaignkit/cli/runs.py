@@ -3,14 +3,16 @@ and how every command opens the ledger ``--journal`` names."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .._funnel import Funnel
 from .._redaction import redact
+from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import STATES, Ledger, RunInfo, ledger_from
+from ..ledger import DEFERRED, STATES, Ledger, RunInfo, ledger_from
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
@@ -147,8 +149,9 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             return ExitStatus.OK
         counts = await ledger.counts(a.run)
         funnel = await ledger.funnel(a.run)
+        reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
         if ctx.json:
-            ctx.emit(_run_json(info, counts, funnel))
+            ctx.emit({**_run_json(info, counts, funnel), "deferred_reasons": reasons})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -158,11 +161,21 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
+            for reason, count in reasons.items():
+                ctx.print(f"deferred ({reason}): {count}")
             ctx.print("")
             ctx.print(funnel_table(funnel))
             if a.follow:
                 note_unconfirmed(ctx, funnel, a.run)
     return ExitStatus.OK
+
+
+async def deferred_reasons(ledger: Ledger, run: str) -> dict[str, int]:
+    """The run's deferred recipients per reason."""
+    reasons: Counter[str] = Counter()
+    async for record in ledger.records(run, [DEFERRED]):
+        reasons[deferral_reason(record.detail)] += 1
+    return dict(reasons)
 
 
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:

@@ -6,9 +6,10 @@ import asyncio
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from .. import errors
+from .._report import DAILY_LIMIT, ZONE_UNKNOWN
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_INTERRUPT_GRACE,
@@ -255,11 +256,16 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "rejected chunks were not sent: rerun with the same --journal and "
             "--retry-rejected to retry them"
         )
-    if report.deferred:
-        ctx.note(
-            f"deferred: {report.counts['deferred']} users over the daily limit were not sent: "
-            "rerun the same command once the budget allows"
-        )
+    for reason, count in report.deferred_reasons.items():
+        ctx.note(f"deferred ({reason}): {count} users were not sent: {_RERUN.get(reason, '')}")
+
+
+_RERUN: Final = {
+    DAILY_LIMIT: "over the daily limit; rerun the same command once the budget allows",
+    ZONE_UNKNOWN: "no time zone to hold the send window in (none known for the number, or "
+    "its zones share no hour of the window); give them a 'tz' column (or --default-tz) "
+    "and rerun the same command",
+}
 
 
 def invalid_place(item: InvalidUser) -> str:
@@ -293,6 +299,7 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
         "rejected": chunks(report.rejected),
         "ambiguous": chunks(report.ambiguous),
         "deferred": chunks(report.deferred),
+        "deferred_reasons": report.deferred_reasons,
         "suppressed": [
             {"position": s.position, "phone": s.phone, "reason": s.reason}
             for s in report.suppressed

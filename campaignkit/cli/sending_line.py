@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from ..bulk import SendWindow
+from ..bulk._windows import zone_named
 from ..errors import ValidationError
 from .argtypes import positive_int
 from .context import UsageError
@@ -24,6 +25,13 @@ def add_options(parser: argparse.ArgumentParser | Any) -> None:
     )
     group.add_argument(
         "--days", metavar="DAYS", help="the window's weekdays, e.g. mon-fri or sat,sun"
+    )
+    group.add_argument(
+        "--default-tz",
+        metavar="ZONE",
+        help="the zone (e.g. America/Bogota) that times a number the window cannot be held "
+        "for in its own zones (none known, or none sharing an hour of it); without it they "
+        "are deferred ('zone unknown'), and a rerun sends those given a 'tz'",
     )
     group.add_argument(
         "--daily-limit",
@@ -47,6 +55,7 @@ def given(args: argparse.Namespace) -> list[str]:
     names = (
         ("--send-window", args.send_window),
         ("--days", args.days),
+        ("--default-tz", args.default_tz),
         ("--daily-limit", args.daily_limit),
         ("--line", args.lines),
     )
@@ -54,13 +63,22 @@ def given(args: argparse.Namespace) -> list[str]:
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
-    """``send_window``, ``daily_limit`` and ``lines`` for ``send_bulk`` or ``submit``."""
-    if args.days and not args.send_window:
-        raise UsageError("--days needs --send-window")
+    """``send_window``, ``default_tz``, ``daily_limit`` and ``lines`` for
+    ``send_bulk`` or ``submit``."""
+    for flag, value in (("--days", args.days), ("--default-tz", args.default_tz)):
+        if value and not args.send_window:
+            raise UsageError(f"{flag} needs --send-window")
+    if args.default_tz and zone_named(args.default_tz) is None:
+        raise UsageError(f"--default-tz: {args.default_tz!r} is no time zone (e.g. America/Bogota)")
     try:
         window = None if args.send_window is None else SendWindow.parse(args.send_window, args.days)
     except ValidationError as exc:
         raise UsageError(
             "--send-window/--days: " + "; ".join(message for _, message in exc.problems)
         ) from None
-    return {"send_window": window, "daily_limit": args.daily_limit, "lines": args.lines}
+    return {
+        "send_window": window,
+        "default_tz": args.default_tz,
+        "daily_limit": args.daily_limit,
+        "lines": args.lines,
+    }

@@ -14,7 +14,7 @@ import attrs
 from .._redaction import redact
 from ..progress import failure_words, percent
 from ..status import DONE_MEANS, CampaignState
-from ._funnel import FUNNEL, Funnel
+from ._funnel import FUNNEL, Funnel, Stage
 from ._svg import chart_svg
 from ._timeline import Sample
 
@@ -24,6 +24,7 @@ PHONES_INLINE = 5
 __all__ = [
     "LaunchSummary",
     "asset",
+    "bars_html",
     "document",
     "failures_html",
     "funnel_html",
@@ -86,16 +87,22 @@ def legend_html() -> str:
 
 def funnel_html(funnel: Funnel) -> str:
     """One row per stage: count, share and bar."""
-    total = funnel.total
-    rows = "".join(
-        f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{stage}</span>'
-        f'<span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
+    return bars_html([(stage, stage, count) for stage, count in funnel.stages()], funnel.total)
+
+
+def bars_html(rows: Sequence[tuple[str, Stage, int]], total: int, *, key: str = "stage") -> str:
+    """One row per ``(label, stage, count)``: the label, a bar in the stage's
+    colour, the count (its label in a ``data-{key}`` attribute) and its
+    share of ``total``."""
+    items = "".join(
+        f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{escape(label)}'
+        f'</span><span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
         "</i></span>"
-        f'<span class="count" data-stage="{stage}">{count}</span>'
+        f'<span class="count" data-{key}="{escape(label)}">{count}</span>'
         f'<span class="share">{percent(count, total)}</span></li>'
-        for stage, count in funnel.stages()
+        for label, stage, count in rows
     )
-    return f'<ol class="funnel" data-total="{total}">{rows}</ol>'
+    return f'<ol class="funnel" data-total="{total}">{items}</ol>'
 
 
 def failures_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:

@@ -1,16 +1,17 @@
 """The status-over-time chart as inline SVG: one stacked step area per funnel
-stage, drawn on the server for the live page and the report alike (no script
-draws anything)."""
+stage (of a launch's deployments, or of a poll's sessions), drawn on the
+server for the live page and the reports alike (no script draws anything)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from html import escape
 
 from ._funnel import Stage
 from ._timeline import Sample
 
-__all__ = ["chart_svg"]
+__all__ = ["chart_svg", "stacked_chart_svg"]
 
 # Bottom to top: what is settled under what is still moving.
 LAYERS = (Stage.DELIVERED, Stage.SENT, Stage.FAILED, Stage.UNKNOWN, Stage.WAITING)
@@ -31,13 +32,25 @@ def _steps(xs: Sequence[float], ys: Sequence[float]) -> list[tuple[float, float]
 
 def chart_svg(samples: Sequence[Sample]) -> str:
     """Deployments per stage over the time of ``samples`` (time order)."""
+    return stacked_chart_svg(
+        [sample.at for sample in samples],
+        [(stage, [sample.funnel.count(stage) for sample in samples]) for stage in LAYERS],
+        "deployments",
+    )
+
+
+def stacked_chart_svg(
+    times: Sequence[datetime], layers: Sequence[tuple[Stage, Sequence[int]]], noun: str
+) -> str:
+    """``noun`` per stage over ``times`` (time order): each layer's counts at
+    those times, stacked bottom to top in the order given."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    start = samples[0].at if samples else None
-    offsets = [(s.at - start).total_seconds() for s in samples] if start else []
+    start = times[0] if times else None
+    offsets = [(at - start).total_seconds() for at in times] if start else []
     elapsed = offsets[-1] if offsets else 0.0
     # The last sample holds for a twentieth of the width, so the end shows.
     span = elapsed + max(elapsed / 19, 1.0)
-    peak = max((s.funnel.total for s in samples), default=0)
+    peak = max((sum(column) for column in zip(*(c for _, c in layers), strict=True)), default=0)
     xs = [LEFT + plot_w * t / span for t in offsets]
     xs.append(LEFT + plot_w)
 
@@ -45,9 +58,9 @@ def chart_svg(samples: Sequence[Sample]) -> str:
         return TOP + plot_h * (1 - count / peak) if peak else TOP + plot_h
 
     paths = []
-    below = [0] * len(samples)
-    for stage in LAYERS:
-        above = [b + s.funnel.count(stage) for b, s in zip(below, samples, strict=True)]
+    below = [0] * len(times)
+    for stage, counts in layers:
+        above = [b + n for b, n in zip(below, counts, strict=True)]
         if above != below:
             edge = _steps(xs, [y(n) for n in above]) + _steps(xs, [y(n) for n in below])[::-1]
             points = " ".join(f"{x:.1f},{v:.1f}" for x, v in edge)
@@ -55,7 +68,7 @@ def chart_svg(samples: Sequence[Sample]) -> str:
             paths.append(f'<polygon class="area st-{stage}" points="{points}">{title}</polygon>')
         below = above
     axis_y = TOP + plot_h
-    label = f"deployments by stage over {_seconds(elapsed)}"
+    label = f"{noun} by stage over {_seconds(elapsed)}"
     return (
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'role="img" aria-label="{escape(label)}">'

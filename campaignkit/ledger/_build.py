@@ -75,12 +75,14 @@ class Request:
 
 
 def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request]:
-    """``records`` grouped by claim and state, in order of first appearance
-    (suppressed ones are no request's: see :func:`suppressed_of`)."""
-    groups: dict[tuple[str | None, str], list[Record]] = {}
+    """``records`` grouped by claim and state (deferred ones by their
+    reason's detail too), in order of first appearance (suppressed ones are
+    no request's: see :func:`suppressed_of`)."""
+    groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
     for record in records:
         if record.state != SUPPRESSED:
-            groups.setdefault((record.claim, record.state), []).append(record)
+            why = record.detail if record.state == DEFERRED else None
+            groups.setdefault((record.claim, record.state, why), []).append(record)
     return [
         Request(
             claim,
@@ -90,7 +92,7 @@ def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request
             detail=group[0].detail,
             ack=acks.get(claim or "") if state == ACCEPTED else None,
         )
-        for (claim, state), group in groups.items()
+        for (claim, state, _), group in groups.items()
     ]
 
 

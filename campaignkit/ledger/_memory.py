@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from itertools import pairwise
 
 import attrs
@@ -120,6 +120,7 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         *,
         retry_rejected: bool = False,
         ignore_suppression: bool = False,
+        deferred: Mapping[str, str] | None = None,
     ) -> list[Record]:
         state = self._state(run)
         now = time.time()
@@ -127,15 +128,20 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
         adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
         columns = Recipients.of(recipients)
         listed = {} if ignore_suppression else self._entries(columns.phones)
-        if not listed:
+        if not listed and not deferred:
             return state.file(chunk, columns, adopt, None, now)
-        by_reason: dict[str | None, list[Recipient]] = {}  # a batch each
+        deferred = deferred or {}
+        by_filing: dict[tuple[str, str] | None, list[Recipient]] = {}  # a batch each
         for recipient in recipients:
-            entry = listed.get(recipient.phone)
-            by_reason.setdefault(None if entry is None else entry.reason, []).append(recipient)
+            filed: tuple[str, str] | None = None
+            if (entry := listed.get(recipient.phone)) is not None:
+                filed = (SUPPRESSED, entry.reason)
+            elif (why := deferred.get(recipient.phone)) is not None:
+                filed = (DEFERRED, why)
+            by_filing.setdefault(filed, []).append(recipient)
         held: list[Record] = []
-        for reason, group in by_reason.items():
-            held += state.file(chunk, group, adopt, reason, now)
+        for filed, group in by_filing.items():
+            held += state.file(chunk, group, adopt, filed, now)
         return held
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:

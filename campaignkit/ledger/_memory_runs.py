@@ -21,7 +21,6 @@ from ._records import (
     AMBIGUOUS,
     IN_FLIGHT,
     PLANNED,
-    SUPPRESSED,
     Recipient,
     Recipients,
     Record,
@@ -138,12 +137,13 @@ class RunState:
         chunk: str,
         recipients: Sequence[Recipient],
         adopt: tuple[str, ...],
-        reason: str | None,
+        filed: tuple[str, str] | None,
         now: float,
     ) -> list[Record]:
-        """File ``recipients`` in one batch of ``chunk``, planned, or suppressed
-        for ``reason``; the records of those it will not send. A recipient
-        whose record is in a state not in ``adopt`` keeps it."""
+        """File ``recipients`` in one batch of ``chunk``, planned, or in the
+        state ``filed`` names with its detail (suppressed or deferred, and
+        why); the records of those it will not send. A recipient whose
+        record is in a state not in ``adopt`` keeps it."""
         columns = Recipients.of(recipients)
         held: list[Record] = []
         index, pending = self.index, self.pending
@@ -180,8 +180,8 @@ class RunState:
             )
         if columns:
             batch = self._new_batch(chunk, start, columns, now)
-            if reason is not None:
-                batch.state, batch.detail = SUPPRESSED, reason
+            if filed is not None:
+                batch.state, batch.detail = filed
                 held += (self.record(start + i, phone) for i, phone in enumerate(columns.phones))
         return held
 

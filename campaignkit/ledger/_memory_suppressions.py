@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 
 from ._memory_runs import RunState
-from ._records import PLANNED, Recipient
+from ._records import PLANNED, SUPPRESSED, Recipient
 from ._suppression import Suppression, SuppressionList
 
 
@@ -43,7 +43,7 @@ class MemorySuppressions(SuppressionList):
                 if entry is not None and entry.added >= batch.updated and i not in batch.dead:
                     late.setdefault(entry.reason, []).append(recipient)
         for reason, group in late.items():
-            state.file(chunk, group, (PLANNED,), reason, now)
+            state.file(chunk, group, (PLANNED,), (SUPPRESSED, reason), now)
 
     async def _add_suppressions(
         self, phones: Sequence[str], reason: str, source: str | None, added: float

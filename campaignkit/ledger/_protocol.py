@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import abc
 import warnings
-from collections.abc import AsyncIterator, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Self
 
 import orjson
@@ -106,10 +106,12 @@ class Ledger(SendingRules, SuppressionList):
         *,
         retry_rejected: bool = False,
         ignore_suppression: bool = False,
+        deferred: Mapping[str, str] | None = None,
     ) -> list[Record]:
         """File ``recipients`` as planned in ``chunk`` (those on the suppression
-        list as suppressed, unless ``ignore_suppression``); the records of
-        those it will not send."""
+        list as suppressed, unless ``ignore_suppression``; the others whose
+        phone ``deferred`` maps to a detail as deferred with it: the send's
+        rules cannot send them now); the records of those it will not send."""
 
     @abc.abstractmethod
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:

@@ -15,7 +15,8 @@ AMBIGUOUS: Final = "ambiguous"
 SUPPRESSED: Final = "suppressed"
 """Not sent: the number is on the ledger's suppression list (the reason in ``detail``)."""
 DEFERRED: Final = "deferred"
-"""Not sent yet: over the daily limit; a rerun sends it once the budget allows."""
+"""Not sent yet, for the reason its detail names (over the daily limit, or no
+zone to hold a send window in); a rerun sends it once that allows."""
 STATES: Final = (PLANNED, IN_FLIGHT, ACCEPTED, REJECTED, AMBIGUOUS, SUPPRESSED, DEFERRED)
 
 

@@ -11,6 +11,9 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
+from .._report import DAILY_LIMIT as DAILY_LIMIT_REASON
+from .._report import deferral_detail
+
 K = TypeVar("K", bound=Hashable)
 
 DAY: Final = 86_400.0
@@ -90,7 +93,8 @@ def deferred_detail(limit: int, free_from: float | None) -> str:
         if free_from is None
         else f" (from {datetime.fromtimestamp(free_from, UTC):%Y-%m-%d %H:%M} UTC at the earliest)"
     )
-    return (
-        f"deferred: over the daily limit of {limit} unique recipients per rolling 24 h; "
-        f"a rerun sends it once the budget allows{when}"
+    return deferral_detail(
+        DAILY_LIMIT_REASON,
+        f"over the daily limit of {limit} unique recipients per rolling 24 h; "
+        f"a rerun sends it once the budget allows{when}",
     )

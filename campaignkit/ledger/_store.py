@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
 from ..errors import LedgerError
@@ -23,6 +23,7 @@ from ._reads import LedgerReads
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
+    DEFERRED,
     PLANNED,
     REJECTED,
     SUPPRESSED,
@@ -39,10 +40,12 @@ from ._suppression import Suppression
 from ._suppression_store import SuppressionStore
 
 
-def _filed(entry: Suppression | None) -> tuple[str, str | None]:
+def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
     """The state and detail a recipient is filed with: suppressed (with the
-    reason its number is on the list), or planned."""
-    return (PLANNED, None) if entry is None else (SUPPRESSED, entry.reason)
+    reason its number is on the list), deferred (with why), or planned."""
+    if entry is not None:
+        return SUPPRESSED, entry.reason
+    return (PLANNED, None) if deferral is None else (DEFERRED, deferral)
 
 
 class SqlLedger(
@@ -132,6 +135,7 @@ class SqlLedger(
         *,
         retry_rejected: bool = False,
         ignore_suppression: bool = False,
+        deferred: Mapping[str, str] | None = None,
     ) -> list[Record]:
         """File ``recipients`` as planned in ``chunk``.
 
@@ -140,13 +144,15 @@ class SqlLedger(
         suppressed (by an earlier pass), joins ``chunk``; a rejected one too
         with ``retry_rejected``. One whose number is on the suppression list
         joins it as suppressed (the reason in its detail), unless
-        ``ignore_suppression``. Every other recipient keeps its record.
+        ``ignore_suppression``; one whose phone ``deferred`` maps to a detail
+        joins it as deferred with it. Every other recipient keeps its record.
         Returned: the records of the recipients this chunk will not send
-        (held, or suppressed).
+        (held, suppressed or deferred).
         """
         now = time.time()
         # Read as columns: send_bulk's chunks come so, with no Recipient made a person.
         columns = Recipients.of(recipients)
+        deferred = deferred or {}
         async with self._transaction() as tx:
             await tx.execute(
                 "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
@@ -168,7 +174,11 @@ class SqlLedger(
                 " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
                 + (", 'rejected')" if retry_rejected else ")"),
                 [
-                    (run, phone, position, chunk, *_filed(listed.get(phone)), user, now)
+                    (
+                        *(run, phone, position, chunk),
+                        *_filed(listed.get(phone), deferred.get(phone)),
+                        *(user, now),
+                    )
                     for phone, position, user in zip(
                         columns.phones, columns.positions, columns.users, strict=True
                     )
@@ -181,7 +191,7 @@ class SqlLedger(
                 rows = await tx.fetch(
                     "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
                     " FROM campaignkit_recipients WHERE run = ?"
-                    f" AND (chunk <> ? OR state = 'suppressed') AND {condition}",
+                    f" AND (chunk <> ? OR state IN ('suppressed', 'deferred')) AND {condition}",
                     run,
                     chunk,
                     *args,

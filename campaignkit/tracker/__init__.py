@@ -7,7 +7,8 @@ Tracker section of DESIGN.md).
   one answer against the statuses held, their counts.
 - ``_records``: :class:`Progress` and :class:`TrackerStats`.
 - ``_checkpoint``: what was yielded, as JSON-able data, and back.
-- ``_schedule``: when the next poll is due (pure but for the jitter).
+- ``_schedule``: the tenacity strategies of the polls: the default wait
+  (back off while nothing changes) and the stop at the timeout.
 - ``_tracker``: the tracker, polling through a small :class:`StatusSource`
   (the client's transport); ``_group``: ``track_many``'s merged stream.
 """

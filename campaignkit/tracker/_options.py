@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol, TypeVar
 
 import attrs
+from tenacity.stop import StopBaseT
+from tenacity.wait import WaitBaseT
 
 from .._wire.decode import Decode
 from .._wire.sansio import Request
@@ -22,7 +24,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class StatusSource(Protocol):
-    """One HTTP exchange per poll, no retry (the tracker's schedule retries),
+    """One HTTP exchange per poll, no retry (the tracker's loop retries),
     and the time between polls: a monotonic clock and a sleep."""
 
     @property
@@ -52,6 +54,10 @@ class TrackOptions:
     timeout: float | None = None
     not_found_grace: float = 30.0
     on_state: OnState | None = None
+    wait: WaitBaseT | None = None
+    """A tenacity wait strategy in place of the default schedule."""
+    stop: StopBaseT | None = None
+    """A tenacity stop strategy in place of ``timeout``."""
 
     def __attrs_post_init__(self) -> None:
         problems = []
@@ -68,5 +74,11 @@ class TrackOptions:
             problems.append(("not_found_grace", "must be a number >= 0"))
         if self.on_state is not None and not callable(self.on_state):
             problems.append(("on_state", "must be callable"))
+        if self.wait is not None and not callable(self.wait):
+            problems.append(("wait", "must be a tenacity wait strategy"))
+        if self.stop is not None and not callable(self.stop):
+            problems.append(("stop", "must be a tenacity stop strategy"))
+        if self.stop is not None and timeout is not None:
+            problems.append(("stop", "replaces timeout: give one of them"))
         if problems:
             raise ValidationError(problems)

@@ -1,36 +1,53 @@
-"""When the next poll is due: back off (exponential, jittered in its upper
-half) while nothing changes or polls fail, return to ``poll_interval`` on a
-change, honour ``Retry-After``."""
+"""The tracker's tenacity strategies. Each poll is one attempt of the
+tracker's ``AsyncRetrying`` loop, and its result is the number of changes
+it read: so a wait can tell a poll that moved something from a quiet one.
+
+:class:`PollBackoff` is the default wait (the one a ``wait=`` replaces);
+:class:`StopAt` the stop at ``timeout`` (the one a ``stop=`` replaces), on
+the tracker's own clock, which tests replace with fake time."""
 
 from __future__ import annotations
 
 import random
 
-import attrs
+import tenacity
+
+from ._options import Clock
 
 
-@attrs.frozen
-class PollSchedule:
-    """Waits between polls; pure but for the jitter."""
+class PollBackoff(tenacity.wait.wait_base):
+    """``poll_interval`` after a poll that read a change; while nothing
+    changes (or polls fail), a backoff from the last change: ``c/2 +
+    uniform(0, c/2)`` for the ceiling ``c = min(max_interval, poll_interval
+    * 2**n)`` after the n-th poll since, never below ``poll_interval``.
 
-    poll_interval: float
-    max_interval: float
-    retry_after_cap: float
+    Unlike tenacity's own waits, which grow with every attempt, it starts
+    over at each change: it remembers the last one, so it serves one loop.
+    """
 
-    def after_poll(self, changed: bool, quiet: int) -> float:
-        """The wait after a poll that read an answer; ``quiet``: polls in a
-        row without a change."""
-        return self.poll_interval if changed else self.backoff(quiet)
+    def __init__(self, poll_interval: float, max_interval: float) -> None:
+        self.poll_interval = poll_interval
+        self.max_interval = max(max_interval, poll_interval)
+        self._changed_at = 0  # the attempt number of the last poll that read a change
 
-    def after_failure(self, retry_after: float | None, failures: int) -> float:
-        """The wait after the ``failures``-th failed poll in a row; a
-        ``Retry-After`` overrides it (even above ``max_interval``)."""
-        if retry_after is not None:
-            return min(float(retry_after), self.retry_after_cap)
-        return self.backoff(failures)
-
-    def backoff(self, steps: int) -> float:
-        """``c/2 + uniform(0, c/2)`` for the ceiling ``c = min(max_interval,
-        poll_interval * 2**steps)``, never below ``poll_interval``."""
-        ceiling = min(self.max_interval, self.poll_interval * 2.0 ** min(steps, 32))
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
+        assert outcome is not None  # tenacity waits after an attempt
+        if not outcome.failed and outcome.result():
+            self._changed_at = retry_state.attempt_number
+            return self.poll_interval
+        quiet = retry_state.attempt_number - self._changed_at
+        ceiling = min(self.max_interval, self.poll_interval * 2.0 ** min(quiet, 32))
         return max(self.poll_interval, ceiling / 2 + random.uniform(0, ceiling / 2))
+
+
+class StopAt(tenacity.stop.stop_base):
+    """Stop once ``clock()`` reaches ``deadline`` (tenacity's
+    ``stop_after_delay`` reads the process's monotonic clock instead)."""
+
+    def __init__(self, clock: Clock, deadline: float) -> None:
+        self.clock = clock
+        self.deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.clock() >= self.deadline

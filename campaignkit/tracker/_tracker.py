@@ -1,7 +1,9 @@
-"""``CampaignTracker``: a plain loop of polls, each one HTTP exchange, the
-waits from :class:`PollSchedule`, the stop at the deadline. No background
-task: waits and polls run inside ``__anext__`` (its :class:`Pacer`), so
-breaking out, ``aclose()`` or cancelling leaves nothing running."""
+"""``CampaignTracker``: a tenacity loop of polls (``AsyncRetrying``), each
+one HTTP exchange; its wait and stop strategies say when the next poll is due
+and when tracking ends. No background task: the loop is stepped inside
+``__anext__`` (its :class:`Pacer`, which does the waiting, for every consumer
+of the tracker or every tracker of a group), so breaking out, ``aclose()`` or
+cancelling leaves nothing running."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import inspect
 from collections import Counter, deque
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
+
+import tenacity
 
 from .. import errors
+from .._backoff import RetryAfter
 from .._io import telemetry
 from .._io.closing import AsyncClosing
 from .._io.transport import is_retryable
@@ -24,7 +29,7 @@ from . import _checkpoint
 from ._diff import DeploymentChange, View
 from ._options import StatusSource, TrackOptions
 from ._records import Progress, TrackerStats
-from ._schedule import PollSchedule
+from ._schedule import PollBackoff, StopAt
 from ._updates import Pacer, Updating
 
 _decode_answer = decoder(StatusAnswer)
@@ -61,11 +66,6 @@ class CampaignTracker(Updating, AsyncClosing):
         self._source = source
         self._clock = source.clock
         self._request = wire.build_request_to_url(config, wire.CAMPAIGN_STATUS, url)
-        self._schedule = PollSchedule(
-            float(options.poll_interval),
-            max(float(options.max_interval), float(options.poll_interval)),
-            config.retry.retry_after_cap,
-        )
         self._view = View(launch_request_id)
         self._seen_answer = False
         if resume is not None:
@@ -78,16 +78,13 @@ class CampaignTracker(Updating, AsyncClosing):
         self._deadline: float | None = None
         self.next_poll_at = 0.0
         """When the next poll is due, on the options' clock."""
-        self._quiet = 0  # polls in a row without a change
-        self._failures = 0  # failed polls in a row
+        self._polling: tenacity.AsyncRetrying | None = None  # from the first poll on
+        self._attempt: tenacity.AttemptManager | None = None  # the poll due, not yet made
         self._polls = self._retries = self._changes = 0
         self._finished = self._closed = self._busy = False
         self._pacer = Pacer(
             self.prepare_poll, lambda: self.next_poll_at, self.poll, self._clock, source.sleep
         )
-        self._due = False  # a poll is scheduled at next_poll_at and not yet made
-        self._failure: Exception | None = None  # of the last poll
-        self._changed = False  # whether the last poll read a change
 
     def __repr__(self) -> str:
         return (
@@ -156,49 +153,36 @@ class CampaignTracker(Updating, AsyncClosing):
         self._closed = True
         self._finish()
         self._buffer.clear()
-        self._due = False
+        self._attempt = None
 
     # -- the steps, also driven by TrackerGroup ------------------------------------
 
     async def prepare_poll(self) -> bool:
-        """Decide the next poll (``next_poll_at``) from the last one. False
-        when tracking is over; raises the final error (``NotFoundError`` after
-        the grace, a shape ``ResponseError``, the tracker's timeout)."""
-        if self._due:
+        """Have the next poll due (at ``next_poll_at``): the tenacity loop
+        decides on the last one, and its wait sets when (:meth:`_schedule`).
+        False when tracking is over; raises the error that ends it
+        (``NotFoundError`` after the grace, a shape ``ResponseError``, the
+        stop's ``TimeoutError``)."""
+        if self._attempt is not None:
             return True
         if self._finished:
             return False
-        now = self._clock()
-        if self._started is None:
-            self._started = self.next_poll_at = now
-            if self.timeout is not None:
-                self._deadline = now + self.timeout
-            self._due = True
-            return True
-        failure = self._failure
-        if failure is not None and not self._is_transient(failure):
+        if self._polling is None:
+            self._polling = self._start_polling()
+        try:
+            self._attempt = await anext(self._polling)
+        except BaseException:
             self._finish()
-            raise failure
-        if failure is not None:
-            retry_after = getattr(failure, "retry_after", None)
-            wait = self._schedule.after_failure(retry_after, self._failures)
-        else:
-            wait = self._schedule.after_poll(self._changed, self._quiet)
-        if self._deadline is not None:
-            if now >= self._deadline:
-                self._finish()
-                raise self._timeout_error() from failure
-            wait = max(0.0, min(wait, self._deadline - now))
-        if failure is not None:
-            self._retries += 1
-        self.next_poll_at = now + wait
-        self._due = True
+            raise
         return True
 
     async def poll(self) -> None:
-        """One poll: one HTTP exchange, then the diff. Cancel-safe: if it is
-        cancelled, it stays due and is made again on the next step."""
-        assert self._due
+        """One poll, the loop's attempt: one HTTP exchange, then the diff;
+        its outcome (the changes read, or the failure) is the attempt's.
+        Cancel-safe: if it is cancelled, it stays due and is made again on
+        the next step."""
+        attempt = self._attempt
+        assert attempt is not None
         timeout = None
         if self._deadline is not None:
             timeout = min(self._source.config.timeout, max(self._deadline - self._clock(), 1.0))
@@ -206,18 +190,16 @@ class CampaignTracker(Updating, AsyncClosing):
         try:
             answer = await self._source.attempt(self._request, _decode_answer, timeout)
         except Exception as exc:
-            self._due = False
-            self._failures += 1
-            self._failure = exc
+            self._attempt = None
+            attempt.retry_state.set_exception((type(exc), exc, exc.__traceback__))
             return
-        self._due = False
-        self._failures = 0
-        self._failure = None
+        self._attempt = None
         try:
-            self._changed = await self._apply(answer)
+            changed = await self._apply(answer)
         except BaseException:
             self._finish()
             raise
+        attempt.retry_state.set_result(changed)
 
     def take_changes(self) -> list[tuple[str, DeploymentChange]]:
         """The changes read and not yet yielded, handed to a group that yields them."""
@@ -246,7 +228,52 @@ class CampaignTracker(Updating, AsyncClosing):
         """:attr:`counts` without the copy, for a group's totals."""
         return self._view.counts
 
-    async def _apply(self, answer: StatusAnswer) -> bool:
+    def _start_polling(self) -> tenacity.AsyncRetrying:
+        """The loop: poll again after every answer until tracking is over,
+        and after transient failures; wait by ``wait=`` (default
+        :class:`PollBackoff`), a ``Retry-After`` first; stop by ``stop=``
+        (default :class:`StopAt` the ``timeout``, if any)."""
+        options = self._options
+        self._started = self.next_poll_at = now = self._clock()
+        stop = options.stop
+        if self.timeout is not None:
+            self._deadline = now + self.timeout
+            stop = StopAt(self._clock, self._deadline)
+        wait = options.wait or PollBackoff(options.poll_interval, options.max_interval)
+        polling = tenacity.AsyncRetrying(
+            retry=(
+                tenacity.retry_if_result(lambda _: not self._finished)
+                | tenacity.retry_if_exception(self._is_transient)
+            ),
+            wait=RetryAfter(wait, self._source.config.retry.retry_after_cap),
+            stop=tenacity.stop_never if stop is None else stop,
+            sleep=self._schedule,
+            before_sleep=self._count_retry,
+            retry_error_callback=self._stopped,
+        )
+        return aiter(polling)
+
+    async def _schedule(self, wait: float) -> None:
+        """The loop's sleep: set when the next poll is due (never past the
+        deadline, so the last poll is made at it). The :class:`Pacer` waits
+        until then, for every consumer or beside a group's other trackers."""
+        now = self._clock()
+        if self._deadline is not None:
+            wait = max(0.0, min(wait, self._deadline - now))
+        self.next_poll_at = now + wait
+
+    def _count_retry(self, retry_state: tenacity.RetryCallState) -> None:
+        if retry_state.outcome is not None and retry_state.outcome.failed:
+            self._retries += 1
+
+    def _stopped(self, retry_state: tenacity.RetryCallState) -> NoReturn:
+        """The stop strategy ended tracking: a ``TimeoutError``, caused by
+        the last poll's failure if it failed."""
+        outcome = retry_state.outcome
+        assert outcome is not None
+        raise self._timeout_error() from (outcome.exception() if outcome.failed else None)
+
+    async def _apply(self, answer: StatusAnswer) -> int:
         view = self._view
         previous_state = view.state
         collected = view.changed
@@ -262,13 +289,12 @@ class CampaignTracker(Updating, AsyncClosing):
         if not self.keep_changes:  # see updates()
             self._buffer.clear()
         self._buffer.extend(changes)
-        self._quiet = 0 if changed else self._quiet + 1
         on_state = self._options.on_state
         if answer.status is not previous_state and on_state is not None:
             outcome = on_state(answer.status)
             if inspect.isawaitable(outcome):
                 await outcome
-        return bool(changed)
+        return changed
 
     def _finish(self) -> None:
         self._finished = True
@@ -286,8 +312,12 @@ class CampaignTracker(Updating, AsyncClosing):
 
     def _timeout_error(self) -> errors.TimeoutError:
         reached = "DONE" if self.until == "done" else "DONE with every deployment settled"
+        if self.timeout is None:
+            within = "when its stop strategy ended tracking"
+        else:
+            within = f"within {self.timeout:g} s"
         return errors.TimeoutError(
-            f"launch request {self.launch_request_id!r} was not {reached} within "
-            f"{self.timeout:g} s (state {self.state}, progress {self.progress})",
+            f"launch request {self.launch_request_id!r} was not {reached} {within} "
+            f"(state {self.state}, progress {self.progress})",
             last_status=self.result,
         )

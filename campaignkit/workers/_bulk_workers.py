@@ -133,6 +133,7 @@ class BulkWorkers:
         daily_limit: int | None = None,
         lines: Sequence[str] | None = None,
         tz_for: TzFor | None = None,
+        default_tz: str | None = None,
     ) -> str:
         """Plan ``users`` into the ledger and enqueue one message per chunk; the
         run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it.
@@ -157,6 +158,7 @@ class BulkWorkers:
             daily_limit=daily_limit,
             lines=lines,
             tz_for=tz_for,
+            default_tz=default_tz,
         )
 
     async def progress(

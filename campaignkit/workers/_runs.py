@@ -32,6 +32,7 @@ from ..bulk import (
     default_run,
     rules_problems,
     send_claim,
+    zone_deferral,
     zone_preparer,
 )
 from ..bulk._sender import settle_claim
@@ -181,6 +182,7 @@ async def submit_run(
     daily_limit: int | None = None,
     lines: Sequence[str] | None = None,
     tz_for: TzFor | None = None,
+    default_tz: str | None = None,
 ) -> str:
     """Plan ``users`` into ``ledger`` (open) and ``await enqueue(run, chunk)``
     for each chunk, for the workers' :func:`send_chunk`; the run's name.
@@ -194,13 +196,15 @@ async def submit_run(
     planned (the workers may still be sending), or once a worker's fatal
     answer has stopped the run (the rest left unread). A bad ``poll_id``,
     ``chunk_size`` or rule raises ``ValidationError`` first.
-    ``send_window``, ``daily_limit``, ``lines`` and ``tz_for`` are those of
-    ``send_bulk``: stored with the run, the workers apply them. Let your
-    task message carry ``ledger.identity`` too, for :func:`send_chunk`'s
-    ``ledger_identity``: a worker on another ledger then leaves it.
+    ``send_window``, ``daily_limit``, ``lines``, ``tz_for`` and
+    ``default_tz`` are those of ``send_bulk``: stored with the run, the
+    workers apply them (recipients the window cannot be held for are filed
+    deferred here, as they are planned). Let your task message carry
+    ``ledger.identity`` too, for :func:`send_chunk`'s ``ledger_identity``: a
+    worker on another ledger then leaves it.
     """
     segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for)
+    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for, default_tz)
     raise_problems(problems + rule_problems)
     name = run or default_run(segment)
     # Chunk names are new to each producer: a re-read input never joins an older chunk.
@@ -215,7 +219,7 @@ async def submit_run(
 
     for chunk in await ledger.unenqueued_chunks(name):
         await hand_over(chunk)
-    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for))
+    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for), defer=zone_deferral(rules))
 
     async def plan(planned: PlannedChunk | None) -> None:
         await ledger.skip(name, planner.drain_skipped())
@@ -228,6 +232,7 @@ async def submit_run(
             planned.recipients,
             retry_rejected=retry_rejected,
             ignore_suppression=ignore_suppression,
+            deferred=planned.deferred,
         )
         if len(held) < len(planned.recipients):
             await hand_over(chunk)

@@ -38,9 +38,14 @@ def test_options_give_rules_or_problems_naming_them(daily_limit: Any, lines: Any
 
 
 def test_rules_round_trip_through_json() -> None:
-    rules = SendRules(SendWindow("08:30", "19:00", days=[0, 2]), 250, ("573001112222",))
+    rules = SendRules(
+        SendWindow("08:30", "19:00", days=[0, 2]), 250, ("573001112222",), "America/Bogota"
+    )
     stored = orjson.loads(orjson.dumps(rules.options()))
     assert SendRules.from_options(stored) == rules
+    # Options stored before default_tz existed: none.
+    del stored["default_tz"]
+    assert SendRules.from_options(stored).default_tz is None
     assert SendRules.from_options({}) == SendRules()
     assert not SendRules(daily_limit=5).rewrites
 
@@ -50,3 +55,17 @@ def test_each_bad_option_is_named() -> None:
     assert [path for path, _ in problems] == ["send_window", "daily_limit", "lines", "tz_for"]
     _, problems = rules_problems(None, None, ["573001112222", "573001112222", "57300"], None)
     assert [path for path, _ in problems] == ["lines[2]", "lines"]
+
+
+def test_default_tz_names_a_zone_and_times_a_window() -> None:
+    window = SendWindow("09:00", "20:00")
+    rules, problems = rules_problems(window, None, None, None, "Europe/Madrid")
+    assert (rules.default_tz, problems) == ("Europe/Madrid", [])
+    for bad in ("Mars/Olympus", "", 3):
+        _, problems = rules_problems(window, None, None, None, bad)
+        assert [path for path, _ in problems] == ["default_tz"]
+    _, problems = rules_problems(None, None, None, None, "Europe/Madrid")
+    assert problems == [("default_tz", "times a send window: give send_window too")]
+    # A bad window is named once, not blamed on default_tz.
+    _, problems = rules_problems("09-20", None, None, None, "Europe/Madrid")
+    assert [path for path, _ in problems] == ["send_window"]

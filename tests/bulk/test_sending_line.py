@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import orjson
 import pytest
 
 from campaignkit import CampaignClient, SendWindow, User, ValidationError, deployment_squad
-from campaignkit.bulk._windows import deployment_eta
+from campaignkit._report import DAILY_LIMIT, ZONE_UNKNOWN, deferral_reason
+from campaignkit.bulk import SendRules, users_from_csv
+from campaignkit.bulk._windows import NoOpening, deployment_eta, zone_names_of_phone
 from campaignkit.errors import LedgerError
-from campaignkit.ledger import DEFERRED, MemoryLedger, SqliteLedger
+from campaignkit.ledger import DEFERRED, MemoryLedger, Recipient, SqliteLedger
 from campaignkit.sandbox import Sandbox
+from campaignkit.workers import send_chunk
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,12 +69,12 @@ async def test_outside_the_window_requests_carry_the_next_opening(
     got = {user["cellphone"]: user for user in await received(sb)}
     for n in range(3):
         eta = got[f"31{n:08d}"]["deployment_eta"]
-        assert eta in {deployment_eta(window, bogota, at, None) for at in (before, after)}
+        assert eta in {deployment_eta(window, (bogota,), at, None) for at in (before, after)}
         assert eta is not None
         assert window.contains(datetime.fromtimestamp(eta, UTC).astimezone(bogota))
     # The user's own zone: the window in Tokyo, where it may be open.
     tokyo_eta = got["3100000010"]["deployment_eta"]
-    assert tokyo_eta in {deployment_eta(window, tokyo, at, None) for at in (before, after)}
+    assert tokyo_eta in {deployment_eta(window, (tokyo,), at, None) for at in (before, after)}
 
 
 async def test_inside_the_window_no_eta_is_added_and_tz_for_decides_the_zone(
@@ -200,3 +204,110 @@ async def test_a_ledger_failing_to_give_lines_rejects_the_claim_unsent(
     assert await received(sb) == []
     async with ledger:
         assert (await ledger.counts("poll-1001"))["rejected"] == 3  # not left in flight
+
+
+def inside_everywhere(window: SendWindow, eta: int | None, at: datetime, phone: str) -> bool:
+    """Whether a recipient sent at ``at`` with ``eta`` is messaged inside the
+    window in every zone of its number."""
+    when = at if eta is None else datetime.fromtimestamp(eta, UTC)
+    zones = [ZoneInfo(name) for name in zone_names_of_phone(phone)]
+    return bool(zones) and all(window.contains(when.astimezone(zone)) for zone in zones)
+
+
+async def test_numbers_without_a_zone_are_deferred_by_reason_then_sent_with_a_default(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    """+57 330 has no zone: it was timed in UTC (04:00 in Bogota). Now it is
+    deferred, in the report and the ledger, counted apart from the daily
+    limit's, and a rerun with default_tz= times it in that zone."""
+    poll = await poll_of(client)
+    window = SendWindow("09:00", "21:00")
+    path = tmp_path / "people.csv"
+    path.write_text(
+        "country_code,cellphone,tz\n"
+        "+7,9161234567,\n"  # an empty cell: the number's zones, Kaliningrad to Kamchatka
+        "+57,3301234567,\n"  # no zone known
+        "+34,612345678,\n"  # Madrid and the Canaries
+        "+57,3001234567,\n"
+        "+57,3001234568,\n"
+    )
+    journal = tmp_path / "runs.db"
+    before = datetime.now(UTC)
+    first = await client.send_bulk(
+        poll, users_from_csv(path), journal=journal, run="w", send_window=window, daily_limit=3
+    )
+    assert first.invalid == []  # an empty tz cell is no invalid row
+    assert first.counts["accepted"] == 3
+    assert first.deferred_reasons == {ZONE_UNKNOWN: 1, DAILY_LIMIT: 1}
+    got = {user["country_code"] + user["cellphone"]: user for user in await received(sb)}
+    assert "+573301234567" not in got
+    for phone, user in got.items():
+        assert inside_everywhere(window, user["deployment_eta"], before, phone), phone
+    async with SqliteLedger(journal) as ledger:
+        deferred = [record async for record in ledger.records("w", [DEFERRED])]
+        stored = await ledger.report("w")
+    reasons = {record.phone: deferral_reason(record.detail) for record in deferred}
+    assert reasons == {"+573301234567": ZONE_UNKNOWN, "+573001234568": DAILY_LIMIT}
+    assert stored.deferred_reasons == first.deferred_reasons
+    # The rerun sends the deferred once allowed: the zone from default_tz, a
+    # higher limit; nobody twice.
+    before = datetime.now(UTC)
+    again = await client.send_bulk(
+        poll,
+        users_from_csv(path),
+        journal=journal,
+        run="w",
+        send_window=window,
+        daily_limit=5,
+        default_tz="America/Bogota",
+    )
+    assert again.counts["deferred"] == 0
+    assert again.deferred_reasons == {}
+    sent = await received(sb)
+    assert Counter(u["country_code"] + u["cellphone"] for u in sent) == {
+        phone: 1
+        for phone in (
+            "+79161234567",
+            "+573301234567",
+            "+34612345678",
+            "+573001234567",
+            "+573001234568",
+        )
+    }
+    unzoned = next(u for u in sent if u["cellphone"] == "3301234567")
+    eta = unzoned["deployment_eta"]
+    at = before if eta is None else datetime.fromtimestamp(eta, UTC)
+    assert window.contains(at.astimezone(ZoneInfo("America/Bogota")))
+
+
+async def test_default_tz_is_checked_before_anything_is_sent(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    for default_tz, window in (("Mars/Olympus", SendWindow("09:00", "20:00")), ("UTC", None)):
+        with pytest.raises(ValidationError) as caught:
+            await client.send_bulk(
+                await poll_of(client), people(range(2)), send_window=window, default_tz=default_tz
+            )
+        assert [path for path, _ in caught.value.problems] == ["default_tz"]
+    assert await received(sb) == []
+
+
+async def test_a_recipient_the_window_cannot_be_held_for_when_sent_is_never_sent(
+    sb: Sandbox, client: CampaignClient
+) -> None:
+    """Planned elsewhere (a producer whose zone database knew its tz), a
+    recipient with no zone here rejects its request unsent: never a guess."""
+    poll = await poll_of(client)
+    ledger = MemoryLedger()
+    keys = [{"key": "tz", "value": "Mars/Olympus"}]
+    wire = {"country_code": "+57", "cellphone": "3001234567", "user_session_keys": keys}
+    async with ledger:
+        await ledger.start_run("r", str(poll))
+        await ledger.save_run_options("r", SendRules(SendWindow("09:00", "20:00")).options())
+        await ledger.plan("r", "c", [Recipient("+573001234567", 0, orjson.dumps(wire).decode())])
+        result = await send_chunk(client, ledger, "r", "c")
+        assert (await ledger.counts("r"))["rejected"] == 1
+    assert result is not None
+    assert result.outcome == "rejected"
+    assert isinstance(result.error, NoOpening)
+    assert await received(sb) == []

@@ -1,16 +1,28 @@
-"""Recipient-local send windows: the window's rules, as properties."""
+"""Recipient-local send windows: the window's rules, as properties, and the
+zones a number is timed in."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+import phonenumbers
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from phonenumbers import PhoneNumberType
+from phonenumbers import timezone as phone_zones
 
 from campaignkit import SendWindow, ValidationError
-from campaignkit.bulk._windows import deployment_eta, parse_days, zone_for, zone_of_phone
+from campaignkit._report import ZONE_UNKNOWN, deferral_reason
+from campaignkit.bulk._windows import (
+    SEARCH_DAYS,
+    NoOpening,
+    RecipientClock,
+    deployment_eta,
+    parse_days,
+    zone_names_of_phone,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -24,6 +36,26 @@ ZONES = [
     "Asia/Kathmandu",
     "Pacific/Chatham",
     "UTC",
+]
+
+RUSSIAN_MOBILE = "+79161234567"
+KAMCHATKA_LINE = "+74152123456"  # a fixed line of Petropavlovsk-Kamchatsky
+SPANISH_MOBILE = "+34612345678"
+AUSTRALIAN_MOBILE = "+61412345678"
+UNZONED = "+573301234567"  # a Colombian number phonenumbers knows no zone for
+
+# Numbers of one zone, and numbers whose prefix spans several.
+PHONES = [
+    "+573001234567",
+    "+12125551234",
+    "+447911123456",
+    RUSSIAN_MOBILE,
+    KAMCHATKA_LINE,
+    SPANISH_MOBILE,
+    "+34922123456",  # a fixed line of Tenerife
+    AUSTRALIAN_MOBILE,
+    "+5511987654321",
+    "+6281234567890",  # Indonesia's mobiles: three zones
 ]
 
 minutes = st.integers(0, 24 * 60 - 1)
@@ -42,6 +74,16 @@ instants = st.datetimes(
 )
 
 
+def inside_all(window: SendWindow, instant: datetime, zones: tuple[ZoneInfo, ...]) -> bool:
+    return all(window.contains(instant.astimezone(zone)) for zone in zones)
+
+
+def clock_zones(phone: str, window: SendWindow, now: datetime) -> tuple[ZoneInfo, ...]:
+    zones = RecipientClock(window).zones(phone, None, now)
+    assert zones is not None
+    return zones
+
+
 @settings(max_examples=400, deadline=None)
 @given(windows(), st.sampled_from(ZONES), instants, st.none() | instants)
 def test_the_eta_is_inside_the_window_never_past_and_within_a_week(
@@ -49,7 +91,7 @@ def test_the_eta_is_inside_the_window_never_past_and_within_a_week(
 ) -> None:
     zone = ZoneInfo(zone_name)
     own_eta = None if own is None else int(own.timestamp())
-    eta = deployment_eta(window, zone, now, own_eta)
+    eta = deployment_eta(window, (zone,), now, own_eta)
     when = now if own_eta is None else max(now, datetime.fromtimestamp(own_eta, UTC))
     if window.contains(when.astimezone(zone)):
         assert eta == own_eta  # inside: sent as the user asked (or now)
@@ -62,50 +104,185 @@ def test_the_eta_is_inside_the_window_never_past_and_within_a_week(
     assert sent_at - when <= timedelta(days=7, hours=1)
 
 
-@settings(max_examples=200, deadline=None)
-@given(windows(), st.sampled_from(ZONES), instants)
-def test_no_moment_of_the_window_is_skipped(
-    window: SendWindow, zone_name: str, now: datetime
+@settings(max_examples=400, deadline=None)
+@given(windows(), st.sampled_from(PHONES), instants)
+def test_the_opening_holds_in_every_zone_of_the_number_and_none_earlier_does(
+    window: SendWindow, phone: str, now: datetime
 ) -> None:
-    """The opening is the first moment inside: a minute before it is outside."""
-    zone = ZoneInfo(zone_name)
-    opening = window.next_opening(now, zone)
-    if opening is None:
+    """For any window and instant, the ETA chosen lies inside the window in
+    every zone of the number, and no moment between now and it does."""
+    clock = RecipientClock(window)
+    zones = clock.zones(phone, None, now)
+    if zones is None:
+        # Deferred, never guessed: its zones share no moment of the window.
+        names = zone_names_of_phone(phone)
+        assert len(names) > 1
+        assert window.first_open(now, [ZoneInfo(name) for name in names]) is None
+        assert deferral_reason(clock.deferral(phone, None, now)) == ZONE_UNKNOWN
         return
+    assert {str(zone) for zone in zones} == set(zone_names_of_phone(phone))
+    opening = window.first_open(now, zones)
+    if opening is None:  # zones sharing a moment of it today may not from now on
+        with pytest.raises(NoOpening):
+            deployment_eta(window, zones, now, None)
+        return
+    assert opening >= now
+    assert inside_all(window, opening, zones)
     earlier = opening - timedelta(minutes=1)
-    assert earlier < now or not window.contains(earlier.astimezone(zone))
+    assert earlier < now or not inside_all(window, earlier, zones)
+    eta = deployment_eta(window, zones, now, None)
+    if opening == now:
+        assert eta is None
+    else:
+        assert eta is not None
+        assert inside_all(window, datetime.fromtimestamp(eta, UTC), zones)
 
 
-def test_a_closed_window_opens_next_morning_in_the_recipients_zone() -> None:
+def test_a_russian_mobile_holds_the_window_from_kaliningrad_to_kamchatka() -> None:
+    """Timed in Asia/Almaty, 09:00 there was 15:00 in Kamchatka, and 09:00
+    in Kamchatka 04:00 in Almaty: every zone of +7 9xx must be inside."""
+    window = SendWindow("09:00", "21:00")
+    now = datetime(2026, 11, 26, 22, 0, tzinfo=UTC)  # 10:00 in Kamchatka, 01:00 in Moscow
+    zones = clock_zones(RUSSIAN_MOBILE, window, now)
+    names = {str(zone) for zone in zones}
+    assert {"Europe/Moscow", "Asia/Kamchatka", "Asia/Almaty"} <= names
+    eta = deployment_eta(window, zones, now, None)
+    assert eta is not None
+    sent_at = datetime.fromtimestamp(eta, UTC)
+    assert sent_at.astimezone(ZoneInfo("Asia/Kamchatka")).time() < time(21)
+    assert sent_at.astimezone(ZoneInfo("Europe/Moscow")).time() >= time(9)
+    # The first such moment: 09:00 in the westernmost zone (Bucharest, UTC+2).
+    assert sent_at == datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
+    # A Kamchatka fixed line is timed in Kamchatka alone.
+    (kamchatka,) = clock_zones(KAMCHATKA_LINE, window, now)
+    assert str(kamchatka) == "Asia/Kamchatka"
+    assert deployment_eta(window, (kamchatka,), now, None) is None
+
+
+def test_a_russian_mobile_is_deferred_where_no_hour_fits_every_zone() -> None:
+    window = SendWindow("10:00", "18:00")  # shorter than Bucharest to Kamchatka
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    clock = RecipientClock(window)
+    assert clock.zones(RUSSIAN_MOBILE, None, now) is None
+    detail = clock.deferral(RUSSIAN_MOBILE, None, now)
+    assert detail is not None
+    assert deferral_reason(detail) == ZONE_UNKNOWN
+    assert "Kamchatka" in detail
+    assert "give it a tz" in detail
+    # Its own tz, or the call's default, times it.
+    assert clock.zones(RUSSIAN_MOBILE, "Europe/Moscow", now) == (ZoneInfo("Europe/Moscow"),)
+    moscow = RecipientClock(window, ZoneInfo("Europe/Moscow"))
+    assert moscow.zones(RUSSIAN_MOBILE, None, now) == (ZoneInfo("Europe/Moscow"),)
+    assert moscow.deferral(RUSSIAN_MOBILE, None, now) is None
+
+
+def test_a_spanish_mobile_holds_the_window_on_the_mainland_and_the_canaries() -> None:
+    """20:30 in the Canaries is 21:30 in Madrid: a mobile timed by the
+    Canaries alone was messaged after a 09:00-21:00 window had closed."""
+    window = SendWindow("09:00", "21:00")
+    evening = datetime(2026, 11, 26, 20, 30, tzinfo=UTC)
+    zones = clock_zones(SPANISH_MOBILE, window, evening)
+    assert set(zones) == {ZoneInfo("Europe/Madrid"), ZoneInfo("Atlantic/Canary")}
+    eta = deployment_eta(window, zones, evening, None)
+    # 09:00 in the Canaries (10:00 in Madrid) the next morning.
+    assert eta == int(datetime(2026, 11, 27, 9, 0, tzinfo=UTC).timestamp())
+    # A Tenerife fixed line is in the Canaries alone: open there now.
+    (canary,) = clock_zones("+34922123456", window, evening)
+    assert deployment_eta(window, (canary,), evening, None) is None
+
+
+def test_an_australian_mobile_holds_the_window_from_cocos_to_lord_howe() -> None:
     window = SendWindow("09:00", "20:00")
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    zones = clock_zones(AUSTRALIAN_MOBILE, window, now)
+    assert {"Australia/Perth", "Australia/Sydney", "Indian/Cocos"} <= {str(z) for z in zones}
+    # 09:00 in the Cocos Islands (UTC+6:30), 13:30 in Sydney (summer time).
+    eta = deployment_eta(window, zones, now, None)
+    assert eta == int(datetime(2026, 11, 27, 2, 30, tzinfo=UTC).timestamp())
+
+
+def test_a_number_without_a_zone_is_deferred_or_timed_by_the_default() -> None:
+    """+57 330 was timed in UTC: its 09:00 was 04:00 in Bogota."""
+    window = SendWindow("09:00", "20:00")
+    now = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+    assert zone_names_of_phone(UNZONED) == ()
+    clock = RecipientClock(window)
+    assert clock.zones(UNZONED, None, now) is None
+    detail = clock.deferral(UNZONED, None, now)
+    assert detail is not None
+    assert deferral_reason(detail) == ZONE_UNKNOWN
+    assert "knows no time zone" in detail
     bogota = ZoneInfo("America/Bogota")
-    night = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)  # 22:00 the day before in Bogota
-    eta = deployment_eta(window, bogota, night, None)
+    by_default = RecipientClock(window, bogota)
+    assert by_default.zones(UNZONED, None, now) == (bogota,)
+    eta = deployment_eta(window, (bogota,), now, None)
     assert eta == int(datetime(2026, 11, 26, 9, 0, tzinfo=bogota).timestamp())
-    noon = datetime(2026, 11, 26, 17, 0, tzinfo=UTC)  # 12:00 in Bogota
-    assert deployment_eta(window, bogota, noon, None) is None
+    # The default times only the numbers that need it.
+    assert by_default.zones("+12125551234", None, now) == (ZoneInfo("America/New_York"),)
 
 
-def test_a_start_skipped_by_daylight_saving_opens_with_the_jump() -> None:
+@pytest.mark.parametrize("cell", ["", "   "])
+def test_an_empty_tz_means_the_numbers_own_zone(cell: str) -> None:
+    clock = RecipientClock(SendWindow("09:00", "20:00"))
+    now = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+    assert clock.zones("+573001234567", cell, now) == (ZoneInfo("America/Bogota"),)
+    assert clock.zones("+573001234567", " Asia/Tokyo ", now) == (ZoneInfo("Asia/Tokyo"),)
+    assert clock.zones("+573001234567", "Mars/Olympus", now) is None
+    assert "Mars/Olympus" in (clock.deferral("+573001234567", "Mars/Olympus", now) or "")
+
+
+def test_a_start_skipped_by_a_jump_forward_opens_with_the_jump() -> None:
     """02:00 jumps to 03:00 in New York on 8 March 2026: a window from 02:30
     is open from 03:00 (not from 03:30, where 02:30 read in summer time lands)."""
     window = SendWindow("02:30", "04:00")
     new_york = ZoneInfo("America/New_York")
     midnight = datetime(2026, 3, 8, 0, 0, tzinfo=new_york)
-    assert window.next_opening(midnight, new_york) == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
+    assert window.first_open(midnight, [new_york]) == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
+    # London jumps from 01:00 to 02:00 on 29 March 2026.
+    london = ZoneInfo("Europe/London")
+    window = SendWindow("01:15", "09:00")
+    night = datetime(2026, 3, 29, 0, 30, tzinfo=UTC)  # 00:30 GMT
+    assert window.first_open(night, [london]) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+def test_a_start_repeated_by_a_jump_back_opens_again_the_same_night() -> None:
+    """London goes back from 02:00 to 01:00 on 25 October 2026: at 01:10
+    the second time, a window from 01:30 opens at the second 01:30, twenty
+    minutes later (it used to open a day late)."""
+    window = SendWindow("01:30", "03:00")
+    london = ZoneInfo("Europe/London")
+    second_pass = datetime(2026, 10, 25, 1, 10, tzinfo=UTC)  # 01:10 GMT
+    assert not window.contains(second_pass.astimezone(london))
+    opening = window.first_open(second_pass, [london])
+    assert opening == datetime(2026, 10, 25, 1, 30, tzinfo=UTC)
+    # New York goes back on 1 November 2026, from 02:00 EDT to 01:00 EST.
+    new_york = ZoneInfo("America/New_York")
+    window = SendWindow("01:20", "01:40")
+    after_first = datetime(2026, 11, 1, 5, 45, tzinfo=UTC)  # 01:45 EDT
+    assert window.first_open(after_first, [new_york]) == datetime(2026, 11, 1, 6, 20, tzinfo=UTC)
+
+
+def test_a_window_no_day_of_which_comes_within_the_search_is_no_opening() -> None:
+    """A window of one weekday in two zones a day apart across the date line:
+    Monday in Samoa is Sunday in Hawaii, never both."""
+    window = SendWindow("09:00", "10:00", days=[0])
+    zones = (ZoneInfo("Pacific/Apia"), ZoneInfo("Pacific/Honolulu"))
+    now = datetime(2026, 11, 26, tzinfo=UTC)
+    assert window.first_open(now, zones) is None
+    with pytest.raises(NoOpening, match=f"within {SEARCH_DAYS} days"):
+        deployment_eta(window, zones, now, None)
 
 
 def test_allowed_days_skip_the_weekend() -> None:
     window = SendWindow(time(9), time(17), days=parse_days("mon-fri"))
     madrid = ZoneInfo("Europe/Madrid")
     saturday = datetime(2026, 11, 28, 11, 0, tzinfo=madrid)
-    opening = window.next_opening(saturday, madrid)
-    assert opening == datetime(2026, 11, 30, 9, 0, tzinfo=madrid)
+    assert window.first_open(saturday, [madrid]) == datetime(2026, 11, 30, 9, 0, tzinfo=madrid)
 
 
 def test_an_own_eta_outside_the_window_moves_to_its_next_opening() -> None:
     window = SendWindow("09:00", "20:00")
-    utc = ZoneInfo("UTC")
+    utc = (ZoneInfo("UTC"),)
     now = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
     late = int(datetime(2026, 11, 27, 22, 0, tzinfo=UTC).timestamp())
     inside = int(datetime(2026, 11, 27, 12, 0, tzinfo=UTC).timestamp())
@@ -115,15 +292,13 @@ def test_an_own_eta_outside_the_window_moves_to_its_next_opening() -> None:
     )
 
 
-def test_zones_come_from_the_number_and_a_given_zone_wins() -> None:
-    assert zone_of_phone("+573001234567") == ZoneInfo("America/Bogota")
-    assert zone_of_phone("+12125551234") == ZoneInfo("America/New_York")
-    assert zone_of_phone("+14155551234") == ZoneInfo("America/Los_Angeles")
-    # Several zones for the prefix: the first phonenumbers lists, every time.
-    assert zone_of_phone("+61412345678") == ZoneInfo("Australia/Adelaide")
-    assert zone_for("+61412345678", "Australia/Perth") == ZoneInfo("Australia/Perth")
-    assert zone_for("+573001234567", "Mars/Olympus") is None
-    assert zone_of_phone("+999123") is None
+def test_zones_come_from_the_whole_number() -> None:
+    assert zone_names_of_phone("+573001234567") == ("America/Bogota",)
+    assert zone_names_of_phone("+12125551234") == ("America/New_York",)
+    assert zone_names_of_phone("+14155551234") == ("America/Los_Angeles",)
+    assert len(zone_names_of_phone(AUSTRALIAN_MOBILE)) > 1
+    assert zone_names_of_phone("+999123") == ()
+    assert zone_names_of_phone("+57abc") == ()
 
 
 @pytest.mark.parametrize(
@@ -171,3 +346,39 @@ def test_windows_parse_and_round_trip() -> None:
             parse_days(bad)
     with pytest.raises(ValidationError):
         SendWindow.parse("0900")
+
+
+def _parsed_zones(phone: str) -> tuple[str, ...]:
+    try:
+        names = phone_zones.time_zones_for_number(phonenumbers.parse(phone))
+    except phonenumbers.NumberParseException:
+        return ()
+    return () if phone_zones.UNKNOWN_TIMEZONE in names else tuple(names)
+
+
+EXAMPLES = sorted(
+    phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    for region in phonenumbers.SUPPORTED_REGIONS
+    for kind in (PhoneNumberType.FIXED_LINE, PhoneNumberType.MOBILE, PhoneNumberType.TOLL_FREE)
+    if (number := phonenumbers.example_number_for_type(region, kind)) is not None
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(EXAMPLES),
+    st.integers(1, 6),
+    st.integers(0, 10**6),
+    st.sampled_from(["", "0", "8", "1"]),
+)
+def test_the_fast_reading_of_a_number_gives_the_zones_parse_gives(
+    example: str, changed: int, ending: int, inserted: str
+) -> None:
+    """Any country's numbers, valid or not, with a trunk prefix or not: the
+    zones read without ``phonenumbers.parse`` are those it gives."""
+    number = phonenumbers.parse(example)
+    code = str(number.country_code)
+    national = example[1 + len(code) :]
+    national = inserted + national[:-changed] + str(ending).zfill(changed)[-changed:]
+    phone = f"+{code}{national}"
+    assert zone_names_of_phone(phone) == _parsed_zones(phone)

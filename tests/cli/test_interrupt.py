@@ -186,13 +186,14 @@ async def test_a_second_ctrl_c_stops_at_once(sb: Sandbox, tmp_path: Path) -> Non
 def test_the_resume_command_repeats_every_option_but_the_key() -> None:
     argv = ["send", "12", "my users.csv", "--bulk", "--journal", "j.db", "--chunk-size", "50"]
     argv += ["--send-window", "09:00-18:00", "--days", "mon-fri", "--daily-limit", "900"]
+    argv += ["--default-tz", "America/Bogota"]
     argv += ["--line", "573001112222", "--line", "573003334444", "--retry-rejected"]
     argv += ["--api-key", "sk_live_secret_0123456789", "--campaign-url", "http://c.test"]
     argv += ["--interrupt-grace", "2.5", "--quiet", "--follow", "--follow-timeout", "90.5"]
     resumed = shlex.split(resume_command(parse(argv)))
     assert Path(resumed[0]).name == "campaignkit" or resumed[0] == "campaignkit"
     again = parse(resumed[1:])
-    for name in ("poll_id", "file", "journal", "chunk_size", "send_window", "days"):
+    for name in ("poll_id", "file", "journal", "chunk_size", "send_window", "days", "default_tz"):
         assert getattr(again, name) == getattr(parse(argv), name), name
     assert (again.run, again.daily_limit) == ("poll-12", 900)
     assert again.lines == ["573001112222", "573003334444"]

@@ -10,7 +10,16 @@ from collections import Counter
 import pytest
 from helpers.ledgers import NewLedger, people
 
-from campaignkit.ledger import ACCEPTED, DEFERRED, IN_FLIGHT, PLANNED, Ledger, Recipient
+from campaignkit._report import ZONE_UNKNOWN, deferral_detail
+from campaignkit.ledger import (
+    ACCEPTED,
+    DEFERRED,
+    IN_FLIGHT,
+    PLANNED,
+    SUPPRESSED,
+    Ledger,
+    Recipient,
+)
 from campaignkit.ledger._sending import DAY
 
 pytestmark = pytest.mark.timeout(60)
@@ -90,6 +99,37 @@ async def test_deferred_recipients_are_planned_again_by_a_rerun(ledger: Ledger) 
     await ledger.save_run_options(RUN, {"daily_limit": 4})
     assert await send(ledger, RUN, "c3", people(4)) == 2
     assert await states(ledger) == Counter({ACCEPTED: 4})
+
+
+async def test_a_plan_files_deferred_whom_the_rules_cannot_send_and_a_rerun_plans_them(
+    ledger: Ledger,
+) -> None:
+    """A send window with no zone to hold it in: the planner's deferrals,
+    filed with their detail, never claimed, planned again by a rerun; a
+    suppressed number stays suppressed whatever else is said of it."""
+    await ledger.start_run(RUN, "1")
+    recipients = people(4)
+    await ledger.suppress([recipients[3].phone], reason="opted out")
+    why = deferral_detail(ZONE_UNKNOWN, "phonenumbers knows no time zone for this number")
+    deferred = {recipients[1].phone: why, recipients[3].phone: why}
+    held = await ledger.plan(RUN, "c1", recipients, deferred=deferred)
+    assert sorted((r.phone, r.state, r.detail) for r in held) == [
+        (recipients[1].phone, DEFERRED, why),
+        (recipients[3].phone, SUPPRESSED, "opted out"),
+    ]
+    claim = await ledger.claim(RUN, "c1")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == [recipients[0].phone, recipients[2].phone]
+    await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L")
+    report = await ledger.report(RUN)
+    assert report.deferred_reasons == {ZONE_UNKNOWN: 1}
+    assert (await ledger.counts(RUN))[DEFERRED] == 1
+    # Given a zone since: the rerun plans it, and only it.
+    held = await ledger.plan(RUN, "c2", recipients)
+    assert sorted(r.state for r in held) == [ACCEPTED, ACCEPTED, SUPPRESSED]
+    claim = await ledger.claim(RUN, "c2")
+    assert claim is not None
+    assert [r.phone for r in claim.recipients] == [recipients[1].phone]
 
 
 async def test_the_budget_frees_after_24_hours(

@@ -151,3 +151,87 @@ def test_a_view_collecting_entries_accepts_the_changes_it_would_yield() -> None:
         collecting.apply(decode(answer("CLAIMED", dep(5, "RECEIVED"), keyless)), now())
     assert len(collected) == 5
     assert collecting.counts == yielding.counts
+
+
+def pairs(changes: list[tuple[str, Any]]) -> list[tuple[str, S | None, S]]:
+    return [(key, c.previous, c.current) for key, c in changes]
+
+
+def test_retry_then_success_is_a_change_and_counts_follow_it() -> None:
+    view = View("lr-1")
+    view.apply(decode(answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "RECEIVED"))), now())
+    assert view.counts == Counter({S.RECEIVED: 2})
+    assert pairs(view.apply(decode(answer("CLAIMED", dep(1, "RETRY"), dep(2, "RECEIVED"))), now()))
+    assert view.counts == Counter({S.RETRY: 1, S.RECEIVED: 1})
+    changes = view.apply(decode(answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "RECEIVED"))), now())
+    assert pairs(changes) == [("c1", S.RETRY, S.SUCCESS)]
+    assert view.counts == Counter({S.SUCCESS: 1, S.RECEIVED: 1})
+    assert view.stale == 0
+    assert not view.settled()
+    view.apply(decode(answer("DONE", dep(1, "SUCCESS"), dep(2, "FAILURE"))), now())
+    assert view.settled()
+
+
+def test_an_unknown_status_ranks_below_a_final_one() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unknown = status_from_wire("QUEUED_ON_MARS")
+        view = View("lr-1")
+        view.apply(decode(answer("CLAIMED", dep(1, "QUEUED_ON_MARS"), dep(2, "DELIVERED"))), now())
+        changes = view.apply(
+            decode(answer("CLAIMED", dep(1, "DELIVERED"), dep(2, "QUEUED_ON_MARS"))), now()
+        )
+    assert pairs(changes) == [("c1", unknown, S.DELIVERED)]
+    assert view.stale == 1  # DELIVERED never goes back to an unknown status
+    assert view.counts == Counter({S.DELIVERED: 2})
+
+
+def test_entries_after_a_null_newcomer_or_an_unchanged_one_are_read_in_the_same_poll() -> None:
+    view = View("lr-1")
+    keyed_by_service = dep(9, "RECEIVED", conversation_id=None)
+    view.apply(decode(answer("CLAIMED", keyed_by_service, dep(2, "RECEIVED"))), now())
+    changes = view.apply(
+        decode(answer("CLAIMED", dep(1, None), keyed_by_service, dep(2, "SUCCESS"))), now()
+    )
+    assert pairs(changes) == [("c2", S.RECEIVED, S.SUCCESS)]
+    assert view.current == {"s9": "RECEIVED", "c2": "SUCCESS", "c1": None}
+
+
+def test_an_answer_that_grows_reads_its_newcomers() -> None:
+    view = View("lr-1")
+    view.apply(decode(answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(8)])), now())
+    grown = answer("CLAIMED", *[dep(i, "RECEIVED") for i in range(9)])
+    assert pairs(view.apply(decode(grown), now())) == [("c8", None, S.RECEIVED)]
+    assert view.counts == Counter({S.RECEIVED: 9})
+
+
+def test_restored_counts_add_up_and_the_state_starts_unknown() -> None:
+    view = View("lr-1")
+    assert view.state is None
+    view.restore({"c1": "RECEIVED", "c2": "RECEIVED", "c3": None})
+    assert view.counts == Counter({S.RECEIVED: 2, None: 1})
+
+
+def test_a_change_carries_the_deployment_as_read_and_a_result_its_ids() -> None:
+    view = View("lr-1")
+    entry = dep(1, "RECEIVED", business_scope_id="scope-7", username="ana", cellphone=None)
+    read = decode(answer("CLAIMED", entry))
+    [(_, change)] = view.apply(read, now())
+    deployment = change.deployment
+    assert (deployment.business_scope_id, deployment.username) == ("scope-7", "ana")
+    assert deployment.cellphone == ""
+    result = view.result(read)
+    assert (result.launch_request_id, result.poll_id) == ("lr-1", 12)
+
+
+def test_a_keyless_entry_after_changes_rolls_the_whole_answer_back() -> None:
+    view = View("lr-1")
+    view.apply(decode(answer("CLAIMED", dep(1, "RECEIVED"), dep(2, "PUSH_NOTIFICATION"))), now())
+    before, counts = dict(view.current), Counter(view.counts)
+    keyless = dep(3, "RECEIVED", conversation_id=None, service_id=None, cellphone=None)
+    bad = answer("CLAIMED", dep(1, "SUCCESS"), dep(2, "PUSH_NOTIFATION"), keyless)
+    with pytest.raises(ResponseError, match="no conversation_id, service_id or cellphone") as err:
+        view.apply(decode(bad), now())
+    assert err.value.path == "$.deployments[2].conversation_id"
+    assert view.current == before
+    assert view.counts == counts
