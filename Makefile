@@ -21,7 +21,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m pip install --quiet --upgrade --target $(VENV)/arq-packages 'arq>=0.26'  # the arq extra, apart: tests/recipes/test_arq.py says why
+	$(PY) -m pip install --quiet --no-warn-conflicts --upgrade --target $(VENV)/arq-packages 'arq>=0.26'  # the arq extra, apart: tests/recipes/test_arq.py says why
 	touch $(STAMP)
 
 # The demo needs the package alone: no extra and no pip upgrade, so that a
