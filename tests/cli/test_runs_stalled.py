@@ -1,19 +1,23 @@
 """A run whose planned chunks no worker claims (the broker lost its
-messages) is shown stalled by ``campaignkit runs``, with the command that
-hands them over again; that command completes it, nobody sent twice. On the
-real Redis and PostgreSQL and the sandbox."""
+messages) is shown stalled by ``campaignkit runs`` and the dashboard's run
+row, with the command that hands them over again; that command completes
+it, nobody sent twice. On the real Redis and PostgreSQL and the sandbox."""
 
 from __future__ import annotations
 
 import asyncio
 import shlex
+from html import escape
 from pathlib import Path
 
+import aiohttp
 import pytest
 import redis.asyncio
 from helpers.cli import first_poll, run, users_rows, write_csv
+from helpers.servers import serving
 from helpers.workers import unique_name, worker_process
 
+from campaignkit.dashboard import Dashboard, dashboard_app
 from campaignkit.ledger import ACCEPTED, PLANNED, PostgresLedger
 from campaignkit.sandbox import Sandbox
 
@@ -72,6 +76,16 @@ async def test_a_run_the_broker_lost_is_stalled_and_its_command_completes_it_onc
     assert as_json["hand_over"] == command
     listed = await run(None, "runs", "--journal", postgres_dsn, "--stall-after", "0.5")
     assert command in listed.out
+    async with sb.client() as client, PostgresLedger(postgres_dsn) as ledger:
+        dashboard = Dashboard(client, ledger=ledger, journal=postgres_dsn, stall_after=0.5)
+        async with (
+            serving(dashboard_app(dashboard)) as url,
+            aiohttp.ClientSession() as http,
+            http.get(f"{url}/") as page,
+        ):
+            row = await page.text()
+    assert f"<b>stalled</b>: {MORE} planned recipients no worker has claimed since" in row
+    assert f"<pre><code>{escape(command)}</code></pre>" in row
 
     argv = shlex.split(command)
     assert argv[:2] == ["campaignkit", "submit"]
