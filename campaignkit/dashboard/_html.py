@@ -196,7 +196,7 @@ def summary_html(summary: LaunchSummary) -> str:
     return (
         f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
         f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
-        f"<dt>sent</dt><dd>{sent_html(summary)}</dd>"
+        f"<dt>sent at</dt><dd>{sent_html(summary)}</dd>"
         f"<dt>state</dt><dd>{state_html(summary)}</dd>"
         f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
         f"<dd>{done} ({share(done, funnel.total)})</dd>"

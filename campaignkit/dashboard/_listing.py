@@ -244,7 +244,8 @@ _NOT_FOLLOWED = (
 )
 
 _HEADER = (
-    "<tr><th>launch, poll</th><th>sent</th><th>state</th><th>deployments</th><th>stages</th></tr>"
+    "<tr><th>launch, poll</th><th>sent at</th><th>state</th><th>deployments</th>"
+    "<th>stages</th></tr>"
 )
 
 

@@ -61,7 +61,7 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     assert result.code == 0, result.err
     page = out.read_text()
     sent = datetime.fromtimestamp(claimed, UTC)  # when its request was sent
-    assert f'sent</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in page
+    assert f'sent at</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in page
     assert 'over 0 s"' not in page
     assert page.count("<polygon") >= 2  # queued from the run's start, then delivered
     assert poll.name in page

@@ -130,4 +130,4 @@ async def test_a_launch_shows_when_it_was_sent(screens: Screens, ledger: Ledger)
 
 def test_a_launch_no_ledger_sent_says_its_sending_time_is_not_known() -> None:
     page = render_report(CampaignStatus("l", CampaignState.DONE, 7, ()), now=datetime.now(UTC))
-    assert re.search(r"sent</dt><dd><span[^>]*>not known</span>", page)
+    assert re.search(r"sent at</dt><dd><span[^>]*>not known</span>", page)

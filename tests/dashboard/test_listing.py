@@ -55,7 +55,7 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
         page = await get(http, f"{url}/")
         report_page = await get(http, f"{url}/launches/{followed}/report.html")
     sent = await claimed_at(ledger, "promo", followed)
-    assert f'sent</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in report_page
+    assert f'sent at</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in report_page
 
     run = section(page, '<section class="run" data-run="promo">')
     assert len(report.launch_request_ids) == 3

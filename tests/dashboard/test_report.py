@@ -120,8 +120,8 @@ def test_the_chart_starts_when_the_launch_was_sent() -> None:
     unknown_start = render_report(status, seen, now=start + timedelta(minutes=4))
 
     assert 'aria-label="deployments by stage over 4 min"' in page
-    assert 'sent</dt><dd><time class="sent">2026-01-01 00:00:00 UTC' in page
-    assert "sent</dt><dd><span" in unknown_start  # not known, and said so
+    assert 'sent at</dt><dd><time class="sent">2026-01-01 00:00:00 UTC' in page
+    assert "sent at</dt><dd><span" in unknown_start  # not known, and said so
     assert 'aria-label="deployments by stage over 60 s"' in unknown_start
     assert page.count("<polygon") == 2  # waiting from the start, then delivered
 
