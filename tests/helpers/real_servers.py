@@ -25,9 +25,10 @@ POSTGRES_DSN = os.environ.get(
 REDIS_URL = os.environ.get("CAMPAIGNKIT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 HOW_TO_START = {
-    "PostgreSQL": "start one (README, 'Real servers for the tests') or set "
+    "PostgreSQL": "start one (docs/development.md, 'Real servers for the tests') or set "
     "CAMPAIGNKIT_TEST_POSTGRES_DSN",
-    "Redis": "start one (README, 'Real servers for the tests') or set CAMPAIGNKIT_TEST_REDIS_URL",
+    "Redis": "start one (docs/development.md, 'Real servers for the tests') or set "
+    "CAMPAIGNKIT_TEST_REDIS_URL",
 }
 
 
