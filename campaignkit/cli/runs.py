@@ -12,8 +12,8 @@ from .._funnel import Funnel
 from .._redaction import redact
 from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import DEFERRED, STATES, Ledger, RunInfo, ledger_from
-from .argtypes import positive_int
+from ..ledger import DEFERRED, STALL_AFTER, STATES, Ledger, RunInfo, Stall, ledger_from
+from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import funnel_table, table
@@ -77,6 +77,14 @@ def register(add: AddCommand) -> None:
         default=DEFAULT_FOLLOW_CONCURRENCY,
         help=f"launches tracked at once with --follow ({DEFAULT_FOLLOW_CONCURRENCY})",
     )
+    p.add_argument(
+        "--stall-after",
+        type=positive_float,
+        default=STALL_AFTER,
+        metavar="SECONDS",
+        help="a run whose planned users no worker has claimed for this long is shown "
+        f"stalled, with the command that hands them over again ({STALL_AFTER:.0f})",
+    )
     add_follow_timeout(p)
     p.set_defaults(func=cmd_runs, needs_client=False)
 
@@ -106,22 +114,39 @@ def say_if_new(ctx: Ctx, ledger: Ledger) -> None:
 
 
 def _created(info: RunInfo) -> str:
-    return datetime.fromtimestamp(info.created, UTC).isoformat(timespec="seconds")
+    return _moment(info.created)
+
+
+def _moment(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
 def _run_json(
-    info: RunInfo, counts: dict[str, int], funnel: Funnel | None = None
+    info: RunInfo, counts: dict[str, int], stall: Stall | None, journal: str, funnel: Funnel
 ) -> dict[str, Any]:
-    shown = {
+    return {
         "run": info.run,
         "poll_id": info.poll,
         "created": _created(info),
         "input_done": info.input_done,
         "total": info.total,
         "stopped": info.stopped,
+        "stalled": stall is not None,
+        "stalled_since": None if stall is None else _moment(stall.since),
+        "hand_over": None if stall is None else Stall.command(info, journal),
         "counts": counts,
+        "funnel": funnel.to_json(),
     }
-    return shown if funnel is None else {**shown, "funnel": funnel.to_json()}
+
+
+def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
+    """What a stalled run says: since when, and the command that recovers it."""
+    return (
+        f"run {info.run} stalled: {stall.planned} planned users unclaimed since "
+        f"{_moment(stall.since)} (a broker that lost its messages, or no worker running); "
+        f"hand them over again (nobody is sent twice) with the input and broker of its "
+        f"first submit:\n  {Stall.command(info, journal)}"
+    )
 
 
 async def cmd_runs(ctx: Ctx) -> ExitStatus:
@@ -171,9 +196,11 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             return ExitStatus.OK
         counts = await ledger.counts(a.run)
         funnel = await ledger.funnel(a.run)
+        stall = await ledger.stall(a.run, stall_after=a.stall_after)
         reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
         if ctx.json:
-            ctx.emit({**_run_json(info, counts, funnel), "deferred_reasons": reasons})
+            shown = _run_json(info, counts, stall, a.journal, funnel)
+            ctx.emit({**shown, "deferred_reasons": reasons})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -182,6 +209,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             )
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
+            if stall is not None:
+                ctx.print(_stalled(info, stall, a.journal))
             ctx.print(table(list(counts.items()), ["state", "users"]))
             for reason, count in reasons.items():
                 ctx.print(f"deferred ({reason}): {count}")
@@ -201,9 +230,16 @@ async def deferred_reasons(ledger: Ledger, run: str) -> dict[str, int]:
 
 
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
+    a = ctx.args
     runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
+    stalls = {i.run: await ledger.stall(i.run, stall_after=a.stall_after) for i, _ in runs}
     if ctx.json:
-        ctx.emit([_run_json(i, counts, await ledger.funnel(i.run)) for i, counts in runs])
+        ctx.emit(
+            [
+                _run_json(i, counts, stalls[i.run], a.journal, await ledger.funnel(i.run))
+                for i, counts in runs
+            ]
+        )
         return
     rows = [
         (
@@ -216,3 +252,6 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
         for info, counts in runs
     ]
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
+    for info, _ in runs:
+        if (stall := stalls[info.run]) is not None:
+            ctx.print(_stalled(info, stall, a.journal))
