@@ -14,6 +14,7 @@ from .status import DeploymentStatus, status_from_wire
 
 _ON_DEVICE: Final = (DeploymentStatus.DELIVERED, DeploymentStatus.PUSH_NOTIFICATION)
 _NOT_RECIPIENTS: Final = ("invalid", "duplicate")
+_FOLLOWED_STEPS: Final = ("delivered", "read", "replied", "opted out")
 
 OutcomeGroup = tuple[str | None, bool, bool, bool, bool, int]
 """``(status, delivered, read, replied, opted_out, recipients)``: recipients of
@@ -35,7 +36,9 @@ class Funnel:
     ended in a failure, by status (wire value); ``rejected``,
     ``ambiguous``, ``suppressed`` and ``deferred`` are ledger states.
     Steps past ``accepted`` need the outcomes: ``follow=True``,
-    ``campaignkit runs RUN --follow`` or a webhook app with ``ledger=``.
+    ``campaignkit runs RUN --follow`` or a webhook app with ``ledger=``;
+    ``followed`` counts the recipients whose outcome the ledger knows (a
+    status or a webhook event): with none, those steps are not known, not 0.
     """
 
     planned: int = 0
@@ -49,6 +52,13 @@ class Funnel:
     ambiguous: int = 0
     suppressed: int = 0
     deferred: int = 0
+    followed: int = 0
+
+    def known(self, step: str) -> bool:
+        """Whether the ledger knows the count of ``step`` (a name of
+        :meth:`rows`): the steps only outcomes tell are "not followed", not
+        0, while ``followed`` is 0."""
+        return bool(self.followed) or step not in _FOLLOWED_STEPS
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -86,10 +96,11 @@ def _by_count(row: tuple[str, int]) -> tuple[int, str]:
 def build_funnel(counts: Mapping[str, int], groups: Iterable[OutcomeGroup]) -> Funnel:
     """The funnel of a run from its ledger ``counts`` (recipients per state)
     and its outcome ``groups``."""
-    delivered = read = replied = opted_out = 0
+    delivered = read = replied = opted_out = followed = 0
     failed: dict[str, int] = {}
     for raw, was_delivered, was_read, was_replied, was_opted_out, n in groups:
         status = status_from_wire(raw)
+        followed += n
         if was_replied:
             replied += n
         if was_replied or was_read:
@@ -113,4 +124,5 @@ def build_funnel(counts: Mapping[str, int], groups: Iterable[OutcomeGroup]) -> F
         ambiguous=counts.get("ambiguous", 0) + counts.get("in_flight", 0),
         suppressed=counts.get("suppressed", 0),
         deferred=counts.get("deferred", 0),
+        followed=followed,
     )

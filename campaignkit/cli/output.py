@@ -61,7 +61,10 @@ def funnel_table(funnel: Funnel) -> str:
     """A run's funnel, each failure status with its words (as the status
     table and the dashboard say them)."""
     words = {f"failed: {status}": failure_words(status) for status in funnel.failed}
-    rows = [(name, n, words.get(name, "")) for name, n in funnel.rows()]
+    rows = [
+        (name, n, words.get(name, "")) if funnel.known(name) else (name, "-", "not followed")
+        for name, n in funnel.rows()
+    ]
     return table(rows, ["funnel", "users", "meaning"])
 
 

@@ -12,12 +12,12 @@ from .._funnel import Funnel
 from .._redaction import redact
 from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import DEFERRED, STATES, Ledger, RunInfo, ledger_from
-from .argtypes import positive_int
+from ..ledger import DEFERRED, STALL_AFTER, STATES, Ledger, RunInfo, Stall, ledger_from
+from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import funnel_table, table
-from .run_export import export_run, failure_status_list
+from .run_export import ALL, FORMATS, export_format, export_run, failure_status_list
 
 
 def register(add: AddCommand) -> None:
@@ -29,9 +29,13 @@ def register(add: AddCommand) -> None:
         "accepted, delivered, read, replied; failures by status). --follow first tracks RUN's "
         "accepted launches until they settle, writing each person's outcome (run it again "
         "later: it resumes, and learns which SUCCESS became DELIVERED). --export writes RUN's "
-        "rejected, ambiguous or suppressed users as a CSV file that `send` reads, for a "
-        "deliberate retry; --export-status the users whose deployments ended in these failure "
-        "statuses, for a follow-up run (send it under a new --run).",
+        "rejected, ambiguous or suppressed users as a file that `send` reads, for a "
+        "deliberate retry, or all of them, each with its state and outcome (the run.* "
+        "columns: phone, state, launch, last status, delivered, read, replied and opted-out "
+        "times, error); --export-status the users whose deployments ended in these failure "
+        "statuses, for a follow-up run (send it under a new --run). Exports are CSV (safe in "
+        "a spreadsheet: a cell that would start a formula starts with ', which `send` "
+        "takes off) or JSON Lines.",
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
@@ -39,8 +43,12 @@ def register(add: AddCommand) -> None:
         required=True,
         help="the ledger: an SQLite file or a postgresql:// DSN; it must exist (exit 7)",
     )
-    exported = ["rejected", "ambiguous", "suppressed", "deferred"]
-    p.add_argument("--export", choices=exported, help="write these users as CSV")
+    exported = ["rejected", "ambiguous", "suppressed", "deferred", ALL]
+    p.add_argument(
+        "--export",
+        choices=exported,
+        help="write these users (all: every recipient, with its state and outcome)",
+    )
     p.add_argument(
         "--export-status",
         metavar="STATUS",
@@ -51,7 +59,12 @@ def register(add: AddCommand) -> None:
         "outcomes: --follow)",
     )
     p.add_argument(
-        "-o", "--output", type=Path, help="CSV file for --export/--export-status (default: stdout)"
+        "-o", "--output", type=Path, help="file for --export/--export-status (default: stdout)"
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="of --export/--export-status (default: jsonl for an -o file named .jsonl, else csv)",
     )
     p.add_argument(
         "--follow",
@@ -63,6 +76,14 @@ def register(add: AddCommand) -> None:
         type=positive_int,
         default=DEFAULT_FOLLOW_CONCURRENCY,
         help=f"launches tracked at once with --follow ({DEFAULT_FOLLOW_CONCURRENCY})",
+    )
+    p.add_argument(
+        "--stall-after",
+        type=positive_float,
+        default=STALL_AFTER,
+        metavar="SECONDS",
+        help="a run whose planned users no worker has claimed for this long is shown "
+        f"stalled, with the command that hands them over again ({STALL_AFTER:.0f})",
     )
     add_follow_timeout(p)
     p.set_defaults(func=cmd_runs, needs_client=False)
@@ -93,22 +114,39 @@ def say_if_new(ctx: Ctx, ledger: Ledger) -> None:
 
 
 def _created(info: RunInfo) -> str:
-    return datetime.fromtimestamp(info.created, UTC).isoformat(timespec="seconds")
+    return _moment(info.created)
+
+
+def _moment(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
 def _run_json(
-    info: RunInfo, counts: dict[str, int], funnel: Funnel | None = None
+    info: RunInfo, counts: dict[str, int], stall: Stall | None, journal: str, funnel: Funnel
 ) -> dict[str, Any]:
-    shown = {
+    return {
         "run": info.run,
         "poll_id": info.poll,
         "created": _created(info),
         "input_done": info.input_done,
         "total": info.total,
         "stopped": info.stopped,
+        "stalled": stall is not None,
+        "stalled_since": None if stall is None else _moment(stall.since),
+        "hand_over": None if stall is None else Stall.command(info, journal),
         "counts": counts,
+        "funnel": funnel.to_json(),
     }
-    return shown if funnel is None else {**shown, "funnel": funnel.to_json()}
+
+
+def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
+    """What a stalled run says: since when, and the command that recovers it."""
+    return (
+        f"run {info.run} stalled: {stall.planned} planned users unclaimed since "
+        f"{_moment(stall.since)} (a broker that lost its messages, or no worker running); "
+        f"hand them over again (nobody is sent twice) with the input and broker of its "
+        f"first submit:\n  {Stall.command(info, journal)}"
+    )
 
 
 async def cmd_runs(ctx: Ctx) -> ExitStatus:
@@ -121,8 +159,10 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
     check_follow_timeout(a)
     if a.export and a.export_status:
         raise UsageError("give --export or --export-status, not both")
-    if a.output and not (a.export or a.export_status):
-        raise UsageError("-o/--output needs --export or --export-status")
+    for option, given in (("-o/--output", a.output), ("--format", a.format)):
+        if given and not (a.export or a.export_status):
+            raise UsageError(f"{option} needs --export or --export-status")
+    fmt = export_format(a.format, a.output)
     async with open_ledger(a.journal, existing=True) as ledger:
         if not a.run:
             await list_runs(ctx, ledger)
@@ -133,9 +173,15 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         await ledger.expire(a.run)
         if a.follow:
             await follow_first(ctx, ledger)
+        if a.export == ALL:
+            outcomes = {outcome.phone: outcome for outcome in await ledger.outcomes(a.run)}
+            await export_run(
+                ctx, lambda: ledger.records(a.run), a.run, ALL, a.output, fmt, outcomes
+            )
+            return ExitStatus.OK
         if a.export:
             await export_run(
-                ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output
+                ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output, fmt
             )
             return ExitStatus.OK
         if a.export_status:
@@ -145,13 +191,16 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 a.run,
                 "|".join(a.export_status),
                 a.output,
+                fmt,
             )
             return ExitStatus.OK
         counts = await ledger.counts(a.run)
         funnel = await ledger.funnel(a.run)
+        stall = await ledger.stall(a.run, stall_after=a.stall_after)
         reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
         if ctx.json:
-            ctx.emit({**_run_json(info, counts, funnel), "deferred_reasons": reasons})
+            shown = _run_json(info, counts, stall, a.journal, funnel)
+            ctx.emit({**shown, "deferred_reasons": reasons})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -160,6 +209,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             )
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
+            if stall is not None:
+                ctx.print(_stalled(info, stall, a.journal))
             ctx.print(table(list(counts.items()), ["state", "users"]))
             for reason, count in reasons.items():
                 ctx.print(f"deferred ({reason}): {count}")
@@ -179,9 +230,16 @@ async def deferred_reasons(ledger: Ledger, run: str) -> dict[str, int]:
 
 
 async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
+    a = ctx.args
     runs = [(info, await ledger.counts(info.run)) for info in await ledger.runs()]
+    stalls = {i.run: await ledger.stall(i.run, stall_after=a.stall_after) for i, _ in runs}
     if ctx.json:
-        ctx.emit([_run_json(i, counts, await ledger.funnel(i.run)) for i, counts in runs])
+        ctx.emit(
+            [
+                _run_json(i, counts, stalls[i.run], a.journal, await ledger.funnel(i.run))
+                for i, counts in runs
+            ]
+        )
         return
     rows = [
         (
@@ -194,3 +252,6 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
         for info, counts in runs
     ]
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
+    for info, _ in runs:
+        if (stall := stalls[info.run]) is not None:
+            ctx.print(_stalled(info, stall, a.journal))

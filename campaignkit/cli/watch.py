@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..client import CampaignClient
@@ -15,6 +14,7 @@ from ..dashboard import (
     Dashboard,
     Sample,
     follow_report,
+    launch_sent,
     ledger_history,
     run_of,
     sandbox_launches,
@@ -160,7 +160,7 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         run_funnel = None if ledger is None or info is None else await ledger.funnel(info.run)
         if ledger is not None and info is not None:
             seen = await ledger_history(ledger, info.run, launch)
-    started = None if info is None else datetime.fromtimestamp(info.created, UTC)
+        sent = None if ledger is None or info is None else await launch_sent(ledger, launch)
     history: list[Sample] = []
     if a.no_wait:
         status = await client.get_campaign_status(launch)
@@ -175,7 +175,7 @@ async def cmd_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         history=[s for s in seen if not history or s.at < history[0].at] + history,
         status=status,
         poll_name=names.get(status.poll_id),
-        started=started,
+        sent=sent,
         run_funnel=run_funnel,
     )
     if ctx.json:
@@ -205,6 +205,6 @@ async def _run_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if ctx.json:
         ctx.emit({"run": run.run, "launches": len(run.launches), "output": str(a.output)})
         return ExitStatus.OK
-    ctx.print(f"run {run.run}: {len(run.launches)} launch(es), {run.total} recipients")
+    ctx.print(f"run {run.run}: {len(run.launches)} launch(es), {run.recipients} recipients")
     ctx.note(f"report written to {a.output}")
     return ExitStatus.OK

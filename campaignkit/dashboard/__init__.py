@@ -18,6 +18,7 @@ from ._html import LaunchSummary
 from ._listing import Listing, RunSummary
 from ._report import (
     follow_report,
+    launch_sent,
     ledger_history,
     render_report,
     run_of,
@@ -46,6 +47,7 @@ __all__ = [
     "dashboard_app",
     "follow_report",
     "funnel",
+    "launch_sent",
     "ledger_history",
     "read_run_report",
     "render_report",

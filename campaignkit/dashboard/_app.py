@@ -175,7 +175,7 @@ async def launch_report(request: web.Request) -> web.Response:
         status,
         watch.timeline.samples,
         poll_name=(await dashboard.named(watch)).poll_name,
-        started=dashboard.run_started(launch),
+        sent=dashboard.launch_sent(launch),
     )
     return _attachment(text, f"campaign-{launch}")
 

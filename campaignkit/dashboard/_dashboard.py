@@ -7,7 +7,7 @@ import asyncio
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -15,7 +15,7 @@ import attrs
 
 from .. import errors
 from .._redaction import sdk_logger
-from ..ledger import Ledger, RunInfo
+from ..ledger import STALL_AFTER, Ledger, RunInfo, Stall
 from ._html import LaunchSummary
 from ._listing import PAGE_SIZE, Listing, RunSummary
 from ._run_report import read_run_report, render_run_report
@@ -72,7 +72,12 @@ class Dashboard:
     """Known launches by id, at most ``max_followed`` of them followed, each
     with its :class:`Watch`, and the bulk runs of ``ledger``; ``signal``
     moves whenever the list or any launch changes. Watches start with
-    :meth:`start` (on the app's start-up) and stop with :meth:`close`."""
+    :meth:`start` (on the app's start-up) and stop with :meth:`close`.
+
+    A run whose planned recipients nobody has claimed for ``stall_after``
+    seconds is shown stalled, with the command that hands them over again;
+    ``journal`` is how that command names the ledger (``JOURNAL`` unless
+    given)."""
 
     def __init__(
         self,
@@ -88,6 +93,8 @@ class Dashboard:
         max_followed: int = 50,
         max_lookups: int = 4,
         ledger: Ledger | None = None,
+        journal: str | None = None,
+        stall_after: float = STALL_AFTER,
     ) -> None:
         if max_followed < 1:
             raise ValueError("max_followed must be at least 1")
@@ -110,6 +117,8 @@ class Dashboard:
         self._runs = None if ledger is None else Runs(ledger)
         """The ledger's bulk runs, listed with their launches (the caller
         opens and closes the ledger)."""
+        self._journal = journal or "JOURNAL"
+        self._stall_after = stall_after
         self._polls = PollNames(client)
         self._known: dict[str, None] = {}
         """Every launch given, discovered or followed, oldest first (the list's rows)."""
@@ -191,9 +200,8 @@ class Dashboard:
     def summary(self, watch: Watch) -> LaunchSummary:
         """The watch's summary, with its poll's name once known."""
         summary = watch.summary
-        if summary.poll_id is None:
-            return summary
-        return attrs.evolve(summary, poll_name=self._polls.get(summary.poll_id))
+        sent = None if self._runs is None else self._runs.sent(watch.launch_request_id)
+        return attrs.evolve(summary, poll_name=self._polls.get(summary.poll_id), sent=sent)
 
     async def listing(self, page: int = 1) -> Listing:
         """Page ``page`` of the list: the ledger's runs, newest first, each
@@ -218,17 +226,21 @@ class Dashboard:
 
     async def _run_summary(self, info: RunInfo) -> RunSummary:
         assert self._runs is not None
-        counts, launches, created = await self._runs.read(info)
+        counts, launches = await self._runs.read(info)
         poll = poll_id(info.poll)
+        stall = await self._runs.ledger.stall(info.run, stall_after=self._stall_after)
         return RunSummary(
             info.run,
             poll,
             self._polls.get(poll),
-            created,
+            datetime.fromtimestamp(info.created, UTC),
             counts,
             info.input_done,
             tuple(map(self._row, launches)),
             await self._runs.ledger.funnel(info.run),
+            stall,
+            None if stall is None else Stall.command(info, self._journal),
+            self._runs.sent_of(launches),
         )
 
     async def run_report(self, run: str) -> str:
@@ -243,9 +255,9 @@ class Dashboard:
         summary, history, phones = await read_run_report(self._runs.ledger, run, poll_name=name)
         return render_run_report(summary, history, phones=phones)
 
-    def run_started(self, launch_request_id: str) -> datetime | None:
-        """When the bulk run that sent the launch started, if listed already."""
-        return None if self._runs is None else self._runs.started(launch_request_id)
+    def launch_sent(self, launch_request_id: str) -> datetime | None:
+        """When the launch was sent, if a bulk run listed already sent it."""
+        return None if self._runs is None else self._runs.sent(launch_request_id)
 
     async def named(self, watch: Watch) -> LaunchSummary:
         """The watch's summary, its poll's name read first if unknown."""

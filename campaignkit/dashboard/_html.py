@@ -36,6 +36,8 @@ __all__ = [
     "moment",
     "percent",
     "poll_label",
+    "sent_html",
+    "share",
     "stack_bar",
     "state_html",
     "state_of",
@@ -48,10 +50,17 @@ def asset(name: str) -> str:
     return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
 
 
+RECIPIENTS = "recipients"
+"""The base of every stage's share, on every screen: a launch's deployments
+are its recipients, a run's are its valid, unique inputs."""
+
+
 @attrs.frozen
 class LaunchSummary:
-    """What a page says about one launch: ``since`` is when it started being
-    watched; ``phones`` the phones behind each failure reason (the first few)."""
+    """What a page says about one launch: ``sent`` is when its request was
+    sent, where the ledger of its bulk run says (None: no ledger known
+    here sent it); ``phones`` the phones behind each failure reason (the
+    first few)."""
 
     launch_request_id: str
     state: CampaignState | None
@@ -59,14 +68,24 @@ class LaunchSummary:
     error: str | None = None
     poll_id: int | None = None
     poll_name: str | None = None
-    since: datetime | None = None
-    started: datetime | None = None
-    """When its bulk run started, where a ledger says."""
+    sent: datetime | None = None
     phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def moment(at: datetime | None) -> str:
     return "-" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def sent_html(summary: LaunchSummary) -> str:
+    """When the launch was sent, or why that is not known."""
+    if summary.sent is not None:
+        return f'<time class="sent">{moment(summary.sent)}</time>'
+    return '<span class="none" title="no run of this ledger sent it">not known</span>'
+
+
+def share(count: int, total: int, base: str = RECIPIENTS) -> str:
+    """``87% of recipients``: a share that names its base."""
+    return f"{percent(count, total)} of {base}"
 
 
 def poll_label(poll_id: int | None, name: str | None) -> str:
@@ -85,21 +104,24 @@ def legend_html() -> str:
     return f'<ul class="legend">{items}<li>{escape(DONE_MEANS)}</li></ul>'
 
 
-def funnel_html(funnel: Funnel) -> str:
-    """One row per stage: count, share and bar."""
-    return bars_html([(stage, stage, count) for stage, count in funnel.stages()], funnel.total)
+def funnel_html(funnel: Funnel, recipients: int | None = None) -> str:
+    """One row per stage: count, share of the ``recipients`` (the funnel's
+    total unless given: a run's, of which its launches hold the accepted)
+    and bar."""
+    rows = [(stage, stage, count) for stage, count in funnel.stages()]
+    return bars_html(rows, funnel.total if recipients is None else recipients)
 
 
 def bars_html(rows: Sequence[tuple[str, Stage, int]], total: int, *, key: str = "stage") -> str:
     """One row per ``(label, stage, count)``: the label, a bar in the stage's
     colour, the count (its label in a ``data-{key}`` attribute) and its
-    share of ``total``."""
+    share of ``total`` recipients."""
     items = "".join(
         f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{escape(label)}'
         f'</span><span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
         "</i></span>"
         f'<span class="count" data-{key}="{escape(label)}">{count}</span>'
-        f'<span class="share">{percent(count, total)}</span></li>'
+        f'<span class="share">{share(count, total)}</span></li>'
         for label, stage, count in rows
     )
     return f'<ol class="funnel" data-total="{total}">{items}</ol>'
@@ -131,7 +153,7 @@ def _failure_html(reason: str, count: int, failed: int, phones: Sequence[str]) -
     return (
         f'<tr data-failure="{escape(reason)}"><td>{escape(failure_words(reason))} '
         f'<code>{escape(reason)}</code></td><td><span class="count" data-reason="{escape(reason)}">'
-        f'{count}</span> <span class="share">{percent(count, failed)}</span></td>'
+        f'{count}</span> <span class="share">{share(count, failed, "failed")}</span></td>'
         f'<td class="phones">{shown}</td></tr>'
     )
 
@@ -143,7 +165,7 @@ def stack_bar(funnel: Funnel) -> str:
         '<span class="stack">'
         + "".join(
             f'<i class="st-{stage}" style="width:{percent(count, total)}" '
-            f'title="{stage} {count} ({percent(count, total)})"></i>'
+            f'title="{stage} {count} ({share(count, total)})"></i>'
             for stage, count in funnel.stages()
             if count
         )
@@ -174,16 +196,12 @@ def summary_html(summary: LaunchSummary) -> str:
     return (
         f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
         f"</dd><dt>launch</dt><dd><code>{escape(summary.launch_request_id)}</code></dd>"
-        + (
-            f"<dt>run started</dt><dd>{moment(summary.started)}</dd>"
-            if summary.started is not None
-            else f"<dt>watched since</dt><dd>{moment(summary.since)}</dd>"
-        )
-        + f"<dt>state</dt><dd>{state_html(summary)}</dd>"
+        f"<dt>sent at</dt><dd>{sent_html(summary)}</dd>"
+        f"<dt>state</dt><dd>{state_html(summary)}</dd>"
         f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
-        f"<dd>{done} of {funnel.total} ({percent(done, funnel.total)})</dd>"
-        f"<dt>delivered</dt><dd>{funnel.delivered} ({percent(funnel.delivered, funnel.total)})"
-        f"</dd><dt>failed</dt><dd>{funnel.failed} ({percent(funnel.failed, funnel.total)})</dd>"
+        f"<dd>{done} ({share(done, funnel.total)})</dd>"
+        f"<dt>delivered</dt><dd>{funnel.delivered} ({share(funnel.delivered, funnel.total)})"
+        f"</dd><dt>failed</dt><dd>{funnel.failed} ({share(funnel.failed, funnel.total)})</dd>"
         f"</dl>{error}"
     )
 
@@ -199,11 +217,15 @@ def document(title: str, body: str, *, head: str) -> str:
 
 
 def funnel_parts(
-    funnel: Funnel, samples: Sequence[Sample], phones: Sequence[tuple[str, Sequence[str]]] = ()
+    funnel: Funnel,
+    samples: Sequence[Sample],
+    phones: Sequence[tuple[str, Sequence[str]]] = (),
+    recipients: int | None = None,
 ) -> dict[str, str]:
-    """The funnel, the chart and the failures (with their ``phones``) by element id."""
+    """The funnel (shares of ``recipients``: see :func:`funnel_html`), the
+    chart and the failures (with their ``phones``) by element id."""
     return {
-        "funnel": funnel_html(funnel),
+        "funnel": funnel_html(funnel, recipients),
         "chart": chart_svg(samples),
         "failures": failures_html(funnel, phones),
     }

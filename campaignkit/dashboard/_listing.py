@@ -4,17 +4,27 @@ its launches inside, then the launches of no run, a page at a time."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
 import attrs
 
 from .._funnel import Funnel as RunFunnel
-from ..ledger import IN_FLIGHT, PLANNED
-from ..progress import ProgressUpdate, failure_words, percent, run_update
+from .._funnel import build_funnel
+from ..ledger import IN_FLIGHT, PLANNED, Stall
+from ..progress import ProgressUpdate, failure_words, run_update
 from ._funnel import Funnel
-from ._html import LaunchSummary, legend_html, moment, poll_label, stack_bar, state_html
+from ._html import (
+    LaunchSummary,
+    legend_html,
+    moment,
+    poll_label,
+    sent_html,
+    share,
+    stack_bar,
+    state_html,
+)
 
 __all__ = [
     "PAGE_SIZE",
@@ -49,10 +59,16 @@ class RunSummary:
     outcomes: RunFunnel | None = None
     """The run's funnel from the ledger (outcomes written by ``follow`` and
     the webhooks), the numbers ``campaignkit runs`` shows."""
+    stall: Stall | None = None
+    hand_over: str | None = None
+    """The command that hands a stalled run's planned chunks over again."""
+    sent: Mapping[str, datetime] = attrs.field(factory=dict)
+    """When each of its launches was sent, as the ledger says."""
 
     @property
-    def total(self) -> int:
-        return sum(self.counts.values())
+    def recipients(self) -> int:
+        """Its recipients (valid, unique inputs): every share's base."""
+        return build_funnel(self.counts, ()).planned
 
     @property
     def update(self) -> ProgressUpdate:
@@ -96,12 +112,13 @@ def _link(launch_request_id: str, link: bool = True) -> str:
     return f'<a href="/launches/{escape(quote(launch_request_id, safe=""))}">{code}</a>'
 
 
-def _shares(update: ProgressUpdate, told: Collection[str] = ()) -> str:
-    """Every non-empty stage with its count and share (in words on hover),
-    then the failures in words (but those ``told`` elsewhere)."""
+def _stages(update: ProgressUpdate, told: Collection[str] = ()) -> str:
+    """Every non-empty stage with its count (in words on hover: its share
+    of the recipients is the funnel's), then the failures in words (but
+    those ``told`` elsewhere)."""
     stages = " · ".join(
-        f'<span class="share" data-stage="{stage}" data-n="{n}" '
-        f'title="{escape(stage.description)}">{stage} {n} ({percent(n, update.total)})</span>'
+        f'<span class="stage" data-stage="{stage}" data-n="{n}" '
+        f'title="{escape(stage.description)}">{stage} {n}</span>'
         for stage, n in update.stages().items()
     )
     failures = "".join(
@@ -115,7 +132,7 @@ def _shares(update: ProgressUpdate, told: Collection[str] = ()) -> str:
 def _launch_row(summary: LaunchSummary, link: bool = True) -> str:
     funnel = summary.funnel
     stages = " · ".join(
-        f'<span class="share">{stage} {count} ({percent(count, funnel.total)})</span>'
+        f'<span class="share">{stage} {count} ({share(count, funnel.total)})</span>'
         for stage, count in funnel.stages()
         if count
     )
@@ -123,18 +140,19 @@ def _launch_row(summary: LaunchSummary, link: bool = True) -> str:
         f'<tr data-launch="{escape(summary.launch_request_id)}">'
         f"<td>{_link(summary.launch_request_id, link)}<br>"
         f"{poll_label(summary.poll_id, summary.poll_name)}</td>"
-        f"<td>{moment(summary.since)}</td><td>{state_html(summary)}</td>"
+        f"<td>{sent_html(summary)}</td><td>{state_html(summary)}</td>"
         f"<td>{funnel.total}</td><td>{stack_bar(funnel)}<br><small>{stages}</small></td></tr>"
     )
 
 
-def _row(launch: LaunchSummary | str, link: bool = True) -> str:
-    """A followed launch's row, or a link to follow one."""
+def _row(launch: LaunchSummary | str, link: bool = True, sent: datetime | None = None) -> str:
+    """A followed launch's row, or a link to follow one (``sent``: when)."""
     if isinstance(launch, LaunchSummary):
         return _launch_row(launch, link)
+    when = sent_html(LaunchSummary(launch, None, Funnel(), sent=sent))
     return (
-        f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td>'
-        '<td colspan="4" class="none">not followed: open it to follow it</td></tr>'
+        f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td><td>{when}</td>'
+        '<td colspan="3" class="none">not followed: open it to follow it</td></tr>'
     )
 
 
@@ -143,26 +161,44 @@ def run_head_html(run: RunSummary) -> str:
     on the dashboard, and of its report."""
     followed = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
     delivery = total_funnel([launch.funnel for launch in followed])
+    # No share here: the funnel gives the run's, of its recipients.
     delivered = (
         f"<p>delivery of the {len(followed)} launch(es) followed: {stack_bar(delivery)} "
-        f"{delivery.delivered} delivered of {delivery.total} "
-        f"({percent(delivery.delivered, delivery.total)})</p>"
+        f"{delivery.delivered} delivered of their {delivery.total} recipients</p>"
         if followed
         else ""
     )
     input_state = "" if run.input_done else " (input still being read)"
     outcomes = "" if run.outcomes is None else outcomes_html(run.outcomes)
-    told = () if run.outcomes is None or not outcomes else run.outcomes.failed  # in the funnel
+    told = () if run.outcomes is None else run.outcomes.failed  # in the funnel
     return (
         f"<h2>Run <code>{escape(run.run)}</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
-        f"<p>started {moment(run.created)} · {run.total} recipients{input_state}<br>"
-        f"{_shares(run.update, told)}</p>{outcomes}{delivered}"
+        f"{_stalled(run)}"
+        f"<p>started {moment(run.created)} · {run.recipients} recipients{input_state}<br>"
+        f"{_stages(run.update, told)}</p>{outcomes}{delivered}"
+    )
+
+
+def _stalled(run: RunSummary) -> str:
+    """What a stalled run says: since when, and the command that recovers it."""
+    if run.stall is None:
+        return ""
+    command = f"<pre><code>{escape(run.hand_over)}</code></pre>" if run.hand_over else ""
+    return (
+        f'<div class="stalled" data-stalled-since="{run.stall.since}"><p><b>stalled</b>: '
+        f"{run.stall.planned} planned recipients no worker has claimed since "
+        f"{moment(datetime.fromtimestamp(run.stall.since, UTC))} (a broker that lost its "
+        "messages, or no worker running). Hand them over again (nobody is sent twice) with "
+        f"the input and broker of its first submit:</p>{command}</div>"
     )
 
 
 def run_launches_html(run: RunSummary, *, links: bool = True) -> str:
     """The run's launches, folded when many; ``links`` to their pages."""
-    inside = "".join(_row(launch, links) for launch in run.launches)
+    inside = "".join(
+        _row(launch, links, None if isinstance(launch, LaunchSummary) else run.sent.get(launch))
+        for launch in run.launches
+    )
     return (
         f'<details class="launches"{" open" if len(run.launches) <= OPEN_UP_TO else ""}>'
         f"<summary>{len(run.launches)} launch(es)</summary>"
@@ -182,12 +218,16 @@ def _run_html(run: RunSummary) -> str:
 
 def outcomes_html(funnel: RunFunnel) -> str:
     """The run's funnel as the ledger has it: each step with its share of the
-    planned recipients, then the opt-outs and the failures by status."""
-    if not funnel.accepted:
+    recipients (those the outcomes tell "not followed" while nobody followed
+    the run), then the opt-outs and the failures by status."""
+    if not funnel.planned:
         return ""
     steps = " → ".join(
         f'<span class="step" data-step="{name}" data-n="{n}">{name} {n} '
-        f"({percent(n, funnel.planned)})</span>"
+        f"({share(n, funnel.planned)})</span>"
+        if funnel.known(name)
+        else f'<span class="step" data-step="{name}" data-n="" title="{_NOT_FOLLOWED}">'
+        f"{name}: not followed</span>"
         for name, n in funnel.steps
     )
     failed = "".join(
@@ -198,8 +238,13 @@ def outcomes_html(funnel: RunFunnel) -> str:
     return f'<p class="funnel">funnel: {steps}{opted}{failed}</p>'
 
 
+_NOT_FOLLOWED = (
+    "nobody followed this run: campaignkit runs RUN --journal JOURNAL --follow (or a webhook "
+    "app with ledger=) writes what became of each recipient"
+)
+
 _HEADER = (
-    "<tr><th>launch, poll</th><th>watched since</th><th>state</th><th>deployments</th>"
+    "<tr><th>launch, poll</th><th>sent at</th><th>state</th><th>deployments</th>"
     "<th>stages</th></tr>"
 )
 

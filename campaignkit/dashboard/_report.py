@@ -23,7 +23,7 @@ from ..status import CampaignState, DeploymentStatus
 from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, launch_body, moment
 from ._listing import outcomes_html
-from ._runs import run_launches
+from ._runs import run_launches, sent_times
 from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "follow_report",
     "history_of",
+    "launch_sent",
     "ledger_history",
     "render_report",
     "run_of",
@@ -48,20 +49,20 @@ def render_report(
     *,
     now: datetime | None = None,
     poll_name: str | None = None,
-    started: datetime | None = None,
+    sent: datetime | None = None,
     run_funnel: RunFunnel | None = None,
 ) -> str:
     """The report of ``status``; ``history`` (samples of this launch, time
     order) draws the chart, which ends with ``status`` as read at ``now``
-    (default: now) and begins at ``started`` (when the launch was sent, if
-    known: every deployment still waiting then). ``run_funnel``: the funnel
-    of its bulk run, from the ledger, shown under the title."""
+    (default: now) and begins at ``sent`` (when the launch was sent, if
+    known: :func:`launch_sent`; every deployment still waiting then).
+    ``run_funnel``: the funnel of its bulk run, from the ledger, shown
+    under the title."""
     now = now or datetime.now(UTC)
     counts = Counter(deployment.status for deployment in status.deployments)
     samples = list(history)
-    since = samples[0].at if samples else now
-    if started is not None and started < since:
-        start = Sample(started, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
+    if sent is not None and sent < (samples[0].at if samples else now):
+        start = Sample(sent, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
         samples.insert(0, start)
     summary = LaunchSummary(
         status.launch_request_id,
@@ -69,8 +70,7 @@ def render_report(
         funnel(counts),
         poll_id=status.poll_id,
         poll_name=poll_name,
-        since=since,
-        started=started,
+        sent=sent,
         phones=failed_phones((d.cellphone, d.status) for d in status.deployments),
     )
     if not samples or samples[-1].at < now:  # the chart runs up to the reading
@@ -98,6 +98,14 @@ async def run_start(ledger: Ledger, launch_request_id: str) -> datetime | None:
     """When the bulk run that sent the launch started, if the ledger has it."""
     info = await run_of(ledger, launch_request_id)
     return None if info is None else datetime.fromtimestamp(info.created, UTC)
+
+
+async def launch_sent(ledger: Ledger, launch_request_id: str) -> datetime | None:
+    """When the launch was sent, if a run of the ledger sent it."""
+    info = await run_of(ledger, launch_request_id)
+    if info is None:
+        return None
+    return (await sent_times(ledger, info.run, [launch_request_id])).get(launch_request_id)
 
 
 async def ledger_history(
@@ -181,16 +189,14 @@ async def write_report(
     history: Sequence[Sample] = (),
     status: CampaignStatus | None = None,
     poll_name: str | None = None,
-    started: datetime | None = None,
+    sent: datetime | None = None,
     run_funnel: RunFunnel | None = None,
 ) -> CampaignStatus:
     """Write the launch's report to ``path`` (its status read unless given);
     returns the status (for a summary line)."""
     if status is None:
         status = await client.get_campaign_status(launch_request_id)
-    text = render_report(
-        status, history, poll_name=poll_name, started=started, run_funnel=run_funnel
-    )
+    text = render_report(status, history, poll_name=poll_name, sent=sent, run_funnel=run_funnel)
     await asyncio.to_thread(write_file, path, text)
     return status
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import TYPE_CHECKING
@@ -20,7 +20,7 @@ from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, funnel_parts, funnel_sections, moment
 from ._listing import RunSummary, run_head_html, run_launches_html, total_funnel
 from ._report import history_of, write_file
-from ._runs import poll_id, run_launches
+from ._runs import poll_id, run_launches, sent_times
 from ._timeline import Sample
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def render_run_report(
     if samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, None, samples[-1].funnel))
     title = escape(run.poll_name) if run.poll_name else "Campaign"
-    parts = funnel_parts(delivery, samples, phones)
+    parts = funnel_parts(delivery, samples, phones, run.recipients)
     body = (
         f'<main class="launch run-report"><h1>{title} <code>{escape(run.run)}</code></h1>'
         f'<p class="note">Report of {moment(now)} · campaignkit</p>'
@@ -79,8 +79,9 @@ async def read_run_report(
         if outcome.launch_request_id is not None and outcome.status is not None:
             seen[outcome.launch_request_id].append(outcome)
     poll = poll_id(info.poll)
+    sent = await sent_times(ledger, run, list(phones))
     launches = tuple(
-        _launch(launch, len(listed), seen[launch], launch in final, poll, poll_name)
+        _launch(launch, len(listed), seen[launch], launch in final, (poll, poll_name), sent)
         for launch, listed in phones.items()
     )
     summary = RunSummary(
@@ -102,21 +103,21 @@ def _launch(
     recipients: int,
     seen: Sequence[RecipientOutcome],
     final: bool,
-    poll: int | None,
-    poll_name: str | None,
+    poll: tuple[int | None, str | None],
+    sent: Mapping[str, datetime],
 ) -> LaunchSummary:
     """A launch of the run as the outcomes ``seen`` of it (those with a
-    status) tell it; ``since``: its first status seen."""
+    status) tell it; ``poll``: its poll's id and name; ``sent``: when each
+    launch of the run was sent."""
     counts: Counter[DeploymentStatus | None] = Counter(o.status for o in seen)
     counts[None] = recipients - len(seen)
-    times = [o.status_at for o in seen if o.status_at is not None]
     return LaunchSummary(
         launch,
         CampaignState.DONE if final else None,
         funnel(counts),
-        poll_id=poll,
-        poll_name=poll_name,
-        since=min(times, default=None),
+        poll_id=poll[0],
+        poll_name=poll[1],
+        sent=sent.get(launch),
     )
 
 

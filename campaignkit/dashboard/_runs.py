@@ -4,7 +4,7 @@ run's launches and start) and the polls' names."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from ..ledger import ACCEPTED, Ledger, RunInfo
 if TYPE_CHECKING:
     from ..client import CampaignClient
 
-__all__ = ["PollNames", "Runs", "poll_id", "run_launches"]
+__all__ = ["PollNames", "Runs", "poll_id", "run_launches", "sent_times"]
 
 log = sdk_logger("campaignkit.dashboard")
 
@@ -34,36 +34,51 @@ async def run_launches(ledger: Ledger, run: str) -> tuple[str, ...]:
     return tuple(launches)
 
 
+async def sent_times(ledger: Ledger, run: str, launches: Collection[str]) -> dict[str, datetime]:
+    """When each of the run's ``launches`` was sent: when the ledger's claim
+    of its request was taken (the request leaves right after it)."""
+    phones = await ledger.launch_phones(run, launches)
+    first = {listed[0]: launch for launch, listed in phones.items() if listed}
+    held = await ledger.held(run, list(first))
+    return {
+        first[phone]: datetime.fromtimestamp(claimed, UTC)
+        for phone, (_, claimed) in held.items()
+        if claimed is not None
+    }
+
+
 class Runs:
-    """A ledger's runs: each one's launches, read from its accepted records
-    again only when their count moves, and its start."""
+    """A ledger's runs: each one's launches and when each was sent, read
+    from its accepted records again only when their count moves."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._launches: dict[str, tuple[int, tuple[str, ...]]] = {}
-        self._created: dict[str, datetime] = {}
+        self._sent: dict[str, datetime] = {}
 
-    async def read(self, info: RunInfo) -> tuple[Mapping[str, int], tuple[str, ...], datetime]:
-        """The run's counts by ledger state, its launches and its start."""
+    async def read(self, info: RunInfo) -> tuple[Mapping[str, int], tuple[str, ...]]:
+        """The run's counts by ledger state and its launches."""
         run = info.run
         counts = await self.ledger.counts(run)
         known = self._launches.get(run)
         if known is None or known[0] != counts[ACCEPTED]:
             launches = await run_launches(self.ledger, run)
+            new = [launch for launch in launches if launch not in self._sent]
+            self._sent.update(await sent_times(self.ledger, run, new))
             known = self._launches[run] = (counts[ACCEPTED], launches)
-        created = self._created[run] = datetime.fromtimestamp(info.created, UTC)
-        return counts, known[1], created
+        return counts, known[1]
 
     def launches(self) -> set[str]:
         """Every launch of the runs read so far."""
         return {launch for _, launches in self._launches.values() for launch in launches}
 
-    def started(self, launch_request_id: str) -> datetime | None:
-        """When the run that sent the launch started, if read already."""
-        for run, (_, launches) in self._launches.items():
-            if launch_request_id in launches:
-                return self._created.get(run)
-        return None
+    def sent(self, launch_request_id: str) -> datetime | None:
+        """When the launch was sent, if a run read so far sent it."""
+        return self._sent.get(launch_request_id)
+
+    def sent_of(self, launches: Iterable[str]) -> dict[str, datetime]:
+        """When each of ``launches`` known here was sent."""
+        return {launch: sent for launch in launches if (sent := self.sent(launch)) is not None}
 
 
 class PollNames:

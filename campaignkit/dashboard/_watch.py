@@ -72,8 +72,6 @@ class Watch:
         self.funnel = Funnel()
         self.error: str | None = None
         self.finished = False
-        self.since = datetime.now(UTC)
-        """When the dashboard started watching it."""
         self.poll_id: int | None = None
         self.phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
         self._phones_of: tuple[tuple[str, int], ...] | None = None
@@ -95,7 +93,6 @@ class Watch:
             self.funnel,
             self.error,
             poll_id=self.poll_id,
-            since=self.since,
             phones=self.phones,
         )
 

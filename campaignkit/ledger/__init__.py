@@ -61,6 +61,7 @@ from ._records import (
     IN_FLIGHT,
     PLANNED,
     REJECTED,
+    STALL_AFTER,
     STATES,
     SUPPRESSED,
     Claim,
@@ -68,6 +69,7 @@ from ._records import (
     Record,
     RunInfo,
     Skipped,
+    Stall,
 )
 from ._sqlite import SqliteLedger
 from ._suppression import (
@@ -88,6 +90,7 @@ __all__ = [
     "OPT_OUT",
     "PLANNED",
     "REJECTED",
+    "STALL_AFTER",
     "STATES",
     "SUPPRESSED",
     "SUPPRESSING_STATUSES",
@@ -104,6 +107,7 @@ __all__ = [
     "RunInfo",
     "Skipped",
     "SqliteLedger",
+    "Stall",
     "Suppression",
     "StatusRow",
     "WrongLedger",

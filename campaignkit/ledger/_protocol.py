@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import abc
+import time
 import warnings
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Self
@@ -19,7 +20,18 @@ from ..status import DeploymentStatus
 from ._build import build_report, requests_of, suppressed_of, user_of
 from ._errors import error_from_detail
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
-from ._records import ACCEPTED, STATES, Claim, Recipient, Record, RunInfo, Skipped
+from ._records import (
+    ACCEPTED,
+    PLANNED,
+    STALL_AFTER,
+    STATES,
+    Claim,
+    Recipient,
+    Record,
+    RunInfo,
+    Skipped,
+    Stall,
+)
 from ._sending import SendingRules
 from ._suppression import SuppressionList
 
@@ -267,6 +279,21 @@ class Ledger(SendingRules, SuppressionList):
         """The run's :class:`~campaignkit.Funnel`: planned → accepted →
         delivered → read → replied, failures by status, and the rest."""
         return build_funnel(await self.counts(run), await self.outcome_groups(run))
+
+    async def stall(
+        self, run: str, *, stall_after: float = STALL_AFTER, now: float | None = None
+    ) -> Stall | None:
+        """The run's :class:`Stall`, if it has stalled: recipients still
+        planned, no fatal answer, and nothing of it (a plan, a claim, a
+        settle) moved for ``stall_after`` seconds before ``now``."""
+        info = await self.run_info(run)
+        planned = (await self.counts(run))[PLANNED]
+        moved = await self.last_update(run)
+        if info is None or info.stopped is not None or not planned or moved is None:
+            return None
+        if (time.time() if now is None else now) - moved < stall_after:
+            return None
+        return Stall(moved, planned)
 
     async def follow_up_records(
         self, run: str, statuses: Iterable[DeploymentStatus | str]

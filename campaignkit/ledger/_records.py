@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 from typing import Final, overload
 
@@ -114,6 +115,32 @@ class RunInfo:
     stopped: str | None = None
     """The fatal answer that ended the run (``<ErrorClass>: <message>``, as a
     rejected recipient's ``detail``): nothing more of it is sent."""
+
+
+STALL_AFTER: Final = 300.0
+"""Seconds a run's planned recipients may wait, nothing of the run moving,
+before it is shown stalled (a broker that lost its data, no worker running)."""
+
+
+@attrs.frozen
+class Stall:
+    """A run whose ``planned`` recipients no worker has claimed, nothing of
+    it moving since ``since`` (UNIX seconds) for longer than ``stall_after``."""
+
+    since: float
+    planned: int
+
+    @staticmethod
+    def command(info: RunInfo, journal: str) -> str:
+        """The command that hands the run's planned chunks over again: a
+        ``submit`` of the same input under the same run files each planned
+        recipient into a new chunk and enqueues it (a recipient the run holds
+        in any other state is left alone: nobody twice). The ledger keeps
+        neither the input nor the broker: ``FILE`` and ``BROKER`` are those
+        of the run's first ``submit``."""
+        values = (info.poll, journal, info.run)
+        poll, journal, run = map(shlex.quote, values)
+        return f"campaignkit submit {poll} FILE --broker BROKER --journal {journal} --run {run}"
 
 
 @attrs.frozen

@@ -51,16 +51,17 @@ async def test_report_follows_the_launch_and_starts_the_chart_with_its_run(
     async with sb.client() as client:
         poll = (await client.list_polls())[0]
         report = await client.send_bulk(poll.id, users, journal=journal, run="r1")
-    async with SqliteLedger(journal) as ledger:
-        info = await ledger.run_info("r1")
-    assert info is not None
-    out = tmp_path / "report.html"
     launch = report.launch_request_ids[0]
+    async with SqliteLedger(journal) as ledger:
+        phone = (await ledger.launch_phones("r1", [launch]))[launch][0]
+        claimed = (await ledger.held("r1", [phone]))[phone][1]
+    assert claimed is not None
+    out = tmp_path / "report.html"
     result = await run(sb, "report", launch, "-o", str(out), "--journal", str(journal))
     assert result.code == 0, result.err
     page = out.read_text()
-    started = datetime.fromtimestamp(info.created, UTC)
-    assert f"run started</dt><dd>{started:%Y-%m-%d %H:%M:%S} UTC" in page
+    sent = datetime.fromtimestamp(claimed, UTC)  # when its request was sent
+    assert f'sent at</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in page
     assert 'over 0 s"' not in page
     assert page.count("<polygon") >= 2  # queued from the run's start, then delivered
     assert poll.name in page
@@ -293,9 +294,11 @@ async def test_report_of_a_whole_run_from_its_ledger(sb: Sandbox, tmp_path: Path
     assert poll.name in page
     started = datetime.fromtimestamp(info.created, UTC)
     assert f"started {started:%Y-%m-%d %H:%M:%S} UTC" in page
-    assert 'data-step="accepted" data-n="5">accepted 5 (100%)' in page  # the ledger's funnel
+    # the ledger's funnel, each share of the run's recipients
+    assert 'data-step="accepted" data-n="5">accepted 5 (100% of recipients)' in page
     # Following stops once no one waits: sent (not yet confirmed) or delivered may vary.
-    assert re.search(r'data-stage="failed" data-n="2" title="[^"]*">failed 2 \(40%\)<', page)
+    assert re.search(r'data-stage="failed" data-n="2" title="[^"]*">failed 2<', page)
+    assert '<span class="share">40% of recipients</span>' in page  # the failed bar
     assert 'class="legend"' in page
     [failure] = re.findall(r'<tr data-failure="FAILURE_BY_UNABLE_TO_CONTACT">.*?</tr>', page)
     assert "the network could not reach the device" in failure

@@ -58,6 +58,9 @@ SCREEN = """(() => {
     runs: Object.fromEntries([...document.querySelectorAll("[data-run]")].map((run) =>
       [run.dataset.run, Number(run.querySelector("[data-stage=sent]")?.dataset.n || 0)])),
     followed: document.querySelectorAll("tr[data-launch] .stack").length,
+    sent: document.querySelectorAll("tr[data-launch] time.sent").length,
+    shares: [...document.querySelectorAll(".share, .step")].map((el) => el.textContent),
+    watched: document.body.textContent.includes("watched since"),
     updates: Number(live ? live.dataset.updates || 0 : 0),
     marker: window.marker || null,
   };
@@ -212,6 +215,13 @@ async def test_the_list_shows_a_bulk_run_as_one_row_with_its_launches(
             shot = await page.call("Page.captureScreenshot", format="png")
     assert state["launches"] == report.launch_request_ids
     assert state["followed"] == 2
+    # Each launch says when it was sent (not when the dashboard began watching it).
+    assert (state["sent"], state["watched"]) == (len(report.launch_request_ids), False)
+    # Every share names its base; nobody followed the run: "not followed", not "delivered 0".
+    shares = [text for text in state["shares"] if "%" in text]
+    assert shares
+    assert all("% of recipients" in text for text in shares), shares
+    assert "delivered: not followed" in state["shares"]
     png = base64.b64decode(shot["data"])
     for path in (tmp_path / "list.png", os.environ.get("CAMPAIGNKIT_TEST_SCREENSHOT_LIST")):
         if path:

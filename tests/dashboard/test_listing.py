@@ -22,6 +22,14 @@ from .test_app import FAST, Send, Settle, read_events
 pytestmark = pytest.mark.timeout(60)
 
 
+async def claimed_at(ledger: Ledger, run: str, launch: str) -> datetime:
+    """When the ledger's claim of the launch's request was taken."""
+    phone = (await ledger.launch_phones(run, [launch]))[launch][0]
+    claimed = (await ledger.held(run, [phone]))[phone][1]
+    assert claimed is not None
+    return datetime.fromtimestamp(claimed, UTC)
+
+
 async def get(http: aiohttp.ClientSession, url: str) -> str:
     async with http.get(url) as response:
         assert response.status == 200, await response.text()
@@ -46,20 +54,19 @@ async def test_a_bulk_run_is_one_row_with_its_poll_start_shares_and_launches(
         await get(http, f"{url}/launches/{followed}")
         page = await get(http, f"{url}/")
         report_page = await get(http, f"{url}/launches/{followed}/report.html")
-    info = await ledger.run_info("promo")
-    assert info is not None
-    started = datetime.fromtimestamp(info.created, UTC)
-    assert f"run started</dt><dd>{started:%Y-%m-%d %H:%M:%S} UTC" in report_page
+    sent = await claimed_at(ledger, "promo", followed)
+    assert f'sent at</dt><dd><time class="sent">{sent:%Y-%m-%d %H:%M:%S} UTC' in report_page
 
     run = section(page, '<section class="run" data-run="promo">')
     assert len(report.launch_request_ids) == 3
     assert f"{poll.name} (poll {poll.id})" in run
     assert f"{len(users)} recipients" in run
-    assert f"sent {len(users)} (100%)" in run
+    assert f'data-stage="sent" data-n="{len(users)}"' in run
     assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", run)
     for launch in report.launch_request_ids:
         assert f'data-launch="{launch}"' in run
-    assert run.count("not followed") == 2  # the third is followed: its row has its stages
+    # the third is followed: its row has its stages
+    assert run.count("not followed: open it to follow it") == 2
     launches = section(page, "<section><h2>Launches</h2>")
     assert f'data-launch="{alone}"' in launches
     assert not any(launch in launches for launch in report.launch_request_ids)
@@ -84,7 +91,7 @@ async def test_a_followed_run_shows_its_people_per_stage_as_its_outcomes_say(
     dashboard = Dashboard(client, ledger=ledger, **FAST)
     async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
         run = section(await get(http, f"{url}/"), '<section class="run" data-run="promo">')
-    shares = dict(re.findall(r'class="share" data-stage="(\w+)" data-n="(\d+)"', run))
+    shares = dict(re.findall(r'class="stage" data-stage="(\w+)" data-n="(\d+)"', run))
     assert shares == {
         stage: str(n)
         for stage, n in (("sent", sent), ("delivered", outcomes.delivered), ("failed", failed))

@@ -112,15 +112,16 @@ def test_the_check_sees_what_loads_from_elsewhere() -> None:
     assert outside_references(page) == ["<link>", "link href=/s.css", "url("]
 
 
-def test_the_chart_starts_when_the_run_started() -> None:
+def test_the_chart_starts_when_the_launch_was_sent() -> None:
     status = CampaignStatus("l", CampaignState.DONE, 7, (deployment(0, S.DELIVERED),))
     start = datetime(2026, 1, 1, tzinfo=UTC)
     seen = [Sample(start + timedelta(minutes=3), CampaignState.DONE, funnel({S.DELIVERED: 1}))]
-    page = render_report(status, seen, now=start + timedelta(minutes=4), started=start)
+    page = render_report(status, seen, now=start + timedelta(minutes=4), sent=start)
     unknown_start = render_report(status, seen, now=start + timedelta(minutes=4))
 
     assert 'aria-label="deployments by stage over 4 min"' in page
-    assert "run started</dt><dd>2026-01-01 00:00:00 UTC" in page
+    assert 'sent at</dt><dd><time class="sent">2026-01-01 00:00:00 UTC' in page
+    assert "sent at</dt><dd><span" in unknown_start  # not known, and said so
     assert 'aria-label="deployments by stage over 60 s"' in unknown_start
     assert page.count("<polygon") == 2  # waiting from the start, then delivered
 
