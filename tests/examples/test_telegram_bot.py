@@ -11,8 +11,8 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from asyncio.subprocess import PIPE
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
