@@ -113,6 +113,8 @@ def one_line(exc: BaseException) -> str:
         return (
             f"{text} (the port is in use by another program: pick another port, 0 for a free one)"
         )
+    if isinstance(exc, errors.ConnectionError) and exc.proxy:
+        return f"{text} (is the proxy right and reachable? it is the environment's)"
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
