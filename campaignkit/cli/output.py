@@ -83,6 +83,13 @@ def program() -> str:
     return "campaignkit"  # run in process: campaignkit.cli.run([...])
 
 
+def command_line(*args: str) -> str:
+    """This program with ``args``, each quoted for the shell: a printed
+    command is pasted as it is, and a run's name or a file's may hold
+    anything (``$(...)``, ``;``)."""
+    return " ".join([program(), *map(shlex.quote, args)])
+
+
 def _short(path: str) -> str:
     """``path`` relative to the working directory when under it."""
     relative = os.path.relpath(path)
@@ -135,7 +142,7 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
     lines = [
         f"{who} not sent again. Who was reached: a person who replies opens a session, "
         "listed with their phone by",
-        f"  {program()} sessions {poll_id} --since {since} --format csv",
+        "  " + command_line("sessions", poll_id, "--since", since, "--format", "csv"),
         "and your webhook gets a delivered event for each person the service messaged.",
     ]
     if resend:

@@ -30,11 +30,11 @@ from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import (
     Progress,
     ambiguous_advice,
+    command_line,
     counts_json,
     funnel_table,
     one_line,
     plain,
-    program,
     table,
 )
 from .runs import say_if_new
@@ -112,7 +112,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     try:
         ack = await client.send_campaign(a.poll_id, users)
     except errors.AmbiguousSendError:
-        resend = f"{program()} send {a.poll_id} {a.file}"
+        resend = command_line("send", str(a.poll_id), a.file)
         ctx.note(ambiguous_advice(a.poll_id, len(users), sent_at, resend))
         raise
     if ctx.json and not a.track:
@@ -123,7 +123,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ctx.print(f"launch_request_id: {ack.launch_request_id}")
         ctx.print(f"batch_id:          {ack.batch_id}")
     if not a.track:
-        ctx.note(f"follow it with: {program()} track {ack.launch_request_id}")
+        ctx.note(f"follow it with: {command_line('track', ack.launch_request_id)}")
         return ExitStatus.OK
     status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
     if ctx.json:
@@ -229,7 +229,8 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
     if report.suppressed:
         ctx.note(
             f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
-            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+            f"({command_line('suppress', 'list', '--journal', journal)}; "
+            "--ignore-suppression sends them)"
         )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
@@ -242,8 +243,9 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         if journal:
             run = ctx.args.run or default_run(report.poll_id)
             resend = (
-                f"{program()} runs {run} --journal {journal} --export ambiguous -o ambiguous.csv"
-                f" && {program()} send {report.poll_id} ambiguous.csv"
+                command_line("runs", run, "--journal", journal, "--export", "ambiguous")
+                + " -o ambiguous.csv && "
+                + command_line("send", str(report.poll_id), "ambiguous.csv")
             )
         ctx.note(ambiguous_advice(report.poll_id, count, sent_at, resend))
         ctx.note(
