@@ -61,7 +61,9 @@ def funnel_table(funnel: Funnel) -> str:
     """A run's funnel, each failure status with its words (as the status
     table and the dashboard say them)."""
     words = {f"failed: {status}": failure_words(status) for status in funnel.failed}
-    rows = [(name, n, words.get(name, "")) for name, n in funnel.rows()]
+    # "opted out 0" read as a denial above a failure that says the person
+    # opted out: the webhooks' opt-outs are shown only when there are some.
+    rows = [(name, n, words.get(name, "")) for name, n in funnel.rows() if n or name != "opted out"]
     return table(rows, ["funnel", "users", "meaning"])
 
 
