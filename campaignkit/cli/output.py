@@ -23,7 +23,7 @@ from .. import errors
 from .._funnel import Funnel
 from ..models import CampaignStatus, HistoryEntry
 from ..progress import ProgressUpdate, campaign_update, failure_words, percent
-from ..status import DeploymentStatus, is_in_progress, stage_of
+from ..status import CampaignState, DeploymentStatus, is_in_progress, stage_of
 
 
 def plain(value: Any) -> Any:
@@ -156,11 +156,14 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
 
 
 def stages_line(update: ProgressUpdate) -> str:
-    """The progress line's detail: people per stage, the request in words."""
+    """The progress line's detail: people per stage (the request's state is
+    said once, when it changes: :func:`state_line`)."""
     stages = ", ".join(f"{n} {stage}" for stage, n in update.stages().items())
-    if update.state is None:
-        return f"settled; {stages}".rstrip("; ")
-    return f"settled; {stages}; request {update.state.description}"
+    return f"settled; {stages}".rstrip("; ")
+
+
+def state_line(state: CampaignState) -> str:
+    return f"request {state.value}: {state.description}"
 
 
 def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
@@ -283,6 +286,19 @@ class Progress:
             self._last_line = now
             self._write(text, final=False)
             self._written = True
+
+    def say(self, line: str) -> None:
+        """``line`` once, above the progress line (which stays last)."""
+        if not self._enabled:
+            return
+        if self._rich is not None:
+            self._rich.console.print(line, markup=False, highlight=False)
+        elif self._tty:
+            self._err.write("\r\x1b[2K" + line + "\n" + self._last_text)
+            self._err.flush()
+        else:
+            self._err.write(line + "\n")
+            self._err.flush()
 
     def _write(self, text: str, *, final: bool) -> None:
         if self._tty:

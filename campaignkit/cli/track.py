@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import errors
 from ..client import CampaignClient
 from ..models import CampaignStatus
-from ..status import DONE_MEANS
+from ..status import DONE_MEANS, CampaignState
 from .argtypes import non_negative_float, positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import (
@@ -13,6 +13,7 @@ from .output import (
     no_such_path,
     settled,
     stages_line,
+    state_line,
     status_json,
     status_table,
     table,
@@ -83,10 +84,14 @@ async def track_campaign(
         timeout=timeout,
         not_found_grace=not_found_grace,
     )
+    said: list[CampaignState] = []
     with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
         def show() -> None:
             update = tracker.snapshot()
+            if update.state is not None and update.state not in said[-1:]:
+                said.append(update.state)
+                progress.say(state_line(update.state))
             progress.update(update.done, update.total or None, stages_line(update))
 
         async with tracker:
