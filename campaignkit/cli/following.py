@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .._funnel import Funnel
+from .._words import counted
 from ..bulk import follow_run
 from ..ledger import Ledger
 from .argtypes import positive_float
@@ -58,6 +59,6 @@ def note_unconfirmed(ctx: Ctx, funnel: Funnel, run: str) -> None:
         again = command_line("runs", run, "--journal", a.journal, "--follow", *connection_flags(a))
         later = f"; later, {again} reads what became of them"
     ctx.note(
-        f"{unconfirmed} accepted recipient(s) not confirmed delivered yet "
+        f"{counted(unconfirmed, 'accepted recipient')} not confirmed delivered yet "
         f"(sent, or on their way){later}"
     )

@@ -10,6 +10,7 @@ import signal
 from collections.abc import Iterator
 from datetime import datetime
 
+from .._words import counted
 from ..bulk import DEFAULT_INTERRUPT_GRACE, default_run
 from ..progress import ProgressUpdate
 from .context import Ctx
@@ -64,7 +65,7 @@ def print_interrupted(
         ctx.emit({"interrupted": True, "counts": counts, "inputs": total, "resume": resume})
     said = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing settled"
     unsent = inputs - sum(counts.values())
-    rest = f"; {unsent} of {inputs} inputs not sent" if total is not None else ""
+    rest = f"; {unsent} of {counted(inputs, 'input')} not sent" if total is not None else ""
     ctx.note(f"interrupted: {said}{rest}")
     if counts["ambiguous"]:
         ctx.note(ambiguous_advice(a.poll_id, counts["ambiguous"], sent_at, None))

@@ -21,6 +21,7 @@ import orjson
 
 from .. import errors
 from .._funnel import Funnel
+from .._words import counted
 from ..models import CampaignStatus, HistoryEntry
 from ..progress import ProgressUpdate, campaign_update, failure_words, percent
 from ..status import CampaignState, DeploymentStatus, is_in_progress, stage_of
@@ -140,7 +141,7 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
     """What a person can do about ``count`` users whose send is ambiguous:
     the command that shows who was reached, and how to resend knowingly."""
     since = sent_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    who = "this user was" if count == 1 else f"these {count} users were"
+    who = "this user was" if count == 1 else f"these {counted(count, 'user')} were"
     lines = [
         f"{who} not sent again. Who was reached: a person who replies opens a session, "
         "listed with their phone by",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import errors
+from .._words import counted
 from ..client import CampaignClient
 from ..models import CampaignStatus
 from ..status import DONE_MEANS, CampaignState
@@ -112,7 +113,7 @@ def report_status(ctx: Ctx, status: CampaignStatus) -> None:
     else:
         ctx.print(
             f"request {status.status.value} ({status.status.description}): "
-            f"{len(status.deployments)} deployments, {settled(status)} settled"
+            f"{counted(len(status.deployments), 'deployment')}, {settled(status)} settled"
         )
         ctx.print(status_table(status))
 
@@ -159,7 +160,7 @@ async def cmd_status(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     ctx.print(
         f"launch request {status.launch_request_id}: {status.status.value} "
         f"({status.status.description}), poll {status.poll_id}, "
-        f"{len(status.deployments)} deployments, {settled(status)} settled"
+        f"{counted(len(status.deployments), 'deployment')}, {settled(status)} settled"
     )
     if status.deployments:
         ctx.print(status_table(status))

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .._words import counted
 from ..client import CampaignClient
 from ..dashboard import (
     Access,
@@ -205,6 +206,8 @@ async def _run_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if ctx.json:
         ctx.emit({"run": run.run, "launches": len(run.launches), "output": str(a.output)})
         return ExitStatus.OK
-    ctx.print(f"run {run.run}: {len(run.launches)} launch(es), {run.total} recipients")
+    ctx.print(
+        f"run {run.run}: {counted(len(run.launches), 'launch')}, {counted(run.total, 'recipient')}"
+    )
     ctx.note(f"report written to {a.output}")
     return ExitStatus.OK

@@ -240,7 +240,7 @@ async def test_every_printed_command_quotes_what_it_interpolates(
     bulk = ["send", poll, str(path), "--bulk", "--journal", journal, "--run", run_name]
     sent = await run(sb, *bulk)
     assert sent.code == 4, sent.err
-    listed = sent.err.split("suppression list were not sent (", 1)[1].split("; --ignore")[0]
+    listed = sent.err.split("on the suppression list (", 1)[1].split("; --ignore")[0]
     assert shlex.split(listed)[1:] == ["suppress", "list", "--journal", journal]
     [resend] = [line for line in sent.err.splitlines() if " --export ambiguous " in line]
     assert shlex.split(resend)[1:] == [
