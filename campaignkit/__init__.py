@@ -6,7 +6,14 @@ from ._deprecated import renamed
 from ._funnel import Funnel
 from ._input.phones import Phone
 from ._version import __version__
-from .bulk import BulkReport, SendWindow, ausers_from_csv, follow_run, users_from_csv
+from .bulk import (
+    BulkReport,
+    InvalidInput,
+    SendWindow,
+    ausers_from_csv,
+    follow_run,
+    users_from_csv,
+)
 from .client import CampaignClient, RawAnswer
 from .config import ClientConfig, RetryPolicy, SessionQueryNames
 from .errors import (
@@ -74,6 +81,7 @@ __all__ = [
     "DeploymentChange",
     "DeploymentStatus",
     "HistoryEntry",
+    "InvalidInput",
     "LegacyDeployment",
     "Location",
     "Message",

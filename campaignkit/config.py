@@ -83,7 +83,7 @@ class SessionQueryNames:
 
 @attrs.frozen
 class RetryPolicy:
-    """How failed calls are retried (see the README's retry rules).
+    """How failed calls are retried (the guide "Errors and retries").
 
     ``max_retries`` counts retries after the first attempt. Waits grow from
     ``backoff_initial`` doubling up to ``backoff_max``, with full jitter; a

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers.exchange import Reply, ScriptedExchange, dropped_after_sending
+from helpers.sqlite_files import sqlite_file
 
 from campaignkit import (
     BulkReport,
@@ -544,7 +544,7 @@ async def test_journal_records_each_recipient_outcome(
     counts = await ledger_counts(journal)
     assert (counts["accepted"], counts["ambiguous"], counts["rejected"]) == (2, 2, 2)
     assert counts["planned"] == counts["in_flight"] == 0
-    with sqlite3.connect(journal) as conn:
+    with sqlite_file(journal) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -606,7 +606,7 @@ async def test_in_flight_recipients_of_a_stopped_run_are_ambiguous_not_resent(
     journal = tmp_path / "run.db"
     await client.send_bulk(7, people(4), chunk_size=2, concurrency=1, journal=journal)
     # As if the run had been killed while +15550000002/3 were in their request.
-    with sqlite3.connect(journal) as conn:
+    with sqlite_file(journal) as conn:
         conn.execute(
             "UPDATE campaignkit_recipients SET state = 'in_flight', launch_request_id = NULL"
             " WHERE phone IN ('+15550000002', '+15550000003')"
@@ -699,7 +699,7 @@ async def test_an_old_chunk_journal_is_refused(
 ) -> None:
     service = serve(mocked, FakeService())
     journal = tmp_path / "old.db"
-    with sqlite3.connect(journal) as conn:
+    with sqlite_file(journal) as conn:
         conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, state TEXT)")
         conn.execute("INSERT INTO chunks VALUES ('x', 'accepted')")
     with pytest.raises(LedgerError, match="chunk journal"):

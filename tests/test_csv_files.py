@@ -14,7 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignkit import User, ValidationError, users_from_csv
-from campaignkit._input.csv_files import sniff_delimiter
+from campaignkit._input.csv_files import (
+    FORMULA_STARTS,
+    as_written,
+    sniff_delimiter,
+    spreadsheet_cell,
+)
 from campaignkit._input.phones import country_code_hint
 from campaignkit.bulk import InvalidInput
 
@@ -159,3 +164,12 @@ def test_a_country_code_without_its_plus_gets_the_fix(code: int) -> None:
 )
 def test_no_hint_for_what_is_no_country_code(text: str) -> None:
     assert country_code_hint(text) == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.text("'=+-@\t\r x")))
+def test_a_spreadsheet_cell_never_starts_a_formula_and_reads_back(value: str) -> None:
+    cell = spreadsheet_cell(value)
+    assert not cell.startswith(tuple(FORMULA_STARTS))
+    assert as_written(cell) == value
+    assert cell == value or cell == "'" + value  # only ever one quote added

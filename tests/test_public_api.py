@@ -104,6 +104,7 @@ ALL = [
     "DeploymentChange",
     "DeploymentStatus",
     "HistoryEntry",
+    "InvalidInput",
     "LedgerError",
     "LegacyDeployment",
     "Location",

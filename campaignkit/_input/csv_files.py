@@ -1,5 +1,7 @@
 """Users read from a CSV file, streamed; unreadable rows are yielded as
-:class:`InvalidInput` for ``send_bulk`` to report, never raised."""
+:class:`InvalidInput` for ``send_bulk`` to report, never raised. And the one
+rule that keeps a cell written for a spreadsheet inert there (a run's
+export), undone when the file is read back."""
 
 from __future__ import annotations
 
@@ -7,26 +9,41 @@ import asyncio
 import csv
 import itertools
 import os
+import re
 from collections.abc import AsyncIterator, Generator, Iterator
+from typing import Final
 
 import attrs
 
 from ..models import SessionKey, User
-from .users import build_user
+from .users import RUN_FACTS, RUN_FIELD, InvalidInput, build_user
 from .validation import Problems, raise_problems, user_wire
 
+RUN_COLUMNS: Final = tuple(f"{RUN_FIELD}.{fact}" for fact in RUN_FACTS)
+"""The columns a run's export adds after each user's (``run.state``...):
+what became of that recipient. Read back, they are not session variables."""
 
-@attrs.frozen(kw_only=True)
-class InvalidInput:
-    """An input item that could not be read as a user (a bad CSV row).
+# A cell starting with one of these runs as a formula in Excel, LibreOffice
+# and Google Sheets (OWASP, "CSV Injection"): a leading "'" makes it text.
+FORMULA_STARTS: Final = "=+-@\t\r"
+_FORMULA_START = f"[{re.escape(FORMULA_STARTS)}]"
+# Quotes before a formula start are the writer's doing or the value's own: a
+# value so written gains one more quote, so that the reader takes one off.
+_NEUTRALISABLE = re.compile(f"'*{_FORMULA_START}")
+_NEUTRALISED = re.compile(f"'+{_FORMULA_START}")
 
-    :func:`users_from_csv` yields these instead of raising; ``send_bulk``
-    reports them as invalid, with ``row`` and ``reason``.
-    """
 
-    reason: str
-    row: int | None = None
-    """The 1-based line of the source file (the header is line 1)."""
+def spreadsheet_cell(value: str) -> str:
+    """``value`` as a CSV cell no spreadsheet runs as a formula (``'+57``,
+    ``'=HYPERLINK(...)``); :func:`as_written` gives it back exactly. A
+    value already quoted that way gains one more quote, so that it does."""
+    return "'" + value if _NEUTRALISABLE.match(value) else value
+
+
+def as_written(cell: str) -> str:
+    """A cell as it was before :func:`spreadsheet_cell` (the same cell if it
+    did not change it)."""
+    return cell[1:] if cell[:1] == "'" and _NEUTRALISED.match(cell) else cell
 
 
 @attrs.frozen
@@ -63,7 +80,7 @@ def _excel_separator(line: str) -> str | None:
 
 
 def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayout:
-    names = [name.strip() for name in header]
+    names = [as_written(name.strip()) for name in header]
     problems: Problems = []
     missing = [repr(name) for name in ("country_code", "cellphone") if name not in names]
     if missing:
@@ -81,7 +98,7 @@ def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayou
     if repeated:
         problems.append(("header", f"repeats column(s): {', '.join(repeated)}"))
     raise_problems(problems)
-    fixed = {"country_code", "cellphone", eta_column}
+    fixed = {"country_code", "cellphone", eta_column, *RUN_COLUMNS}
     return _CsvLayout(
         tuple(names),
         names.index("country_code"),
@@ -96,15 +113,15 @@ def _csv_item(row: list[str], line: int, layout: _CsvLayout, validate: bool) -> 
         return InvalidInput(
             reason=f"line {line}: expected {len(layout.header)} fields, got {len(row)}", row=line
         )
-    country_code = row[layout.country_code].strip()
+    country_code = as_written(row[layout.country_code]).strip()
     if country_code.isascii() and country_code.isdigit():
         # The service's own upload template writes ``57``, without its "+".
         country_code = "+" + country_code
     user, reason = build_user(
-        row[layout.cellphone].strip(),
+        as_written(row[layout.cellphone]).strip(),
         country_code,
-        tuple(SessionKey(name, row[i]) for i, name in layout.keys),
-        None if layout.eta is None else row[layout.eta],
+        tuple(SessionKey(name, as_written(row[i])) for i, name in layout.keys),
+        None if layout.eta is None else as_written(row[layout.eta]),
     )
     if user is None:
         return InvalidInput(reason=f"line {line}: {reason}", row=line)
@@ -134,15 +151,19 @@ def users_from_csv(
     Columns: ``country_code``, ``cellphone``, optionally ``deployment_eta``
     (UNIX seconds or an ISO 8601 date-time with its offset; empty for none), and
     every other column is a session variable named by its header (its value
-    kept as written, empty included). A ``tz`` column names each user's time
-    zone for a send window (``send_window=``); an empty cell means the zone
-    of the number. Blank lines are skipped.
+    kept as written, empty included), but the ``run.*`` columns a run's
+    export adds (``run.state``, ``run.status``...: :data:`RUN_COLUMNS`). A
+    ``tz`` column names each user's time zone for a send window
+    (``send_window=``); an empty cell means the zone of the number. Blank
+    lines are skipped.
 
     Files as spreadsheets write them are read as they are: a UTF-8 BOM is
     skipped (the default ``utf-8-sig``), Excel's ``sep=;`` first line names
     the delimiter, and without it (``delimiter=None``, the default) the
     delimiter is found from the header: comma, semicolon (Excel in Spanish,
-    Portuguese, French or German), tab or pipe.
+    Portuguese, French or German), tab or pipe. A cell a run's export made
+    safe for a spreadsheet (a ``'`` before a leading ``=``, ``+``, ``-``,
+    ``@``, tab or carriage return, e.g. ``'+57``) is read as it was before.
 
     A row that cannot be read (wrong field count, bad date) or, with
     ``validate`` (the default), fails validation, is yielded as an

@@ -14,11 +14,50 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
+import attrs
+
 from ..models import SessionKey, User
 
 _USER_FIELDS: Final = frozenset(
     {"cellphone", "country_code", "user_session_keys", "deployment_eta"}
 )
+RUN_FIELD: Final = "run"
+"""What a run's export (``campaignkit runs RUN --export all``) adds to each
+user it writes: that recipient's facts in the run (:data:`RUN_FACTS`). Read
+back, it is left aside: a user is read as the run was given it."""
+RUN_FACTS: Final = (
+    "phone",
+    "state",
+    "launch",
+    "status",
+    "status_at",
+    "delivered_at",
+    "read_at",
+    "replied_at",
+    "opted_out_at",
+    "error",
+)
+_READ_FIELDS: Final = _USER_FIELDS | {RUN_FIELD}
+
+
+@attrs.frozen(kw_only=True)
+class InvalidInput:
+    """An input item that could not be read as a user: a bad row of a file.
+
+    :func:`~campaignkit.users_from_csv` yields one for each row it cannot
+    read (or, validating, that would be refused) instead of raising, so one
+    bad row never stops a stream. ``send_bulk`` reports it as invalid, with
+    its ``row`` and ``reason``; any other call given one (``send_campaign``,
+    ``deploy_legacy``, a ledger's ``suppress``, ``unsuppress`` and
+    ``suppressed``) refuses it before anything is sent, with a
+    :class:`~campaignkit.errors.ValidationError` naming its place and this
+    reason, e.g. ``users[3]: line 5: cellphone: is too short``.
+    """
+
+    reason: str
+    """Why the row is not a user, starting with its line (``line 5: ...``)."""
+    row: int | None = None
+    """The 1-based line of the source file (the header is line 1)."""
 
 
 def parse_time(text: str) -> int | datetime:
@@ -36,14 +75,15 @@ def parse_time(text: str) -> int | datetime:
 def as_user(item: Any) -> tuple[User | None, str | None]:
     """A User from a User or a wire-shaped dict, or the reason it is not one.
 
-    Values are kept as given for the validation to report by path.
+    Values are kept as given for the validation to report by path. A dict's
+    ``run`` (:data:`RUN_FIELD`, written by a run's export) is left aside.
     """
     if isinstance(item, User):
         return item, None
     if not isinstance(item, Mapping):
         return None, f"expected a User or a dict, got {type(item).__name__}"
-    if not _USER_FIELDS.issuperset(item):
-        unknown = sorted(str(name) for name in item if name not in _USER_FIELDS)
+    if not _READ_FIELDS.issuperset(item):
+        unknown = sorted(str(name) for name in item if name not in _READ_FIELDS)
         return None, f"unknown field(s): {', '.join(unknown)}"
     missing = [name for name in ("cellphone", "country_code") if name not in item]
     if missing:

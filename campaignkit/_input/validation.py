@@ -25,7 +25,7 @@ from .phones import (
     read_phone,
     read_text,
 )
-from .users import as_user
+from .users import InvalidInput, as_user
 
 Problems = list[tuple[str, str]]
 
@@ -88,7 +88,7 @@ def raise_problems(problems: Problems) -> None:
 def user_wire(user: Any, path: str, problems: Problems) -> dict[str, Any] | None:
     """The wire form of one user, or None (with problems added) if invalid."""
     if not isinstance(user, User):
-        problems.append((path, f"must be a User, but {given(user)} was given"))
+        _not_a_user(user, path, problems, f"a User, but {given(user)} was given")
         return None
     before = len(problems)
     country_code = user.country_code
@@ -145,10 +145,19 @@ def ledger_phone(value: Any, path: str, problems: Problems) -> str | None:
         return phone.key
     user, reason = as_user(value)
     if user is None:
-        problems.append((path, f"must be a phone number (text) or a user: {reason}"))
+        _not_a_user(value, path, problems, f"a phone number (text) or a user: {reason}")
         return None
     wire = user_wire(user, path, problems)
     return None if wire is None else identity(wire["country_code"], wire["cellphone"])
+
+
+def _not_a_user(item: Any, path: str, problems: Problems, must_be: str) -> None:
+    """The problem of an item given where a user goes: an unread row's own
+    reason (:class:`InvalidInput`: its line and why), else what it ``must_be``."""
+    if isinstance(item, InvalidInput):
+        problems.append((path, item.reason))
+    else:
+        problems.append((path, f"must be {must_be}"))
 
 
 def _cellphone_problem(cellphone: object) -> str:

@@ -1,6 +1,6 @@
 """The retry rules around the I/O seam: a :class:`Request` goes through an
-:class:`Exchange` and is retried by the rules of the README, in a tenacity
-loop entered only once a first attempt failed.
+:class:`Exchange` and is retried by the documented rules (the guide "Errors
+and retries"), in a tenacity loop entered only once a first attempt failed.
 
 Reads retry on transport failures, 429 and 500/502/503/504. Sends retry only
 when the request surely had no effect (a connect failure before any byte was

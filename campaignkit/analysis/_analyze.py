@@ -32,16 +32,6 @@ from ..models import HistoryEntry, SessionMeta
 if TYPE_CHECKING:
     from ..client import CampaignClient
 
-__all__ = [
-    "DEFAULT_CONCURRENCY",
-    "AnalysisProgress",
-    "AnswerOption",
-    "FunnelPoint",
-    "PollAnalysis",
-    "QuestionAnswers",
-    "analyze_poll",
-    "normalise_answer",
-]
 
 DEFAULT_CONCURRENCY = 8
 """History calls in flight at once."""

@@ -47,7 +47,8 @@ and duplicate inputs. Accepted chunks drop their users unless
 from typing import TYPE_CHECKING
 
 from .._deprecated import renamed
-from .._input.csv_files import InvalidInput, ausers_from_csv, users_from_csv
+from .._input.csv_files import ausers_from_csv, users_from_csv
+from .._input.users import InvalidInput
 from .._report import (
     OUTCOMES,
     BulkChunk,

@@ -9,9 +9,8 @@ from typing import Any, Protocol
 import attrs
 import orjson
 
-from .._input.csv_files import InvalidInput
 from .._input.phones import KEYED_APART, PhoneSet, identity
-from .._input.users import as_user
+from .._input.users import InvalidInput, as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
 from .._wire.body import user_wire_at

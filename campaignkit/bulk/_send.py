@@ -6,7 +6,7 @@ import os
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from .._input.csv_files import InvalidInput
+from .._input.users import InvalidInput
 from .._input.validation import raise_problems
 from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from

@@ -17,7 +17,7 @@ from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
 from .output import funnel_table, table
-from .run_export import export_run, failure_status_list
+from .run_export import ALL, FORMATS, export_format, export_run, failure_status_list
 
 
 def register(add: AddCommand) -> None:
@@ -29,9 +29,13 @@ def register(add: AddCommand) -> None:
         "accepted, delivered, read, replied; failures by status). --follow first tracks RUN's "
         "accepted launches until they settle, writing each person's outcome (run it again "
         "later: it resumes, and learns which SUCCESS became DELIVERED). --export writes RUN's "
-        "rejected, ambiguous or suppressed users as a CSV file that `send` reads, for a "
-        "deliberate retry; --export-status the users whose deployments ended in these failure "
-        "statuses, for a follow-up run (send it under a new --run).",
+        "rejected, ambiguous or suppressed users as a file that `send` reads, for a "
+        "deliberate retry, or all of them, each with its state and outcome (the run.* "
+        "columns: phone, state, launch, last status, delivered, read, replied and opted-out "
+        "times, error); --export-status the users whose deployments ended in these failure "
+        "statuses, for a follow-up run (send it under a new --run). Exports are CSV (safe in "
+        "a spreadsheet: a cell that would start a formula starts with ', which `send` "
+        "takes off) or JSON Lines.",
     )
     p.add_argument("run", nargs="?", help="a run's name")
     p.add_argument(
@@ -39,8 +43,12 @@ def register(add: AddCommand) -> None:
         required=True,
         help="the ledger: an SQLite file or a postgresql:// DSN; it must exist (exit 7)",
     )
-    exported = ["rejected", "ambiguous", "suppressed", "deferred"]
-    p.add_argument("--export", choices=exported, help="write these users as CSV")
+    exported = ["rejected", "ambiguous", "suppressed", "deferred", ALL]
+    p.add_argument(
+        "--export",
+        choices=exported,
+        help="write these users (all: every recipient, with its state and outcome)",
+    )
     p.add_argument(
         "--export-status",
         metavar="STATUS",
@@ -51,7 +59,12 @@ def register(add: AddCommand) -> None:
         "outcomes: --follow)",
     )
     p.add_argument(
-        "-o", "--output", type=Path, help="CSV file for --export/--export-status (default: stdout)"
+        "-o", "--output", type=Path, help="file for --export/--export-status (default: stdout)"
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="of --export/--export-status (default: jsonl for an -o file named .jsonl, else csv)",
     )
     p.add_argument(
         "--follow",
@@ -121,8 +134,10 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
     check_follow_timeout(a)
     if a.export and a.export_status:
         raise UsageError("give --export or --export-status, not both")
-    if a.output and not (a.export or a.export_status):
-        raise UsageError("-o/--output needs --export or --export-status")
+    for option, given in (("-o/--output", a.output), ("--format", a.format)):
+        if given and not (a.export or a.export_status):
+            raise UsageError(f"{option} needs --export or --export-status")
+    fmt = export_format(a.format, a.output)
     async with open_ledger(a.journal, existing=True) as ledger:
         if not a.run:
             await list_runs(ctx, ledger)
@@ -133,9 +148,15 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         await ledger.expire(a.run)
         if a.follow:
             await follow_first(ctx, ledger)
+        if a.export == ALL:
+            outcomes = {outcome.phone: outcome for outcome in await ledger.outcomes(a.run)}
+            await export_run(
+                ctx, lambda: ledger.records(a.run), a.run, ALL, a.output, fmt, outcomes
+            )
+            return ExitStatus.OK
         if a.export:
             await export_run(
-                ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output
+                ctx, lambda: ledger.records(a.run, [a.export]), a.run, a.export, a.output, fmt
             )
             return ExitStatus.OK
         if a.export_status:
@@ -145,6 +166,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 a.run,
                 "|".join(a.export_status),
                 a.output,
+                fmt,
             )
             return ExitStatus.OK
         counts = await ledger.counts(a.run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
 import sqlite3
 import time
@@ -92,13 +93,27 @@ class SqliteLedger(SqlLedger):
             max_workers=1, thread_name_prefix="campaignkit-ledger"
         )
         self._lock = asyncio.Lock()
+        # Shielded: cancelled while the thread opens the file, the connection it
+        # opens is still ended (with its session), not left to the collector.
+        opening = asyncio.ensure_future(self._call(self._open_file))
         try:
-            self._conn = await self._call(self._open_file)
+            self._conn = await asyncio.shield(opening)
         except BaseException:
-            executor.shutdown(wait=False)
-            if self._executor is executor:
-                self._executor = None
+            opening.add_done_callback(functools.partial(self._abandon, executor))
             raise
+
+    def _abandon(
+        self,
+        executor: concurrent.futures.ThreadPoolExecutor,
+        opening: asyncio.Future[sqlite3.Connection],
+    ) -> None:
+        """End the thread of an abandoned opening and, in another thread (the
+        ledger may be closed by now), the connection it opened."""
+        if not opening.cancelled() and opening.exception() is None:
+            asyncio.get_running_loop().run_in_executor(None, self._close_file, opening.result())
+        executor.shutdown(wait=False)
+        if self._executor is executor:
+            self._executor = None
 
     def _wal_mode(self, conn: sqlite3.Connection) -> str:
         """Switch the file to WAL (once: the mode is kept in the file).

@@ -1,7 +1,8 @@
 """A faithful local emulator of the Conversation Campaign and Session Service.
 
 ``async with Sandbox(speed=50) as sb:`` or ``python -m campaignkit.sandbox``.
-See the README for the magic cellphone numbers, admin routes and faults.
+The guide "The sandbox" lists the magic cellphone numbers, admin routes and
+faults.
 """
 
 from ._config import SandboxConfig

@@ -23,11 +23,17 @@ POSTGRES_DSN = os.environ.get(
     "CAMPAIGNKIT_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("CAMPAIGNKIT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+RABBITMQ_URL = os.environ.get(
+    "CAMPAIGNKIT_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F"
+)
 
 HOW_TO_START = {
-    "PostgreSQL": "start one (README, 'Real servers for the tests') or set "
+    "PostgreSQL": "start one (docs/development.md, 'Real servers for the tests') or set "
     "CAMPAIGNKIT_TEST_POSTGRES_DSN",
-    "Redis": "start one (README, 'Real servers for the tests') or set CAMPAIGNKIT_TEST_REDIS_URL",
+    "Redis": "start one (docs/development.md, 'Real servers for the tests') or set "
+    "CAMPAIGNKIT_TEST_REDIS_URL",
+    "RabbitMQ": "start one (docs/development.md, 'Real servers for the tests') or set "
+    "CAMPAIGNKIT_TEST_RABBITMQ_URL",
 }
 
 
@@ -69,6 +75,10 @@ def postgres_dsn() -> str:
 
 def redis_url() -> str:
     return require("Redis", REDIS_URL, 6379)
+
+
+def rabbitmq_url() -> str:
+    return require("RabbitMQ", RABBITMQ_URL, 5672)
 
 
 async def fresh_postgres_schema() -> AsyncIterator[str]:

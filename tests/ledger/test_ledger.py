@@ -4,7 +4,6 @@ and the memory ledger (tests of the SQL schema itself skip the memory one)."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 import time
 from collections import Counter
@@ -14,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers.ledgers import NewLedger, journal_of, people
+from helpers.sqlite_files import sqlite_file
 
 from campaignkit.errors import LedgerError, NotFoundError
 from campaignkit.ledger import (
@@ -502,11 +502,11 @@ async def test_concurrent_first_sightings_have_one_winner(new_ledger: NewLedger)
 
 async def test_sqlite_refuses_an_old_chunk_journal(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with sqlite3.connect(path) as conn:
+    with sqlite_file(path) as conn:
         conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, state TEXT)")
     async with SqliteLedger(path):  # an empty table holds no run: accepted
         pass
-    with sqlite3.connect(path) as conn:
+    with sqlite_file(path) as conn:
         conn.execute("INSERT INTO chunks VALUES ('abc', 'sent')")
     ledger = SqliteLedger(path)
     with pytest.raises(LedgerError, match="chunk journal"):

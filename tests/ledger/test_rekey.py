@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.sqlite_files import sqlite_file
 
 from campaignkit import CampaignClient, User
 from campaignkit.ledger import Ledger, PostgresLedger, SqliteLedger
@@ -87,7 +88,7 @@ def old_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Awaitable[Ledg
 
 
 def test_the_fixture_is_a_version_1_ledger() -> None:
-    with sqlite3.connect(V1) as db:
+    with sqlite_file(V1) as db:
         assert db.execute("SELECT version FROM campaignkit_schema").fetchall() == [(1,)]
         phones = {row[0] for row in db.execute("SELECT phone FROM campaignkit_recipients")}
     assert {"+4407700900123", "+4407700900555", "+447700900555"} <= phones

@@ -6,11 +6,11 @@ backup are complete and accepted."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from helpers.sqlite_files import sqlite_file
 
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import Ledger, Recipient, SqliteLedger
@@ -45,7 +45,7 @@ async def test_a_copy_without_its_wal_is_refused(in_use: Ledger, tmp_path: Path)
     assert f"cp {copy} {copy}-wal DEST/" in message
     assert ".backup 'copy.db'" in message
     # What it would have forgotten: the claim (its table, even), so its 5 people would go again.
-    with sqlite3.connect(copy) as conn:
+    with sqlite_file(copy) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert "campaignkit_claims" not in tables
 
@@ -59,7 +59,7 @@ async def test_a_copy_with_its_wal_is_accepted(in_use: Ledger, tmp_path: Path) -
 
 async def test_the_advised_backup_is_accepted(in_use: Ledger, tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
-    with sqlite3.connect(tmp_path / "run.db") as source, sqlite3.connect(copy) as target:
+    with sqlite_file(tmp_path / "run.db") as source, sqlite_file(copy) as target:
         source.backup(target)  # what sqlite3's ".backup" does
         target.execute("DELETE FROM campaignkit_sessions")
     assert await in_flight(copy) == 5
