@@ -9,7 +9,10 @@ wherever they appear (also in bodies a service, gateway or proxy echoes back):
   percent-encoded form or of its base64 forms (so the whole key, a truncated
   copy or its distinctive part);
 - any token shaped like the service's keys (``ak_`` and 24 or more URL-safe
-  characters), registered or not.
+  characters), registered or not;
+- both of these also where JSON escapes spell them (``\\u0061k_...``, ``\\/``,
+  surrogate pairs, in any mix), as ``json.loads`` of an echoed body would
+  read them back.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ FRAGMENT = 12
 # slice of the text finds every candidate, which is then grown to its full run.
 _BLOCK = FRAGMENT // 2
 _KEY_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])ak_[A-Za-z0-9_-]{24,}")
+# One JSON escape: a surrogate pair (one character), a \uXXXX or a short one.
+_ESCAPE = re.compile(
+    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|\\u([0-9a-fA-F]{4})"
+    r'|\\(["\\/bfnrt])'
+)
+_SHORT = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _lock = threading.Lock()
 _keys: set[str] = set()
 
@@ -130,11 +140,50 @@ def register(key: str | None) -> None:
         _keys.add(key)
 
 
+def _unescaped(text: str) -> tuple[str, list[int], list[int]] | None:
+    """``text`` with its JSON escapes decoded, and where each of its
+    characters starts and ends in ``text``; None if it holds no escape."""
+    if not _ESCAPE.search(text):
+        return None
+    view: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    last = 0
+    for escape in _ESCAPE.finditer(text):
+        view += text[last : escape.start()]
+        starts += range(last, escape.start())
+        ends += range(last + 1, escape.start() + 1)
+        high, low, code, short = escape.groups()
+        if high is not None:
+            view.append(chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00))
+        elif code is not None:
+            view.append(chr(int(code, 16)))
+        else:
+            view.append(_SHORT.get(short, short))
+        starts.append(escape.start())
+        ends.append(escape.end())
+        last = escape.end()
+    view += text[last:]
+    starts += range(last, len(text))
+    ends += range(last + 1, len(text) + 1)
+    return "".join(view), starts, ends
+
+
+def _key_spans(index: _Index | None, text: str) -> list[tuple[int, int]]:
+    spans = index.spans(text) if index is not None else []
+    if "ak_" in text:
+        spans += (token.span() for token in _KEY_SHAPE.finditer(text))
+    return spans
+
+
 def redact(text: str) -> str:
     """``text`` with every registered key's material and every key-shaped
-    token replaced by :data:`MASK`."""
+    token replaced by :data:`MASK`, also where JSON escapes spell them."""
     index = _index
-    spans = index.spans(text) if index is not None else None
+    spans = _key_spans(index, text)
+    if "\\" in text and (unescaped := _unescaped(text)) is not None:
+        view, starts, ends = unescaped
+        spans += ((starts[left], ends[right - 1]) for left, right in _key_spans(index, view))
     if spans:
         merged: list[tuple[int, int]] = []
         for start, end in sorted(spans):
@@ -148,8 +197,6 @@ def redact(text: str) -> str:
             pieces += [text[last:start], MASK]
             last = end
         text = "".join(pieces) + text[last:]
-    if "ak_" in text:
-        text = _KEY_SHAPE.sub(MASK, text)
     return text
 
 

@@ -170,10 +170,12 @@ class ConnectionError(CampaignKitError, builtins.ConnectionError):
 
     ``request_sent`` is False only when the failure happened before any byte
     of the request was written (so the service surely did not receive it).
+    ``proxy`` names the proxy (password masked) when the failure was its.
     """
 
-    def __init__(self, message: str, *, request_sent: bool) -> None:
+    def __init__(self, message: str, *, request_sent: bool, proxy: str | None = None) -> None:
         self.request_sent = request_sent
+        self.proxy = proxy
         super().__init__(message)
 
 

@@ -45,6 +45,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramRetryAfter
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Document, Message
+from aiogram.utils.token import TokenValidationError, validate_token
 
 from campaignkit import BulkReport, CampaignClient, CampaignKitError, ausers_from_csv
 from campaignkit.errors import TimeoutError
@@ -73,6 +74,24 @@ def trusted_chats(environ: Mapping[str, str]) -> frozenset[int]:
                     f"TELEGRAM_TRUSTED_CHATS: {part.strip()!r} is no chat id"
                 ) from None
     return frozenset(chats)
+
+
+def bot_token(environ: Mapping[str, str]) -> str:
+    """``TELEGRAM_BOT_TOKEN``; a SystemExit says what to set when it is
+    missing or not shaped like a token (never quoting it: it is a secret)."""
+    token = environ.get("TELEGRAM_BOT_TOKEN", "").strip()
+    if not token:
+        raise SystemExit(
+            "set TELEGRAM_BOT_TOKEN to your bot's token (BotFather's /newbot gives one)"
+        )
+    try:
+        validate_token(token)
+    except TokenValidationError:
+        raise SystemExit(
+            "TELEGRAM_BOT_TOKEN is not a bot token: it looks like 123456:ABC-DEF... "
+            "(BotFather's /token shows it)"
+        ) from None
+    return token
 
 
 def run_name(chat_id: int, poll_id: str, content: bytes) -> str:
@@ -275,11 +294,12 @@ def bot_session() -> AiohttpSession:
 
 
 async def main(every: float, speed: float, track_timeout: float) -> None:
+    token = bot_token(os.environ)
     trusted = trusted_chats(os.environ)
     if not trusted:
         raise SystemExit("set TELEGRAM_TRUSTED_CHATS to the chat ids allowed to send campaigns")
     journal = ledger_from(os.environ.get("TELEGRAM_BOT_JOURNAL", "telegram-bot.db"))
-    bot = Bot(os.environ["TELEGRAM_BOT_TOKEN"], session=bot_session())
+    bot = Bot(token, session=bot_session())
     async with client_or_sandbox(speed=speed) as (client, _sandbox):
         dispatcher = Dispatcher()
         router = campaign_router(client, trusted, journal, every=every, track_timeout=track_timeout)

@@ -9,6 +9,7 @@ bounded in time; none patches aiohttp.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import select
@@ -522,3 +523,83 @@ async def test_closed_before_first_use_refuses_calls() -> None:
         with pytest.raises(CampaignKitError, match="closed"):
             await exchange(polls(cfg), 5)
     assert seen == []
+
+
+# -- a broken proxy is named, never blamed on the service URL -------------------------
+
+PROXY_PASSWORD = "proxy-pw-SECRET-77"
+SERVICE = "campaigns.invalid"  # resolves nowhere: only a proxy could reach it
+
+
+@pytest.fixture
+def proxy_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch.setenv
+
+
+def assert_names_the_proxy(exc: BaseException, variable: str) -> None:
+    text = str(exc)
+    assert "the proxy 'http://bob:***@" in text, text
+    assert f"({variable})" in text, text
+    assert PROXY_PASSWORD not in text + repr(exc) + "".join(traceback.format_exception(exc))
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "proxy.invalid"], ids=["refused", "unresolved"])
+async def test_an_unreachable_proxy_is_named_with_its_password_masked(
+    proxy_env: Callable[[str, str], None], scheme: str, host: str
+) -> None:
+    variable, port = f"{scheme.upper()}_PROXY", free_port()
+    proxy_env(variable, f"http://bob:{PROXY_PASSWORD}@{host}:{port}")
+    cfg = config(f"{scheme}://{SERVICE}")
+    with pytest.raises(ConnectionError) as caught:
+        await asyncio.wait_for(exchange_once(cfg, send(cfg)), 10)
+    assert caught.value.request_sent is False
+    assert caught.value.proxy == f"the proxy 'http://bob:***@{host}:{port}' ({variable})"
+    assert str(caught.value).startswith(f"cannot connect to {caught.value.proxy} for send_campaign")
+    assert_names_the_proxy(caught.value, variable)
+
+
+async def test_a_proxy_refusing_the_tunnel_is_named_and_nothing_was_sent(
+    proxy_env: Callable[[str, str], None],
+) -> None:
+    async def refuse(_: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.next_request(reader)
+        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+
+    server = RawServer(refuse)
+    async with server.serving() as proxy:
+        proxy_env("HTTPS_PROXY", proxy.replace("http://", f"http://bob:{PROXY_PASSWORD}@"))
+        cfg = config(f"https://{SERVICE}")
+        with pytest.raises(ConnectionError) as caught:
+            await asyncio.wait_for(exchange_once(cfg, send(cfg)), 10)
+    assert [request.line for request in server.requests] == [f"CONNECT {SERVICE}:443 HTTP/1.1"]
+    credentials = base64.b64encode(f"bob:{PROXY_PASSWORD}".encode()).decode()
+    assert server.requests[0].headers["proxy-authorization"] == f"Basic {credentials}"
+    assert caught.value.request_sent is False
+    assert "refused to connect send_campaign to campaigns.invalid: 407" in str(caught.value)
+    assert_names_the_proxy(caught.value, "HTTPS_PROXY")
+
+
+@pytest.mark.parametrize("proxy", ["proxy.local:3128", "socks5://proxy.local:1080"])
+async def test_a_proxy_variable_that_is_no_proxy_url_is_a_configuration_error(
+    proxy_env: Callable[[str, str], None], proxy: str
+) -> None:
+    proxy_env("HTTPS_PROXY", proxy)
+    cfg = config(f"https://{SERVICE}")
+    with pytest.raises(CampaignKitError) as caught:
+        await asyncio.wait_for(exchange_once(cfg, send(cfg)), 10)
+    assert type(caught.value).__name__ == "ConfigurationError"
+    assert str(caught.value) == f"the proxy {proxy!r} (HTTPS_PROXY) is not a proxy URL " + (
+        "(expected http://host:port)"
+    )
+
+
+async def test_an_unreachable_service_is_not_blamed_on_a_proxy() -> None:
+    cfg = config(f"http://127.0.0.1:{free_port()}", trust_env=False)
+    with pytest.raises(ConnectionError) as caught:
+        await asyncio.wait_for(exchange_once(cfg, polls(cfg)), 10)
+    assert caught.value.proxy is None
+    assert str(caught.value).startswith("cannot connect to the service for list_polls: ")

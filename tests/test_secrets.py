@@ -8,6 +8,7 @@ errors and aiohttp's logs never show the key is in test_aiohttp_exchange."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
@@ -281,6 +282,49 @@ def test_encoded_forms_of_the_key_are_masked(encode: Callable[[str], str]) -> No
     assert MASK in redacted
     core = encoded[8:-8]  # what depends on the key alone, whatever is around it
     assert core not in redacted
+
+
+def json_escapes(char: str) -> list[str]:
+    """Every way a JSON encoder may write ``char`` inside a string."""
+    code = ord(char)
+    if code > 0xFFFF:  # a surrogate pair, each half in either case
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        return [f"\\u{high:04x}\\u{low:04x}", f"\\u{high:04X}\\u{low:04X}", char]
+    forms = [f"\\u{code:04x}", f"\\u{code:04X}"]
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
+    short |= {"\r": "\\r", "\t": "\\t"}
+    if char in short:
+        forms.append(short[char])
+    if char not in '"\\' and code >= 0x20:
+        forms.append(char)
+    return forms
+
+
+any_key_chars = st.characters(codec="utf-8", exclude_categories=["Cs"])
+
+
+@pytest.mark.usefixtures("own_registry")
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(key=keys | st.text(any_key_chars, min_size=20, max_size=40), data=st.data())
+def test_a_key_echoed_with_json_escapes_is_not_readable_back(key: str, data: st.DataObject) -> None:
+    register(key)
+    spelled = "".join(data.draw(st.sampled_from(json_escapes(char))) for char in key)
+    body = f'{{"detail": "bad header Authorization: {spelled}", "n": 1}}'
+    assert json.loads(body)["detail"].endswith(key)  # the body spells the key
+    redacted = json.loads(redact(body))
+    assert redacted["n"] == 1
+    assert not any(part in redacted["detail"] for part in fragments(key)), (body, redacted)
+    assert MASK in redacted["detail"]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_a_key_shaped_token_is_masked_in_json_escapes(ensure_ascii: bool) -> None:
+    token = "ak_" + "N0tRegisteredAnywhere1234567890ab"
+    body = json.dumps({"detail": f"bad {token}"}, ensure_ascii=ensure_ascii)
+    escaped = body.replace("ak_", "\\u0061k\\u005f")
+    assert json.loads(redact(escaped)) == {"detail": f"bad {MASK}"}
 
 
 def test_a_key_shaped_token_is_masked_even_unregistered() -> None:

@@ -12,12 +12,15 @@ from campaignkit import User
 from campaignkit._input.validation import (
     Problems,
     encoded_segment,
+    given,
     ledger_phone,
     page_limit,
     unix_seconds,
     user_wire,
     users_tuple,
 )
+from campaignkit._words import article, counted
+from campaignkit.bulk import InvalidInput
 
 
 def problems_of(user: User) -> Problems:
@@ -97,3 +100,46 @@ def test_the_words_for_empty_users_segments_and_limits() -> None:
         ("session_id", "must be UTF-8 encodable (no lone surrogates)"),
         ("limit", "must be an int from 1 to 10000, but an int (0) was given"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [
+        ("InvalidInput", "an InvalidInput"),  # it said "a InvalidInput"
+        ("int", "an int"),
+        ("object", "an object"),
+        ("Exception", "an Exception"),
+        ("str", "a str"),
+        ("User", "a User"),
+        ("UUID", "a UUID"),
+        ("Union", "a Union"),
+        ("UnknownThing", "an UnknownThing"),
+        ("HTTPError", "an HTTPError"),
+        ("Decimal", "a Decimal"),
+    ],
+)
+def test_a_type_s_name_takes_the_article_it_is_read_with(word: str, said: str) -> None:
+    assert f"{article(word)} {word}" == said
+
+
+def test_what_was_given_is_said_with_its_article() -> None:
+    assert given(InvalidInput(reason="bad", row=3), shown=False) == "an InvalidInput"
+    assert given(7) == "an int (7)"
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "said"),
+    [
+        (0, "user", "0 users"),
+        (1, "user", "1 user"),  # it said "1 users"
+        (2, "user", "2 users"),
+        (1, "launch", "1 launch"),
+        (3, "launch", "3 launches"),
+        (1, "row", "1 row"),
+        (2, "box", "2 boxes"),
+        (2, "person", "2 people"),
+    ],
+)
+def test_a_count_takes_its_noun_in_the_right_number(count: int, noun: str, said: str) -> None:
+    plural = "people" if noun == "person" else None
+    assert counted(count, noun, plural) == said

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from .._words import article
 from ..errors import ValidationError
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User, session_keys
 from .phones import (
@@ -60,11 +61,10 @@ def given(value: object, *, shown: bool = True) -> str:
     if value is None:
         return "None"
     kind = type(value).__name__
-    article = "an" if kind[0] in "aeiou" else "a"
     short = isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 40)
     if shown and short:
-        return f"{article} {kind} ({value!r})"
-    return f"{article} {kind}"
+        return f"{article(kind)} {kind} ({value!r})"
+    return f"{article(kind)} {kind}"
 
 
 def _text_problem(value: object) -> str | None:

@@ -9,6 +9,7 @@ import yarl
 from aiohttp.helpers import get_env_proxy_for_url
 
 from .. import errors
+from .._redaction import MASK, register
 from .._wire.sansio import Request
 from ..config import ClientConfig
 from .exchange import Answer
@@ -64,6 +65,14 @@ class AiohttpExchange:
         if self._config.trust_env:
             with contextlib.suppress(LookupError):
                 proxy = get_env_proxy_for_url(url)
+        if proxy[0] is not None:
+            if proxy[1] is not None:
+                register(proxy[1].password)  # a secret like the key, wherever it is echoed
+            if proxy[0].scheme not in ("http", "https") or not proxy[0].host:
+                # aiohttp would fail the request with a bare InvalidURL.
+                raise errors.ConfigurationError(
+                    f"{_proxy_named(proxy, url)} is not a proxy URL (expected http://host:port)"
+                )
         self._proxies[request.endpoint.host] = proxy
         return proxy
 
@@ -92,7 +101,9 @@ class AiohttpExchange:
                 timeout=client_timeout,
                 allow_redirects=False,
                 proxy=proxy[0],
-                proxy_auth=proxy[1],
+                proxy_headers=None
+                if proxy[1] is None
+                else {"Proxy-Authorization": proxy[1].encode()},
             ) as response:
                 length = response.content_length
                 if length is None:
@@ -107,8 +118,26 @@ class AiohttpExchange:
                     body = await response.read()
                 return Answer(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
+            # The proxy's own name or port failing is the proxy's, not the URL's.
+            through = proxy[0] is not None and (exc.host, exc.port) == (
+                proxy[0].host,
+                proxy[0].port,
+            )
+            named = _proxy_named(proxy, url) if through else None
             raise errors.ConnectionError(
-                f"cannot connect for {endpoint.name}: {exc.os_error or exc}", request_sent=False
+                f"cannot connect to {named or 'the service'} for {endpoint.name}: "
+                f"{exc.os_error or exc}",
+                request_sent=False,
+                proxy=named,
+            ) from None
+        except aiohttp.ClientHttpProxyError as exc:
+            # The proxy refused the tunnel (CONNECT): the request never left.
+            named = _proxy_named(proxy, url)
+            raise errors.ConnectionError(
+                f"{named} refused to connect {endpoint.name} to {url.host}: "
+                f"{exc.status} {exc.message}",
+                request_sent=False,
+                proxy=named,
             ) from None
         except aiohttp.ConnectionTimeoutError:
             raise errors.TimeoutError(
@@ -138,3 +167,12 @@ class AiohttpExchange:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _proxy_named(proxy: tuple[yarl.URL | None, aiohttp.BasicAuth | None], url: yarl.URL) -> str:
+    """The proxy as an error names it: its URL, password masked, and the
+    variable it came from."""
+    shown, auth = proxy
+    if shown is not None and auth is not None:
+        shown = shown.with_user(auth.login).with_password(MASK if auth.password else None)
+    return f"the proxy {str(shown)!r} ({url.scheme.upper()}_PROXY)"

@@ -22,6 +22,7 @@ import orjson
 
 from .._funnel import Funnel
 from .._redaction import sdk_logger
+from .._words import counted
 from ..config import is_positive_seconds
 from ..errors import CampaignKitError, LedgerError, ValidationError
 from ..ledger import ACCEPTED, Journal, Ledger, ledger_from
@@ -126,8 +127,8 @@ async def follow_launches(
                     )
                     if outcomes.unmatched:
                         log.warning(
-                            "follow: %d deployment(s) of launch %s matched no recipient of run %s",
-                            outcomes.unmatched,
+                            "follow: %s of launch %s matched no recipient of run %s",
+                            counted(outcomes.unmatched, "deployment"),
                             launch,
                             run,
                         )
@@ -159,18 +160,18 @@ async def follow_launches(
         if not deadline.expired():
             raise
         log.warning(
-            "follow: stopped after %g s (follow_timeout) with %d of %d launch(es) of run %r "
+            "follow: stopped after %g s (follow_timeout) with %d of %s of run %r "
             "not yet settled; what was read is written, and following again resumes",
             follow_timeout,
             len(acks) - ended,
-            len(acks),
+            counted(len(acks), "launch"),
             run,
         )
     if failures:
         first = failures[0]
         first.add_note(
-            f"follow: {len(failures)} of {len(acks)} launch(es) of run {run!r} could not be "
-            "followed; the others were (following again retries those)"
+            f"follow: {len(failures)} of {counted(len(acks), 'launch')} of run {run!r} could "
+            "not be followed; the others were (following again retries those)"
         )
         raise first
 

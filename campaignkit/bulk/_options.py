@@ -3,8 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable, Mapping
+from typing import Final
 
 from .._input.validation import Problems, path_segment
+
+MAX_CONCURRENCY: Final = 1000
+"""The most chunk requests a bulk send has under way at once (a task each)."""
+MAX_COUNT: Final = 2**63 - 1
+"""The largest count a ledger stores (a signed 64-bit integer)."""
+
+
+def count_problems(name: str, value: object, *, most: int = MAX_COUNT) -> Problems:
+    """The problem of a count option unless it is an int from 1 to ``most``."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most:
+        return []
+    # A huge int has no repr past 4300 digits, and says nothing more with one.
+    if isinstance(value, int) and value.bit_length() > 64:
+        shown = f"an int of {value.bit_length()} bits"
+    else:
+        shown = repr(value)
+    return [(name, f"must be an int from 1 to {most}, got {shown}")]
 
 
 def bulk_problems(
@@ -20,9 +38,8 @@ def bulk_problems(
     """The poll id as a path segment, and every problem of the options."""
     problems: Problems = []
     segment = path_segment("poll_id", poll_id, problems)
-    for name, value in (("chunk_size", chunk_size), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            problems.append((name, f"must be an int >= 1, got {value!r}"))
+    problems += count_problems("chunk_size", chunk_size)
+    problems += count_problems("concurrency", concurrency, most=MAX_CONCURRENCY)
     if rate_limit is not None and (
         isinstance(rate_limit, bool)
         or not isinstance(rate_limit, int | float)

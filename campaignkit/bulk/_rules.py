@@ -18,6 +18,7 @@ from .._input.validation import Problems
 from ..ledger import Claim, Ledger
 from ..ledger._records import Recipients
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User
+from ._options import count_problems
 from ._windows import (
     TZ_KEY,
     NoOpening,
@@ -96,10 +97,8 @@ def rules_problems(
     if send_window is not None and not isinstance(send_window, SendWindow):
         problems.append(("send_window", f"must be a SendWindow or None, got {send_window!r}"))
         send_window = None
-    if daily_limit is not None and (
-        isinstance(daily_limit, bool) or not isinstance(daily_limit, int) or daily_limit < 1
-    ):
-        problems.append(("daily_limit", f"must be an int >= 1 or None, got {daily_limit!r}"))
+    if daily_limit is not None and (limit_problems := count_problems("daily_limit", daily_limit)):
+        problems += limit_problems
         daily_limit = None
     numbers: tuple[str, ...] = ()
     if lines is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._words import counted
 from ..analysis import (
     DEFAULT_CONCURRENCY,
     AnalysisProgress,
@@ -90,7 +91,7 @@ def analysis_text(analysis: PollAnalysis, poll_name: str | None) -> str:
     for question in analysis.questions:
         parts.append(
             f"{question_label(question.question)}\n"
-            f"{question.answers} answers from {question.sessions} sessions "
+            f"{counted(question.answers, 'answer')} from {counted(question.sessions, 'session')} "
             f"({percent(question.sessions, sessions)} of sessions)"
         )
         parts.append(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from .._words import counted
 from ..client import CampaignClient
 from ..errors import CampaignKitError
 from ..models import User
@@ -123,7 +124,7 @@ async def _story(ctx: Ctx, sb: Sandbox, client: CampaignClient) -> None:
     users = demo_users(a.users)
     magic = sum(1 for u in users if u.cellphone[-4:-2] == "99")
     say(
-        f"\n2. Sending poll {poll.name!r} (id {poll.id}) to {len(users)} users: "
+        f"\n2. Sending poll {poll.name!r} (id {poll.id}) to {counted(len(users), 'user')}: "
         f"{len(users) - magic} ordinary numbers (they end DELIVERED) and {magic} magic "
         f"numbers ending 99NN (they end in status NN of the spec's table)"
     )

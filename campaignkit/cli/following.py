@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 
 from .._funnel import Funnel
+from .._words import counted
 from ..bulk import follow_run
 from ..ledger import Ledger
 from .argtypes import positive_float
 from .context import Ctx, UsageError
-from .interrupt import connection_flags, shell_line
-from .output import program
+from .interrupt import connection_flags
+from .output import command_line
 
 
 def add_follow_timeout(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -55,9 +56,9 @@ def note_unconfirmed(ctx: Ctx, funnel: Funnel, run: str) -> None:
     a = ctx.args
     later = ""
     if a.journal:
-        again = [program(), "runs", run, "--journal", a.journal, "--follow", *connection_flags(a)]
-        later = f"; later, {shell_line(again)} reads what became of them"
+        again = command_line("runs", run, "--journal", a.journal, "--follow", *connection_flags(a))
+        later = f"; later, {again} reads what became of them"
     ctx.note(
-        f"{unconfirmed} accepted recipient(s) not confirmed delivered yet "
+        f"{counted(unconfirmed, 'accepted recipient')} not confirmed delivered yet "
         f"(sent, or on their way){later}"
     )

@@ -6,16 +6,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import shlex
 import signal
 from collections.abc import Iterator
 from datetime import datetime
 
+from .._words import counted
 from ..bulk import DEFAULT_INTERRUPT_GRACE, default_run
 from ..ledger import PLANNED, Ledger
 from ..progress import ProgressUpdate
 from .context import Ctx
-from .output import ambiguous_advice, program
+from .output import ambiguous_advice, command_line
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ async def print_interrupted(
         ctx.emit({"interrupted": True, "counts": counts, "inputs": total, "resume": resume})
     said = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing settled"
     unsent = inputs - sum(counts.values())
-    rest = f"; {unsent} of {inputs} inputs not sent" if total is not None else ""
+    rest = f"; {unsent} of {counted(inputs, 'input')} not sent" if total is not None else ""
     ctx.note(f"interrupted: {said}{rest}")
     if counts["ambiguous"]:
         ctx.note(ambiguous_advice(a.poll_id, counts["ambiguous"], sent_at, None))
@@ -97,7 +97,7 @@ async def print_interrupted(
 def resume_command(a: argparse.Namespace) -> str:
     """The command line that resumes an interrupted ``send --bulk``: the
     same poll, file, ledger, run and options (never the API key), shell-quoted."""
-    argv = [program(), "send", str(a.poll_id), a.file, "--bulk"]
+    argv = ["send", str(a.poll_id), a.file, "--bulk"]
     argv += ["--journal", a.journal, "--run", a.run or default_run(a.poll_id)]
     argv += ["--chunk-size", str(a.chunk_size), "--concurrency", str(a.concurrency)]
     if a.format:
@@ -123,7 +123,7 @@ def resume_command(a: argparse.Namespace) -> str:
         argv += ["--interrupt-grace", f"{a.interrupt_grace:g}"]
     argv += connection_flags(a)
     argv += [flag for flag in ("--json", "--quiet", "--debug") if getattr(a, flag[2:])]
-    return shell_line(argv)
+    return command_line(*argv)
 
 
 def connection_flags(a: argparse.Namespace) -> list[str]:
@@ -133,8 +133,3 @@ def connection_flags(a: argparse.Namespace) -> list[str]:
         if (value := getattr(a, name)) is not None:
             argv += ["--" + name.replace("_", "-"), str(value)]
     return argv if a.resend_after_429 else [*argv, "--no-resend-after-429"]
-
-
-def shell_line(argv: list[str]) -> str:
-    """``argv`` (from :func:`program`, which is already quoted) for the shell."""
-    return " ".join([argv[0], *map(shlex.quote, argv[1:])])

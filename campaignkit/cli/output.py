@@ -21,9 +21,10 @@ import orjson
 
 from .. import errors
 from .._funnel import Funnel
+from .._words import counted
 from ..models import CampaignStatus, HistoryEntry
 from ..progress import ProgressUpdate, campaign_update, failure_words, percent
-from ..status import DeploymentStatus, is_in_progress, stage_of
+from ..status import CampaignState, DeploymentStatus, is_in_progress, stage_of
 
 
 def plain(value: Any) -> Any:
@@ -61,9 +62,12 @@ def funnel_table(funnel: Funnel) -> str:
     """A run's funnel, each failure status with its words (as the status
     table and the dashboard say them)."""
     words = {f"failed: {status}": failure_words(status) for status in funnel.failed}
+    # "opted out 0" read as a denial above a failure that says the person
+    # opted out: the webhooks' opt-outs are shown only when there are some.
     rows = [
         (name, n, words.get(name, "")) if funnel.known(name) else (name, "-", "not followed")
         for name, n in funnel.rows()
+        if n or name != "opted out"
     ]
     return table(rows, ["funnel", "users", "meaning"])
 
@@ -84,6 +88,13 @@ def program() -> str:
     if argv0.endswith(os.path.join("campaignkit", "cli", "__main__.py")):
         return f"{shlex.quote(_short(sys.executable))} -m campaignkit.cli"
     return "campaignkit"  # run in process: campaignkit.cli.run([...])
+
+
+def command_line(*args: str) -> str:
+    """This program with ``args``, each quoted for the shell: a printed
+    command is pasted as it is, and a run's name or a file's may hold
+    anything (``$(...)``, ``;``)."""
+    return " ".join([program(), *map(shlex.quote, args)])
 
 
 def _short(path: str) -> str:
@@ -116,6 +127,8 @@ def one_line(exc: BaseException) -> str:
         return (
             f"{text} (the port is in use by another program: pick another port, 0 for a free one)"
         )
+    if isinstance(exc, errors.ConnectionError) and exc.proxy:
+        return f"{text} (is the proxy right and reachable? it is the environment's)"
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
         return f"{text} (is the service URL right and reachable?)"
     return text
@@ -132,11 +145,11 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
     """What a person can do about ``count`` users whose send is ambiguous:
     the command that shows who was reached, and how to resend knowingly."""
     since = sent_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    who = "this user was" if count == 1 else f"these {count} users were"
+    who = "this user was" if count == 1 else f"these {counted(count, 'user')} were"
     lines = [
         f"{who} not sent again. Who was reached: a person who replies opens a session, "
         "listed with their phone by",
-        f"  {program()} sessions {poll_id} --since {since} --format csv",
+        "  " + command_line("sessions", poll_id, "--since", since, "--format", "csv"),
         "and your webhook gets a delivered event for each person the service messaged.",
     ]
     if resend:
@@ -148,11 +161,14 @@ def ambiguous_advice(poll_id: str, count: int, sent_at: datetime, resend: str | 
 
 
 def stages_line(update: ProgressUpdate) -> str:
-    """The progress line's detail: people per stage, the request in words."""
+    """The progress line's detail: people per stage (the request's state is
+    said once, when it changes: :func:`state_line`)."""
     stages = ", ".join(f"{n} {stage}" for stage, n in update.stages().items())
-    if update.state is None:
-        return f"settled; {stages}".rstrip("; ")
-    return f"settled; {stages}; request {update.state.description}"
+    return f"settled; {stages}".rstrip("; ")
+
+
+def state_line(state: CampaignState) -> str:
+    return f"request {state.value}: {state.description}"
 
 
 def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
@@ -275,6 +291,19 @@ class Progress:
             self._last_line = now
             self._write(text, final=False)
             self._written = True
+
+    def say(self, line: str) -> None:
+        """``line`` once, above the progress line (which stays last)."""
+        if not self._enabled:
+            return
+        if self._rich is not None:
+            self._rich.console.print(line, markup=False, highlight=False)
+        elif self._tty:
+            self._err.write("\r\x1b[2K" + line + "\n" + self._last_text)
+            self._err.flush()
+        else:
+            self._err.write(line + "\n")
+            self._err.flush()
 
     def _write(self, text: str, *, final: bool) -> None:
         if self._tty:

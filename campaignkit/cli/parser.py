@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .._redaction import redact
@@ -65,6 +66,28 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitStatus.USAGE, redact(f"{self.prog}: error: {message}\n"))
 
 
+class CommandParser(Parser):
+    """A command's parser: options and positionals in any order, as its usage
+    line shows them or as typed (``suppress add --journal J +573001234567``).
+    Plain argparse would end a ``*`` or ``?`` positional at the first option
+    and reject the values after it."""
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]  # typeshed's overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # parse_known_intermixed_args calls parse_known_args for each of its
+        # two passes: those are argparse's own.
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def _common() -> Parser:
     # Defaults suppressed: a value given before the command survives the
     # subparser; parse() fills in COMMON_DEFAULTS afterwards.
@@ -103,8 +126,8 @@ def build_parser() -> Parser:
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"campaignkit {__version__}")
-    sub = parser.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, parser_class=Parser
+    sub: argparse._SubParsersAction[Parser] = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=CommandParser
     )
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:

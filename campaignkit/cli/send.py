@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from .. import errors
 from .._report import DAILY_LIMIT, ZONE_UNKNOWN
+from .._words import counted
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_INTERRUPT_GRACE,
@@ -30,11 +31,11 @@ from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import (
     Progress,
     ambiguous_advice,
+    command_line,
     counts_json,
     funnel_table,
     one_line,
     plain,
-    program,
     table,
 )
 from .runs import say_if_new
@@ -112,18 +113,18 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     try:
         ack = await client.send_campaign(a.poll_id, users)
     except errors.AmbiguousSendError:
-        resend = f"{program()} send {a.poll_id} {a.file}"
+        resend = command_line("send", str(a.poll_id), a.file)
         ctx.note(ambiguous_advice(a.poll_id, len(users), sent_at, resend))
         raise
     if ctx.json and not a.track:
         ctx.emit(ack)
         return ExitStatus.OK
     if not ctx.json:
-        ctx.print(f"{ack.message.rstrip('.')}: {len(users)} users, poll {ack.id}")
+        ctx.print(f"{ack.message.rstrip('.')}: {counted(len(users), 'user')}, poll {ack.id}")
         ctx.print(f"launch_request_id: {ack.launch_request_id}")
         ctx.print(f"batch_id:          {ack.batch_id}")
     if not a.track:
-        ctx.note(f"follow it with: {program()} track {ack.launch_request_id}")
+        ctx.note(f"follow it with: {command_line('track', ack.launch_request_id)}")
         return ExitStatus.OK
     status = await track_campaign(ctx, client, ack.launch_request_id, until="done")
     if ctx.json:
@@ -223,20 +224,23 @@ def bulk_status(report: BulkReport) -> ExitStatus:
 def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
     journal = ctx.args.journal
     ctx.print(table(list(report.counts.items()), ["outcome", "users"]))
-    ctx.print(f"{len(report.accepted)} campaign(s) accepted in {report.elapsed:.1f}s")
+    ctx.print(f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s")
     for item in report.invalid[:5]:
         ctx.note(f"invalid: {invalid_place(item)}")
     if len(report.invalid) > 5:
-        ctx.note(f"... and {len(report.invalid) - 5} more invalid users")
+        ctx.note(f"... and {counted(len(report.invalid) - 5, 'more invalid user')}")
     if report.suppressed:
         ctx.note(
-            f"suppressed: {len(report.suppressed)} users on the suppression list were not sent "
-            f"({program()} suppress list --journal {journal}; --ignore-suppression sends them)"
+            f"suppressed, not sent: {counted(len(report.suppressed), 'user')} "
+            "on the suppression list "
+            f"({command_line('suppress', 'list', '--journal', journal)}; "
+            "--ignore-suppression sends them)"
         )
     for label, chunks in (("rejected", report.rejected), ("ambiguous", report.ambiguous)):
         for c in chunks:
             ctx.note(
-                f"{label}: chunk {c.index} ({c.size} users): {one_line(c.error) if c.error else ''}"
+                f"{label}: chunk {c.index} ({counted(c.size, 'user')}): "
+                f"{one_line(c.error) if c.error else ''}"
             )
     if report.ambiguous:
         count = sum(c.size for c in report.ambiguous)
@@ -244,8 +248,9 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         if journal:
             run = ctx.args.run or default_run(report.poll_id)
             resend = (
-                f"{program()} runs {run} --journal {journal} --export ambiguous -o ambiguous.csv"
-                f" && {program()} send {report.poll_id} ambiguous.csv"
+                command_line("runs", run, "--journal", journal, "--export", "ambiguous")
+                + " -o ambiguous.csv && "
+                + command_line("send", str(report.poll_id), "ambiguous.csv")
             )
         ctx.note(ambiguous_advice(report.poll_id, count, sent_at, resend))
         ctx.note(
@@ -259,7 +264,9 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "--retry-rejected to retry them"
         )
     for reason, count in report.deferred_reasons.items():
-        ctx.note(f"deferred ({reason}): {count} users were not sent: {_RERUN.get(reason, '')}")
+        ctx.note(
+            f"deferred ({reason}), not sent: {counted(count, 'user')}: {_RERUN.get(reason, '')}"
+        )
 
 
 _RERUN: Final = {

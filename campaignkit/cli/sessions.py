@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from .._words import counted
 from ..client import CampaignClient
 from ..models import SessionMeta
 from .argtypes import timestamp
@@ -64,7 +65,7 @@ async def cmd_sessions(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         await write(ctx.out)
     else:
         count = await write_atomically(a.output, write)
-        ctx.note(f"wrote {count} sessions to {a.output}")
+        ctx.note(f"wrote {counted(count, 'session')} to {a.output}")
     return ExitStatus.OK
 
 

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import shlex
-
 from ..bulk import DEFAULT_CHUNK_SIZE
 from . import sending_line
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, require_workers
 from .input import add_users_arguments, bulk_input
-from .output import program, table
+from .output import command_line, table
 from .runs import open_ledger, say_if_new
 
 
@@ -84,8 +82,7 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
                 counts = await bulk.counts(run)
         finally:
             await broker.shutdown()
-    journal = shlex.quote(a.journal)
-    watch = f"{program()} runs {shlex.quote(run)} --journal {journal}"
+    watch = command_line("runs", run, "--journal", a.journal)
     if ctx.json:
         ctx.emit({"run": run, "counts": counts, "watch": watch})
         return ExitStatus.OK
@@ -93,6 +90,6 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
     ctx.print(table([(state, n) for state, n in counts.items() if n], ["state", "recipients"]))
     ctx.note(
         f"watch it with:\n  {watch}\n"
-        f"or on the dashboard:\n  {program()} dashboard --journal {journal}"
+        f"or on the dashboard:\n  {command_line('dashboard', '--journal', a.journal)}"
     )
     return ExitStatus.OK

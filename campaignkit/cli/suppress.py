@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
 from ..errors import ValidationError
 from ..ledger import MANUAL, Ledger, Suppression
 from ..ledger._suppression import entry_problems, suppression_phones
@@ -70,12 +71,12 @@ async def cmd_suppress(ctx: Ctx) -> ExitStatus:
             removed = await ledger.unsuppress(phones)
             absent = len(phones) - removed
             counts = {"removed": removed, "not_listed": absent}
-            _done(ctx, counts, f"removed {removed} number(s); {absent} were not on the list")
+            _done(ctx, counts, f"removed {counted(removed, 'number')}; not on the list: {absent}")
         else:
             added = await ledger.suppress(phones, reason, source=source)
             already = len(phones) - added
             counts = {"added": added, "already_listed": already}
-            _done(ctx, counts, f"added {added} number(s); {already} were on the list already")
+            _done(ctx, counts, f"added {counted(added, 'number')}; on the list already: {already}")
     return ExitStatus.OK
 
 
@@ -132,4 +133,4 @@ async def _list(ctx: Ctx, ledger: Ledger) -> None:
         return
     rows = [(e["phone"], e["reason"], e["source"] or "", e["added"]) for e in entries]
     ctx.print(table(rows, ["phone", "reason", "source", "added"]))
-    ctx.note(f"{len(entries)} number(s) on the suppression list")
+    ctx.note(f"{counted(len(entries), 'number')} on the suppression list")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from .. import errors
+from .._words import counted
 from ..client import CampaignClient
 from ..models import CampaignStatus
-from ..status import DONE_MEANS
+from ..status import DONE_MEANS, CampaignState
 from .argtypes import non_negative_float, positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import (
@@ -13,6 +14,7 @@ from .output import (
     no_such_path,
     settled,
     stages_line,
+    state_line,
     status_json,
     status_table,
     table,
@@ -83,10 +85,14 @@ async def track_campaign(
         timeout=timeout,
         not_found_grace=not_found_grace,
     )
+    said: list[CampaignState] = []
     with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
         def show() -> None:
             update = tracker.snapshot()
+            if update.state is not None and update.state not in said[-1:]:
+                said.append(update.state)
+                progress.say(state_line(update.state))
             progress.update(update.done, update.total or None, stages_line(update))
 
         async with tracker:
@@ -107,7 +113,7 @@ def report_status(ctx: Ctx, status: CampaignStatus) -> None:
     else:
         ctx.print(
             f"request {status.status.value} ({status.status.description}): "
-            f"{len(status.deployments)} deployments, {settled(status)} settled"
+            f"{counted(len(status.deployments), 'deployment')}, {settled(status)} settled"
         )
         ctx.print(status_table(status))
 
@@ -154,7 +160,7 @@ async def cmd_status(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     ctx.print(
         f"launch request {status.launch_request_id}: {status.status.value} "
         f"({status.status.description}), poll {status.poll_id}, "
-        f"{len(status.deployments)} deployments, {settled(status)} settled"
+        f"{counted(len(status.deployments), 'deployment')}, {settled(status)} settled"
     )
     if status.deployments:
         ctx.print(status_table(status))

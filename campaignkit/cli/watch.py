@@ -8,6 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from .._words import counted
 from ..client import CampaignClient
 from ..dashboard import (
     Access,
@@ -205,6 +206,10 @@ async def _run_report(ctx: Ctx, client: CampaignClient) -> ExitStatus:
     if ctx.json:
         ctx.emit({"run": run.run, "launches": len(run.launches), "output": str(a.output)})
         return ExitStatus.OK
-    ctx.print(f"run {run.run}: {len(run.launches)} launch(es), {run.recipients} recipients")
+    launches, recipients = (
+        counted(len(run.launches), "launch"),
+        counted(run.recipients, "recipient"),
+    )
+    ctx.print(f"run {run.run}: {launches}, {recipients}")
     ctx.note(f"report written to {a.output}")
     return ExitStatus.OK

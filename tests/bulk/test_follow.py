@@ -264,7 +264,7 @@ async def test_a_launch_the_service_does_not_know_does_not_stop_the_others(
     await ledger.settle("r1", claim.token, ACCEPTED, launch_request_id="ghost-launch", ack=ack)
     with pytest.raises(NotFoundError) as raised:
         await follow_run(client, ledger, "r1", poll_interval=0.05, not_found_grace=0.2)
-    assert "1 of 4 launch(es)" in "".join(raised.value.__notes__)
+    assert "1 of 4 launches" in "".join(raised.value.__notes__)
     # The others were followed all the same.
     assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 3
 
@@ -300,7 +300,7 @@ async def test_a_cancelled_follow_keeps_what_it_read_and_resumes(
     # Following again tracks the stuck launch only (and gives up on it here).
     with pytest.raises(CampaignKitTimeoutError) as raised:
         await follow_run(client, ledger, "r1", poll_interval=0.05, timeout=0.3)
-    assert "1 of 1 launch(es)" in "".join(raised.value.__notes__)
+    assert "1 of 1 launch" in "".join(raised.value.__notes__)
 
 
 async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_followed(
@@ -315,7 +315,7 @@ async def test_send_bulk_follow_returns_its_report_when_a_launch_cannot_be_follo
     assert report.funnel is not None
     assert report.funnel.accepted == 5
     assert len({o.launch_request_id for o in await ledger.outcomes("r1")}) == 2
-    assert "1 of 3 launch(es) of run 'r1' could not be followed" in caplog.text
+    assert "1 of 3 launches of run 'r1' could not be followed" in caplog.text
 
 
 async def test_followed_opt_outs_blocks_and_invalid_numbers_are_never_sent_again(
@@ -367,11 +367,11 @@ async def test_follow_run_stops_at_its_follow_timeout_keeping_what_it_read(
     outcomes = {o.phone: o for o in await ledger.outcomes("r1")}
     assert outcomes[stuck].status is S.RECEIVED
     assert len(await ledger.final_launches("r1")) == 3
-    assert "with 1 of 4 launch(es) of run 'r1' not yet settled" in caplog.text
+    assert "with 1 of 4 launches of run 'r1' not yet settled" in caplog.text
     caplog.clear()
     # Following again resumes: the stuck launch only.
     await follow_run(client, ledger, "r1", poll_interval=0.05, follow_timeout=0.3)
-    assert "with 1 of 1 launch(es) of run 'r1' not yet settled" in caplog.text
+    assert "with 1 of 1 launch of run 'r1' not yet settled" in caplog.text
 
 
 async def test_send_bulk_follow_timeout_returns_the_report_in_time(
@@ -394,7 +394,7 @@ async def test_send_bulk_follow_timeout_returns_the_report_in_time(
     assert time.monotonic() - started < 10
     assert report.funnel is not None
     assert report.funnel.accepted == 3
-    assert "launch(es) of run 'r1' not yet settled" in caplog.text
+    assert "launches of run 'r1' not yet settled" in caplog.text
     # A later follow resumes with the launches not yet final.
     await sb.set_clock(advance=600)
     funnel = await follow_run(client, ledger, "r1", poll_interval=0.05, follow_timeout=2)

@@ -75,6 +75,24 @@ async def test_unreachable_host_is_one_line_exit_5() -> None:
     assert key not in debug.err + debug.out
 
 
+async def test_a_broken_proxy_is_named_not_the_service_url() -> None:
+    password = "proxy-pw-SECRET-77"
+    proxy = f"http://bob:{password}@127.0.0.1:{closed_port()}"
+    env = {
+        "CAMPAIGNKIT_API_KEY": "sk_live_TOPSECRET_42",
+        "CAMPAIGNKIT_BASE_URL": "https://campaigns.invalid",
+        **{name: "" for name in ("NO_PROXY", "no_proxy")},
+        **{name: proxy for name in ("HTTPS_PROXY", "https_proxy")},
+    }
+    result = await subprocess("polls", "--max-retries", "0", "--timeout", "5", env=env)
+    assert result.code == 5
+    assert result.err.startswith("campaignkit: error: cannot connect to the proxy 'http://bob:***@")
+    assert "(HTTPS_PROXY)" in result.err
+    assert "is the proxy right and reachable?" in result.err
+    assert "service URL" not in result.err
+    assert password not in result.err
+
+
 async def test_help_documents_exit_codes() -> None:
     result = await subprocess("--help")
     assert result.code == 0

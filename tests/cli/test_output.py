@@ -7,6 +7,7 @@ import io
 import orjson
 import pytest
 
+from campaignkit._funnel import Funnel
 from campaignkit._wire import sansio as wire
 from campaignkit.cli import output
 from campaignkit.models import CampaignStatus
@@ -69,3 +70,14 @@ def test_a_decoded_status_prints_as_json_like_one_built_by_hand() -> None:
     assert orjson.loads(output.dumps(output.status_json(status))) == expected
     by_hand = CampaignStatus("l", status.status, 1, tuple(status.deployments))
     assert output.dumps(by_hand) == output.dumps(status)
+
+
+def test_no_opted_out_zero_above_an_opt_out_failure() -> None:
+    failed = {"FAILURE_BY_OPTOUT_CONTACT": 3}
+    shown = output.funnel_table(Funnel(planned=3, accepted=3, failed=failed))
+    assert "opted out" not in shown.replace("the person opted out", "")
+    assert "the person opted out of messages" in shown
+    said = output.funnel_table(Funnel(planned=3, accepted=3, delivered=3, opted_out=2, followed=3))
+    assert [line.split()[:3] for line in said.splitlines() if "opted out" in line] == [
+        ["opted", "out", "2"]
+    ]

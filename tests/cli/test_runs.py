@@ -349,7 +349,7 @@ async def test_following_tells_who_is_not_confirmed_delivered_yet(
     argv = ["send", poll, str(users), "--bulk", "--journal", journal, "--run", "later"]
     sent = await run(sb, *argv, "--follow")
     assert sent.code == 0, sent.err
-    note = "2 accepted recipient(s) not confirmed delivered yet (sent, or on their way); later, "
+    note = "2 accepted recipients not confirmed delivered yet (sent, or on their way); later, "
     assert note in sent.err
     assert f" runs later --journal {journal} --follow --base-url " in sent.err
     followed = await run(sb, "runs", "later", "--journal", journal, "--follow")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import orjson
@@ -221,3 +222,36 @@ async def test_a_rerun_s_ambiguous_users_get_advice_in_good_grammar(
     export = f"campaignkit runs poll-{poll} --journal {journal} --export ambiguous -o ambiguous.csv"
     assert f"  {export} && campaignkit send {poll} ambiguous.csv" in again.err
     assert "never resends them" in again.err
+
+
+async def test_every_printed_command_quotes_what_it_interpolates(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    # A run, ledger or file named with shell syntax: pasted, a printed command
+    # ran it. Each command must split back into exactly its arguments.
+    folder = tmp_path / "it's $(touch pwned)"
+    folder.mkdir()
+    poll, run_name = str(await first_poll(sb)), "spring; touch pwned"
+    path = write_csv(folder / "u;v.csv", users_rows(3))
+    journal = str(folder / "sends `x`.db")
+    added = await run(None, "suppress", "add", "--journal", journal, "--create", "+573000000000")
+    assert added.code == 0, added.err
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
+    bulk = ["send", poll, str(path), "--bulk", "--journal", journal, "--run", run_name]
+    sent = await run(sb, *bulk)
+    assert sent.code == 4, sent.err
+    listed = sent.err.split("on the suppression list (", 1)[1].split("; --ignore")[0]
+    assert shlex.split(listed)[1:] == ["suppress", "list", "--journal", journal]
+    [resend] = [line for line in sent.err.splitlines() if " --export ambiguous " in line]
+    assert shlex.split(resend)[1:] == [
+        *("runs", run_name, "--journal", journal, "--export", "ambiguous", "-o", "ambiguous.csv"),
+        *("&&", "campaignkit", "send", poll, "ambiguous.csv"),
+    ]
+    [check] = [line for line in sent.err.splitlines() if line.startswith("  campaignkit sessions")]
+    assert shlex.split(check)[1:3] == ["sessions", poll]
+
+    await sb.set_faults({"kind": "500", "route": "send_campaign", "count": 1})
+    single = await run(sb, "send", poll, str(path))
+    assert single.code == 4, single.err
+    [again] = [line for line in single.err.splitlines() if line.startswith("  campaignkit send")]
+    assert shlex.split(again)[1:] == ["send", poll, str(path)]

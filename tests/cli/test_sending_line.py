@@ -37,7 +37,7 @@ async def test_window_daily_limit_and_lines_from_the_command_line(
     assert all(user["deployment_eta"] is not None for user in got)
     assert Counter(user["line"] for user in got) == Counter({lines[0]: 2, lines[1]: 2})
     text = await run(sb, *argv)
-    assert "deferred (daily limit): 2 users were not sent: over the daily limit" in text.err
+    assert "deferred (daily limit), not sent: 2 users: over the daily limit" in text.err
     runs = await run(None, "runs", "--journal", str(journal))
     run_name = runs.out.splitlines()[2].split()[0]
     export = tmp_path / "deferred.csv"
@@ -79,7 +79,7 @@ async def test_numbers_without_a_zone_are_counted_apart_and_default_tz_times_the
     argv += ["--send-window", "09:00-20:00"]
     first = await run(sb, *argv)
     assert first.code == 6, first.err  # partial: one deferred
-    assert "deferred (zone unknown): 1 users were not sent" in first.err
+    assert "deferred (zone unknown), not sent: 1 user:"  # it said "1 users" in first.err
     assert "give them a 'tz' column (or --default-tz)" in first.err
     shown = await run(None, "runs", f"poll-{poll}", "--journal", str(journal))
     assert "deferred (zone unknown): 1" in shown.out, shown.out

@@ -41,12 +41,12 @@ async def test_add_list_remove(tmp_path: Path) -> None:
         "--create",
     )
     assert added.code == 0, added.err
-    assert "added 2 number(s); 0 were on the list already" in added.out
+    assert "added 2 numbers; on the list already: 0" in added.out
     assert added.err.startswith(f"campaignkit: new ledger created: SqliteLedger('{journal}')")
     again = await run(
         None, "suppress", "add", "+525512345678", "--reason", "complaint", "--journal", journal
     )
-    assert "added 0 number(s); 1 were on the list already" in again.out
+    assert "added 0 numbers; on the list already: 1" in again.out
     listed = await run(None, "suppress", "list", "--journal", journal, "--json")
     assert listed.code == 0, listed.err
     entries = listed.json()
@@ -57,7 +57,7 @@ async def test_add_list_remove(tmp_path: Path) -> None:
     assert entries[0]["added"].endswith("+00:00")
     table = await run(None, "suppress", "list", "--journal", journal)
     assert "+525512345678" in table.out
-    assert "2 number(s) on the suppression list" in table.err
+    assert "2 numbers on the suppression list" in table.err
     removed = await run(
         None, "suppress", "remove", "+525512345678", "+525599999999", "--journal", journal, "--json"
     )
@@ -75,7 +75,7 @@ async def test_import_a_csv_file_with_a_reason(tmp_path: Path) -> None:
         *("--journal", journal, "--create"),
     )
     assert imported.code == 0, imported.err
-    assert "added 2 number(s)" in imported.out
+    assert "added 2 numbers" in imported.out
     listed = (await run(None, "suppress", "list", "--journal", journal, "--json")).json()
     assert [(e["phone"], e["reason"], e["source"]) for e in listed] == [
         ("+525500000001", "opted out by mail", "optouts.csv"),

@@ -13,7 +13,7 @@ from helpers.cli import (
 )
 from helpers.servers import serving
 
-from campaignkit import User
+from campaignkit import CampaignState, User
 from campaignkit.sandbox import Sandbox
 
 
@@ -91,3 +91,22 @@ async def test_track_help_says_what_done_means() -> None:
     result = await subprocess("track", "--help")
     assert result.code == 0
     assert "Done: settled, no longer waiting" in " ".join(result.out.split())
+
+
+async def test_the_request_state_is_said_once_not_on_every_progress_line(sb: Sandbox) -> None:
+    poll = await first_poll(sb)
+    async with sb.client() as client:
+        stuck = User(cellphone="3000009901", country_code="+57")  # 9901: stuck in progress
+        ack = await client.send_campaign(poll, [stuck])
+    argv = ["track", ack.launch_request_id, "--settled", "--poll-interval", "0.05"]
+    result = await run(sb, *argv, "--track-timeout", "2.5")
+    assert result.code == 5
+    lines = result.err.splitlines()
+    progress = [line for line in lines if line.startswith("tracking ")]
+    assert len(progress) >= 2, lines
+    assert not any("request" in line for line in progress), progress
+    said = [line for line in lines if line.startswith("request ")]
+    assert said, lines
+    assert len(said) == len(set(said)), said
+    for state in CampaignState:
+        assert sum(state.description in line for line in lines) <= 1, lines

@@ -289,7 +289,7 @@ async def test_report_of_a_whole_run_from_its_ledger(sb: Sandbox, tmp_path: Path
     result = await run(sb, "report", "--run", "spring", "--journal", journal, "-o", str(out))
     assert result.code == 0, result.err
     assert f"report written to {out}" in result.err
-    assert "run spring: 3 launch(es), 5 recipients" in result.out
+    assert "run spring: 3 launches, 5 recipients" in result.out
     page = out.read_text()
     assert poll.name in page
     started = datetime.fromtimestamp(info.created, UTC)

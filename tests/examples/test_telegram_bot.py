@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import itertools
+import os
+import sys
 import time
+from asyncio.subprocess import PIPE
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -356,3 +359,28 @@ def test_progress_text_shows_the_eta_until_finished() -> None:
     # The bar is full only when nobody is waiting (199 of 200 filled it).
     almost = text(attrs.evolve(update, done=199, total=200, delivered=197))
     assert almost.startswith("[###################-]\n")
+
+
+@pytest.mark.parametrize(
+    ("token", "said"),
+    [
+        (None, "set TELEGRAM_BOT_TOKEN to your bot's token"),
+        ("  ", "set TELEGRAM_BOT_TOKEN to your bot's token"),
+        ("not-a-token", "TELEGRAM_BOT_TOKEN is not a bot token"),
+    ],
+)
+async def test_a_missing_or_malformed_token_is_said_in_words(token: str | None, said: str) -> None:
+    # It died with KeyError: 'TELEGRAM_BOT_TOKEN' and a traceback.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TELEGRAM_")}
+    env["TELEGRAM_TRUSTED_CHATS"] = str(CHAT)
+    if token is not None:
+        env["TELEGRAM_BOT_TOKEN"] = token
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(EXAMPLE), env=env, stdout=PIPE, stderr=PIPE
+    )
+    _, raw = await asyncio.wait_for(process.communicate(), 30)
+    err = raw.decode()
+    assert process.returncode == 1
+    assert err.startswith(said), err
+    assert "Traceback" not in err
+    assert token is None or not token.strip() or token not in err
