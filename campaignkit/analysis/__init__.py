@@ -17,7 +17,7 @@ from ._analyze import (
     analyze_poll,
     normalise_answer,
 )
-from ._report import render_analysis_report, write_analysis_report
+from ._report import option_label, question_label, render_analysis_report, write_analysis_report
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -28,6 +28,8 @@ __all__ = [
     "QuestionAnswers",
     "analyze_poll",
     "normalise_answer",
+    "option_label",
+    "question_label",
     "render_analysis_report",
     "write_analysis_report",
 ]

@@ -39,10 +39,12 @@ FUNNEL_MEANS = (
 
 
 def question_label(question: str | None) -> str:
+    """How a question is named on screen: its text, or that the user wrote first."""
     return NO_QUESTION if question is None else question
 
 
 def option_label(option: str) -> str:
+    """How an option is named on screen: its text, or that the answer had none."""
     return option or NO_TEXT
 
 

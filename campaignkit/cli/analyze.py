@@ -11,12 +11,13 @@ from ..analysis import (
     AnalysisProgress,
     PollAnalysis,
     analyze_poll,
+    option_label,
+    question_label,
     write_analysis_report,
 )
-from ..analysis._report import option_label, question_label
 from ..client import CampaignClient
 from ..progress import percent
-from .argtypes import positive_int, timestamp
+from .argtypes import add_session_range, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import Progress, table
 
@@ -32,9 +33,7 @@ def register(add: AddCommand) -> None:
         "campaigns sent by any tool. -o writes the HTML report.",
     )
     p.add_argument("poll_id")
-    p.add_argument("--since", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
-    p.add_argument("--until", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
-    p.add_argument("--page-size", type=int, help="sessions a page, 1..10000 (service: 1000)")
+    add_session_range(p, "sessions a page, 1..10000 (service: 1000)")
     p.add_argument(
         "--concurrency",
         type=positive_int,

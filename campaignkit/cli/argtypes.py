@@ -8,6 +8,14 @@ from datetime import UTC
 from .._input.users import parse_time
 
 
+def add_session_range(parser: argparse.ArgumentParser, page_size_help: str) -> None:
+    """``--since``, ``--until`` and ``--page-size``: a poll's sessions as the
+    service lists them."""
+    parser.add_argument("--since", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
+    parser.add_argument("--until", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
+    parser.add_argument("--page-size", type=int, help=page_size_help)
+
+
 def timestamp(text: str) -> int:
     """UNIX seconds, or an ISO 8601 date / date-time; for ``--since`` and
     ``--until`` a naive one means UTC (documented; an ETA refuses it)."""

@@ -13,7 +13,7 @@ import orjson
 from .._words import counted
 from ..client import CampaignClient
 from ..models import SessionMeta
-from .argtypes import timestamp
+from .argtypes import add_session_range
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .files import write_atomically
 from .output import Progress, format_history
@@ -29,9 +29,7 @@ def register(add: AddCommand) -> None:
         "--since/--until the service answers the current year.",
     )
     p.add_argument("poll_id")
-    p.add_argument("--since", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
-    p.add_argument("--until", type=timestamp, help="UNIX seconds or ISO 8601 (UTC if naive)")
-    p.add_argument("--page-size", type=int, help="1..10000 (service default: 1000)")
+    add_session_range(p, "1..10000 (service default: 1000)")
     p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     p.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     p.set_defaults(func=cmd_sessions, needs_client=True)
