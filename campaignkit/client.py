@@ -153,9 +153,10 @@ class CampaignClient(AsyncClosing):
             patient = client.with_options(timeout=120, max_retries=5)
             status = await patient.get_campaign_status(launch_request_id)
 
-        The copy shares this client's connection pool and its clock: closing
-        the copy leaves the pool open, closing this client closes it for
-        both. Bad options are a :class:`ValidationError` naming them, here.
+        The copy shares this client's connection pool, and its clock as it
+        is now (install a :class:`campaignkit.testing.FakeTime` first):
+        closing the copy leaves the pool open, closing this client closes it
+        for both. Bad options are a :class:`ValidationError` naming them, here.
         """
         problems = call_option_problems(timeout, max_retries)
         headers = header_items(extra_headers)
