@@ -59,6 +59,15 @@ def _redacted(_: object) -> str:
     return "'***'"
 
 
+def _headers_repr(headers: Headers) -> str:
+    """The headers, the values of names that look secret shown as ``***``."""
+    return repr(
+        tuple(
+            (name, "***" if _SECRET_HEADER.search(str(name)) else value) for name, value in headers
+        )
+    )
+
+
 def is_positive_seconds(value: object) -> bool:
     """A positive int or float: not a bool, a string or NaN."""
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
@@ -154,7 +163,7 @@ class ClientConfig:
     session_query: SessionQueryNames = SessionQueryNames()
     max_response_bytes: int = 256 * 1024 * 1024
     max_connections: int = 100
-    default_headers: Headers = attrs.field(default=(), converter=header_items)
+    default_headers: Headers = attrs.field(default=(), converter=header_items, repr=_headers_repr)
     trust_env: bool = True
     log_bodies: bool = False
 

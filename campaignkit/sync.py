@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
 
@@ -102,7 +103,8 @@ class CampaignClient:
             target=self.loop.run_forever, name="campaignkit-sync", daemon=True
         )
         self._thread.start()
-        self._closed = False
+        self._closed = threading.Event()  # shared with the copies of with_options
+        self._owns_loop = True
         self._recorder = threading.local()
 
     @property
@@ -112,6 +114,24 @@ class CampaignClient:
     @property
     def transport(self) -> Transport:
         return self.aio.transport
+
+    def with_options(
+        self,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Self:
+        """As :meth:`campaignkit.CampaignClient.with_options`: a copy whose
+        calls default to these options, sharing this client's connections and
+        thread (closing the copy leaves them open; closing this client ends
+        them for both)."""
+        options = copy.copy(self)
+        options.aio = self.aio.with_options(
+            timeout=timeout, max_retries=max_retries, extra_headers=extra_headers
+        )
+        options._owns_loop = False
+        return options
 
     def __repr__(self) -> str:
         return f"<sync.CampaignClient {self.config!r}>"
@@ -128,13 +148,14 @@ class CampaignClient:
         self.close()
 
     def close(self) -> None:
-        """Close the connections and end the loop's thread; idempotent."""
-        if self._closed:
+        """Close the connections and end the loop's thread; idempotent (a
+        copy made by :meth:`with_options` leaves them to this client)."""
+        if self._closed.is_set() or not self._owns_loop:
             return
         try:
             self._run(self.aio.aclose())
         finally:
-            self._closed = True
+            self._closed.set()
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join()
             self.loop.close()
@@ -145,7 +166,7 @@ class CampaignClient:
         does (a bulk send gives its requests under way their grace); a
         second one cancels it again (a bulk send stops at once) and stops
         waiting."""
-        if self._closed:
+        if self._closed.is_set():
             work.close()
             raise CampaignKitError("the client is closed")
         if threading.current_thread() is self._thread:
@@ -176,7 +197,7 @@ class CampaignClient:
                 yield cast(T, item)
         finally:
             aclose = getattr(items, "aclose", None)
-            if aclose is not None and not self._closed:
+            if aclose is not None and not self._closed.is_set():
                 self._run(aclose())
 
     @contextlib.contextmanager

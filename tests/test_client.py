@@ -1043,3 +1043,169 @@ async def test_max_retries_joins_a_given_retry_policy() -> None:
     assert client.config.retry == RetryPolicy(max_retries=5, backoff_initial=0.1)
     with pytest.raises(ConfigurationError, match="RetryPolicy"):
         CampaignClient(KEY, max_retries=1, retry={"max_retries": 1})  # type: ignore[arg-type]
+
+
+# -- with_options ----------------------------------------------------------------------
+
+POLLS = f"{BASE}/poll/api/all"
+
+
+async def test_with_options_are_the_defaults_of_every_call_of_the_copy(
+    client: CampaignClient, mocked: ScriptedExchange, sleeps: FakeTime
+) -> None:
+    patient = client.with_options(timeout=7.5, max_retries=3, extra_headers={"X-Team": "growth"})
+    mocked.get(POLLS, status=503, body=b"{}")
+    mocked.get(POLLS, status=503, body=b"{}")
+    mocked.get(POLLS, status=503, body=b"{}")
+    mocked.get(POLLS, payload=[])
+    assert await patient.list_polls() == []
+    assert mocked.timeouts == [7.5] * 4  # 3 retries: one more than the client's 2
+    assert [r.headers["X-Team"] for r in mocked.requests] == ["growth"] * 4
+    assert all(r.headers["Authorization"] == KEY for r in mocked.requests)
+    assert len(sleeps.sleeps) == 3  # the copy waits on the client's (fake) clock
+
+    # The original is unchanged: its own timeout, retries and headers.
+    mocked.requests.clear()
+    mocked.timeouts.clear()
+    mocked.get(POLLS, status=503, body=b"{}", repeat=True)
+    with pytest.raises(ServerError):
+        await client.list_polls()
+    assert mocked.timeouts == [30.0] * 3
+    assert not any("X-Team" in r.headers for r in mocked.requests)
+    assert client.config.timeout == 30.0
+    assert client.config.retry.max_retries == 2
+
+
+async def test_a_calls_own_options_come_before_the_copys(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    strict = client.with_options(timeout=7.5, max_retries=3, extra_headers={"X-Team": "growth"})
+    mocked.get(POLLS, status=503, body=b"{}", repeat=True)
+    with pytest.raises(ServerError):
+        await strict.list_polls(timeout=2.0, max_retries=0, extra_headers={"x-team": "ops"})
+    [request] = mocked.requests
+    assert mocked.timeouts == [2.0]
+    assert request.headers.getall("X-Team") == ["ops"]  # type: ignore[attr-defined]
+
+
+async def test_with_options_headers_go_over_the_default_headers(mocked: ScriptedExchange) -> None:
+    mocked.get(POLLS, payload=[], repeat=True)
+    defaults = {"X-Team": "growth", "X-Source": "cron"}
+    async with CampaignClient(
+        KEY, base_url=BASE, default_headers=defaults, exchange=mocked
+    ) as client:
+        tagged = client.with_options(extra_headers={"x-team": "ops", "X-Run": "42"})
+        again = tagged.with_options(timeout=3.0)
+        await tagged.list_polls()
+        await again.list_polls()
+        await client.list_polls()
+    copy_request, again_request, original_request = mocked.requests
+    for request in (copy_request, again_request):
+        assert request.headers.getall("X-Team") == ["ops"]  # type: ignore[attr-defined]
+        assert (request.headers["X-Source"], request.headers["X-Run"]) == ("cron", "42")
+    assert mocked.timeouts == [30.0, 3.0, 30.0]
+    assert original_request.headers["X-Team"] == "growth"
+    assert "X-Run" not in original_request.headers
+
+
+async def test_the_copy_tracks_and_sends_with_its_options(
+    client: CampaignClient, mocked: ScriptedExchange
+) -> None:
+    tagged = client.with_options(timeout=4.0, extra_headers={"X-Team": "growth"})
+    mocked.post(f"{CAMPAIGN}/v2/send-campaign/12", status=202, payload=ACK)
+    mocked.get(f"{CAMPAIGN}/v2/send-campaign/lr-1", payload={**STATUS, "status": "DONE"})
+    ack = await tagged.send_campaign(12, USERS)
+    changes = [change async for change in tagged.track(ack)]
+    assert [change.current for change in changes] == [DeploymentStatus.PUSH_NOTIFICATION]
+    assert [r.headers["X-Team"] for r in mocked.requests] == ["growth", "growth"]
+    assert mocked.timeouts == [4.0, 4.0]
+
+
+async def test_closing_the_copy_leaves_the_pool_to_the_original(
+    mocked: ScriptedExchange,
+) -> None:
+    mocked.get(POLLS, payload=[], repeat=True)
+    client = CampaignClient(KEY, base_url=BASE, exchange=mocked)
+    async with client.with_options(timeout=5.0) as quick:
+        assert quick.transport.exchange is client.transport.exchange
+    await quick.aclose()
+    assert not mocked.closed
+    assert await quick.list_polls() == []
+    await client.aclose()
+    assert mocked.closed
+    with pytest.raises(CampaignKitError, match="closed"):
+        await quick.list_polls()
+
+
+async def test_the_copy_of_a_session_client_shares_the_session() -> None:
+    service = Polls()
+    async with serving(service.app) as base:
+        client = CampaignClient(KEY, base_url=base)
+        quick = client.with_options(timeout=5.0, extra_headers={"X-Team": "ops"})
+        assert await quick.list_polls() == []
+        assert quick.session is client.session
+        await quick.aclose()
+        assert not client.session.closed
+        session = client.session
+        await client.aclose()
+        assert session.closed
+    assert service.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "path", "message"),
+    [
+        ({"timeout": 0}, "timeout", "positive number of seconds, got 0"),
+        ({"timeout": -1.5}, "timeout", "positive number of seconds"),
+        ({"timeout": "5"}, "timeout", "positive number of seconds, got '5'"),
+        ({"timeout": True}, "timeout", "positive number of seconds"),
+        ({"max_retries": -1}, "max_retries", "an int >= 0, got -1"),
+        ({"max_retries": 1.5}, "max_retries", "an int >= 0"),
+        ({"max_retries": False}, "max_retries", "an int >= 0"),
+        (
+            {"extra_headers": {"authorization": "other"}},
+            "extra_headers['authorization']",
+            "API key",
+        ),
+        ({"extra_headers": {"X-A": "1\r\nX-B: 2"}}, "extra_headers['X-A']", "line breaks"),
+        ({"extra_headers": {"X A": "1"}}, "extra_headers['X A']", "header name"),
+    ],
+)
+async def test_bad_options_are_refused_at_once_by_name(
+    client: CampaignClient,
+    mocked: ScriptedExchange,
+    options: dict[str, Any],
+    path: str,
+    message: str,
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        client.with_options(**options)
+    [(where, problem)] = caught.value.problems
+    assert where == path
+    assert message in problem
+    assert mocked.requests == []
+
+
+async def test_the_copys_repr_redacts_the_key_and_shows_its_options(
+    client: CampaignClient,
+) -> None:
+    gateway = "gw_live_7hQ2nX9"
+    tagged = client.with_options(
+        timeout=9.0, max_retries=5, extra_headers={"X-Gateway-Key": gateway, "X-Team": "ops"}
+    )
+    text = repr(tagged)
+    assert KEY not in text
+    assert gateway not in text
+    assert "timeout=9.0" in text
+    assert "max_retries=5" in text
+    assert "('X-Team', 'ops')" in text
+    assert "('X-Gateway-Key', '***')" in text
+
+
+def test_a_default_header_that_looks_secret_is_masked_in_the_repr() -> None:
+    gateway = "gw_live_9fK2mQ7xZ4pL1sT8"
+    client = CampaignClient(
+        KEY, base_url=BASE, default_headers={"X-Gateway-Key": gateway, "Cookie": "sid=abc123"}
+    )
+    assert gateway not in repr(client)
+    assert "abc123" not in repr(client.config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import platform
 import re
+import time
 import weakref
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -464,3 +465,102 @@ def test_rate_limit_and_server_errors_carry_retry_after() -> None:
 def test_retry_after_never_raises(value: str) -> None:
     seconds = wire.parse_retry_after(value)
     assert seconds is None or seconds >= 0
+
+
+# -- boundaries (tests/review: test-strength 2026-11-28) -------------------------
+
+
+def test_an_http_date_retry_after_is_read_against_the_clock() -> None:
+    when = format_datetime(datetime.fromtimestamp(time.time() + 120, UTC), usegmt=True)
+    error = wire.error_for(POLLS_REQUEST, 429, {"Retry-After": when}, b"{}")
+    assert isinstance(error, errors.RateLimitError)
+    assert error.retry_after is not None
+    assert 100 < error.retry_after <= 120
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "cls"),
+    [
+        (POLLS_REQUEST, 300, errors.RedirectError),
+        (POLLS_REQUEST, 302, errors.RedirectError),
+        (POLLS_REQUEST, 399, errors.RedirectError),
+        (POLLS_REQUEST, 429, errors.RateLimitError),
+        (POLLS_REQUEST, 503, errors.ServerError),
+        (LEGACY_REQUEST, 404, errors.RetiredEndpointError),
+        (LEGACY_REQUEST, 410, errors.RetiredEndpointError),
+        (POLLS_REQUEST, 199, errors.APIError),
+    ],
+)
+def test_every_typed_error_keeps_status_method_url_and_fields(
+    request_: wire.Request, status: int, cls: type[errors.APIError]
+) -> None:
+    with pytest.raises(errors.APIError) as caught:
+        read(request_, status, b'{"detail":"nope","error":"e1","message":"m1"}')
+    error = caught.value
+    assert type(error) is cls
+    assert (error.status, error.method, error.url) == (
+        status,
+        request_.endpoint.method,
+        request_.url,
+    )
+    assert (error.detail, error.error, error.message) == ("nope", "e1", "m1")
+
+
+@pytest.mark.parametrize("status", [200, 299])
+def test_the_2xx_bounds_decode(status: int) -> None:
+    assert read(POLLS_REQUEST, status, b'[{"id":1,"name":"a"}]', cls=list[Poll]) == [Poll(1, "a")]
+
+
+def test_error_fields_that_are_not_text_are_none() -> None:
+    body = b'{"detail":[{"loc":["body"],"msg":"bad"}],"error":["not","text"],"message":5}'
+    with pytest.raises(errors.BadRequestError) as caught:
+        read(POLLS_REQUEST, 400, body)
+    assert (caught.value.detail, caught.value.error, caught.value.message) == (None, None, None)
+
+
+@pytest.mark.parametrize("authorize_session_update", [True, False])
+def test_extra_headers_keep_the_content_type_only_with_a_body(
+    authorize_session_update: bool,
+) -> None:
+    config = make_config(authorize_session_update=authorize_session_update)
+    extra = {"X-Team": "ops"}
+    post = wire.build_request(
+        config, wire.SEND_CAMPAIGN, path_params={"poll_id": "5"}, json={}, extra_headers=extra
+    )
+    get = wire.build_request(config, wire.LIST_POLLS, extra_headers=extra)
+    update = wire.build_request(
+        config,
+        wire.UPDATE_SESSION,
+        path_params={"session_external_id": "e"},
+        json={},
+        extra_headers=extra,
+    )
+    assert post.headers["Content-Type"] == "application/json"
+    assert "Content-Type" not in get.headers
+    assert update.headers["Content-Type"] == "application/json"
+    for request in (post, get, update):
+        assert request.headers["X-Team"] == "ops"
+    assert post.headers["Authorization"] == get.headers["Authorization"] == KEY
+    assert ("Authorization" in update.headers) is authorize_session_update
+
+
+@pytest.mark.parametrize("authorize_session_update", [True, False])
+def test_the_status_url_request_has_the_key_and_no_content_type(
+    authorize_session_update: bool,
+) -> None:
+    config = make_config(authorize_session_update=authorize_session_update)
+    url = "https://campaigns.example.com/v2/send-campaign/lr-1"
+    request = wire.build_request_to_url(config, wire.CAMPAIGN_STATUS, url)
+    assert (request.url, request.body) == (url, None)
+    assert request.headers["Authorization"] == KEY
+    assert "Content-Type" not in request.headers
+
+
+def test_a_dead_configs_shared_requests_are_dropped() -> None:
+    config = make_config()
+    wire.build_request(config, wire.LIST_POLLS)
+    key = id(config)
+    assert key in wire._SHARED
+    del config
+    gc.collect()
+    assert key not in wire._SHARED

@@ -1,6 +1,7 @@
 """The package's shape (issue 14), read from the AST of every module: no import
-cycle, no module importing another's underscored names, no module over 800
-lines: a module holds one concept whole, and no cap splits a class.
+cycle, no module importing another's underscored names nor another package's
+private module, no module over 800 lines: a module holds one concept whole,
+and no cap splits a class.
 
 A cycle counts imports inside functions too (a lazy import that closes a cycle
 is still a cycle); only ``if TYPE_CHECKING:`` imports are exempt from it.
@@ -124,6 +125,27 @@ def private_names_imported(modules: dict[str, Path], module: str) -> list[str]:
     return sorted(found)
 
 
+def private_holder(name: str) -> str | None:
+    """The package that holds the private module ``name`` is, or is under
+    (``campaignkit.ledger`` for ``campaignkit.ledger._store``; None when no
+    part of ``name`` is underscored, dunders such as ``__main__`` aside)."""
+    parts = name.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return ".".join(parts[:index])
+    return None
+
+
+def private_modules_crossed(graph: Graph, module: str) -> list[str]:
+    """The private modules of other packages that ``module`` imports."""
+    crossed = []
+    for target in graph[module]:
+        holder = private_holder(target)
+        if holder is not None and module != holder and not module.startswith(holder + "."):
+            crossed.append(target)
+    return sorted(crossed)
+
+
 MODULES = modules_of(ROOT)
 GRAPH = import_graph(MODULES)
 TYPED_GRAPH = import_graph(MODULES, type_checking=True)
@@ -158,6 +180,54 @@ def test_bulk_never_imports_the_client(module: str) -> None:
 @pytest.mark.parametrize("module", list(MODULES))
 def test_no_private_names_imported(module: str) -> None:
     assert private_names_imported(MODULES, module) == []
+
+
+# Crossings other work is cutting; the list only shrinks (see the test after).
+CROSSINGS_LEFT = {
+    # cut by the vocabulary work
+    "campaignkit.analysis._report": {
+        "campaignkit.dashboard._html",
+        "campaignkit.dashboard._report",
+        "campaignkit.dashboard._svg",
+    },
+    # cut by the ledger/pipeline work
+    "campaignkit.bulk._engine": {"campaignkit.ledger._build", "campaignkit.ledger._errors"},
+    # cut by the ledger/pipeline work
+    "campaignkit.bulk._held": {"campaignkit.ledger._build"},
+    # cut by the ledger/pipeline work
+    "campaignkit.bulk._planner": {"campaignkit.ledger._records"},
+    # cut by the ledger/pipeline work
+    "campaignkit.bulk._rules": {"campaignkit.ledger._records"},
+    # cut by the ledger/pipeline work
+    "campaignkit.bulk._sender": {"campaignkit.ledger._errors", "campaignkit.ledger._schema"},
+    # cut by the vocabulary work
+    "campaignkit.cli.watch": {"campaignkit.dashboard._runs"},
+    # cut by the ledger/pipeline work
+    "campaignkit.workers._chunks": {"campaignkit.ledger._schema"},
+    # cut by the ledger/pipeline work
+    "campaignkit.workers._runs": {"campaignkit.ledger._errors", "campaignkit.ledger._schema"},
+}
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_no_private_module_of_another_package_imported(module: str) -> None:
+    """``pkg._x`` (and what is under it) is imported only from inside ``pkg``,
+    the package that holds it: another package reads ``pkg`` through its
+    ``__init__``. So the root's private modules (``campaignkit._wire``,
+    ``campaignkit._io``, ``campaignkit._version``...) are held by
+    ``campaignkit`` and every module of the package may import them: they are
+    the core's internals, below every subpackage. ``campaignkit.ledger._x`` is
+    the ledger's own: not for ``bulk/``, ``cli/`` or ``workers/``. Every import
+    counts: relative, absolute, inside a function, under ``TYPE_CHECKING``."""
+    crossed = set(private_modules_crossed(TYPED_GRAPH, module))
+    assert sorted(crossed - CROSSINGS_LEFT.get(module, set())) == []
+
+
+@pytest.mark.parametrize("module", list(CROSSINGS_LEFT))
+def test_every_crossing_left_is_still_there(module: str) -> None:
+    """An entry of ``CROSSINGS_LEFT`` goes once its import is cut."""
+    assert module in MODULES
+    assert CROSSINGS_LEFT[module] <= set(private_modules_crossed(TYPED_GRAPH, module))
 
 
 WIRE = [module for module in MODULES if module.startswith("campaignkit._wire")]
@@ -218,12 +288,15 @@ def toy(tmp_path: Path) -> dict[str, Path]:
             "from typing import TYPE_CHECKING\n"
             "from . import _hidden\n"
             "from ._hidden import Public, _secret, __dunder__\n"
-            "if TYPE_CHECKING:\n    from .d import D, _Private\n"
+            "if TYPE_CHECKING:\n    from .d import D, _Private\n    from .sub._inner import X\n"
         ),
-        "d.py": "import toy.c\nD = 4\n",
+        "d.py": "import toy.c\nD = 4\ndef later():\n    from toy.sub import _inner\n",
         "_hidden.py": "Public = _secret = __dunder__ = 0\n",
         "sub/__init__.py": "",
-        "sub/e.py": "from ..a import A\nfrom .. import c\n",
+        "sub/e.py": "from ..a import A\nfrom .. import c, _hidden\nfrom ._inner import X\n",
+        "sub/_inner.py": "X = 5\n",
+        "f.py": "import toy.sub._inner\nimport toy.__main__\n",
+        "__main__.py": "",
     }
     for name, text in files.items():
         (tmp_path / "toy" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -239,10 +312,13 @@ def test_the_graph_resolves_relative_lazy_and_type_checking_imports(
         "toy.a": {"toy.b"},
         "toy.b": {"toy.a"},
         "toy.c": {"toy._hidden"},
-        "toy.d": {"toy.c"},
+        "toy.d": {"toy.c", "toy.sub._inner"},
+        "toy.f": {"toy.sub._inner", "toy.__main__"},
         "toy._hidden": set(),
+        "toy.__main__": set(),
         "toy.sub": set(),
-        "toy.sub.e": {"toy.a", "toy.c"},
+        "toy.sub._inner": set(),
+        "toy.sub.e": {"toy.a", "toy.c", "toy._hidden", "toy.sub._inner"},
     }
 
 
@@ -256,3 +332,17 @@ def test_a_lazy_import_closing_a_cycle_is_found(toy: dict[str, Path]) -> None:
 def test_private_names_but_not_private_modules_are_found(toy: dict[str, Path]) -> None:
     assert private_names_imported(toy, "toy.c") == ["toy._hidden._secret", "toy.d._Private"]
     assert private_names_imported(toy, "toy.sub.e") == []
+
+
+def test_a_private_module_imported_from_another_package_is_found(toy: dict[str, Path]) -> None:
+    graph = import_graph(toy, type_checking=True)
+    # toy.sub._inner is toy.sub's: reached for types (c), lazily and absolutely
+    # (d), by a plain import (f); toy.sub.e is inside toy.sub.
+    assert private_modules_crossed(graph, "toy.c") == ["toy.sub._inner"]
+    assert private_modules_crossed(graph, "toy.d") == ["toy.sub._inner"]
+    assert private_modules_crossed(graph, "toy.f") == ["toy.sub._inner"]
+    assert private_modules_crossed(graph, "toy.sub.e") == []
+    # The root's private module is toy's: every module of toy may import it.
+    assert "toy._hidden" in graph["toy.sub.e"]
+    assert private_holder("toy._hidden") == "toy"
+    assert private_holder("toy.__main__") is None

@@ -116,3 +116,29 @@ def test_track_many_and_updates_without_await() -> None:
         updates = list(client.track("lr-1", poll_interval=0.01).updates(every=0.01))
         assert updates[-1].finished
     assert sync_threads() == []
+
+
+def test_with_options_shares_the_thread_and_closing_the_copy_leaves_it() -> None:
+    replies = [Answer.json({}, status=503), Answer.json({}, status=503), Answer.json(POLLS)]
+    exchange = MockExchange({"GET /poll/api/all": replies})
+    time = FakeTime()
+    client = time.install(CampaignClient(KEY, base_url=BASE, exchange=exchange))
+    with client:
+        quick = client.with_options(max_retries=0, extra_headers={"X-Team": "ops"})
+        with pytest.raises(CampaignKitError, match="503"):
+            quick.list_polls()
+        assert exchange.requests[-1].headers["X-Team"] == "ops"
+        assert time.sleeps == []
+        quick.close()
+        assert sync_threads() != []
+        assert [poll.id for poll in client.list_polls()] == [1]
+        assert len(time.sleeps) == 1  # the client's own retries, on the fake time
+        assert "X-Team" not in exchange.requests[-1].headers
+        assert client.config.retry.max_retries == 2
+        assert KEY not in repr(quick)
+        with pytest.raises(ValidationError, match="timeout"):
+            client.with_options(timeout=-1)
+    assert exchange.closed
+    assert sync_threads() == []
+    with pytest.raises(CampaignKitError, match="closed"):
+        quick.list_polls()

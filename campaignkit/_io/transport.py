@@ -114,13 +114,14 @@ class StopBefore(tenacity.stop.stop_base):
         return self.clock() + (retry_state.upcoming_sleep or 0.0) >= self.deadline
 
 
-def _check_call_options(timeout: float | None, max_retries: int | None) -> None:
+def call_option_problems(timeout: float | None, max_retries: int | None) -> Problems:
+    """What is wrong with a call's ``timeout`` and ``max_retries`` (None: not given)."""
     problems: Problems = []
     if timeout is not None and not is_positive_seconds(timeout):
         problems.append(("timeout", f"must be a positive number of seconds, got {timeout!r}"))
     if max_retries is not None and not is_retry_count(max_retries):
         problems.append(("max_retries", f"must be an int >= 0, got {max_retries!r}"))
-    raise_problems(problems)
+    return problems
 
 
 class Transport:
@@ -131,15 +132,27 @@ class Transport:
     them with fake time.
     """
 
-    def __init__(self, config: ClientConfig, exchange: Exchange) -> None:
+    def __init__(
+        self, config: ClientConfig, exchange: Exchange, *, owns_exchange: bool = True
+    ) -> None:
         self.config = config
         self.exchange = exchange
+        self.owns_exchange = owns_exchange
+        """Whether :meth:`aclose` closes the exchange (not when it is shared)."""
         self.clock: Clock = time.monotonic
         self.sleep: Sleep = asyncio.sleep
 
+    def sharing(self, config: ClientConfig) -> Transport:
+        """A transport with ``config`` over this one's exchange, clock and
+        sleep, as they are now; closing it leaves the exchange to this one."""
+        shared = Transport(config, self.exchange, owns_exchange=False)
+        shared.clock, shared.sleep = self.clock, self.sleep
+        return shared
+
     async def aclose(self) -> None:
-        """Close the exchange; calling it again does nothing."""
-        await self.exchange.aclose()
+        """Close the exchange if this transport owns it; calling it again does nothing."""
+        if self.owns_exchange:
+            await self.exchange.aclose()
 
     async def call(
         self,
@@ -156,7 +169,7 @@ class Transport:
         :meth:`_retried` goes on in tenacity's loop.
         """
         if timeout is not None or max_retries is not None:
-            _check_call_options(timeout, max_retries)
+            raise_problems(call_option_problems(timeout, max_retries))
         policy = self.config.retry
         timeout = self.config.timeout if timeout is None else timeout
         deadline_at = None if policy.deadline is None else self.clock() + policy.deadline

@@ -75,7 +75,7 @@ from ._send import (
 )
 from ._sender import ClaimOutcome, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
-from ._windows import SendWindow
+from ._windows import SendWindow, zone_named
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -109,6 +109,7 @@ __all__ = [
     "send_claim",
     "users_from_csv",
     "zone_deferral",
+    "zone_named",
     "zone_preparer",
 ]
 

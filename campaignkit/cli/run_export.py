@@ -20,8 +20,15 @@ from .._input.csv_files import RUN_COLUMNS, spreadsheet_cell
 from .._input.users import RUN_FIELD
 from .._words import listed
 from ..errors import ValidationError
-from ..ledger import AMBIGUOUS, DEFERRED, REJECTED, SUPPRESSED, Record
-from ..ledger._outcomes import RecipientOutcome, failure_statuses
+from ..ledger import (
+    AMBIGUOUS,
+    DEFERRED,
+    REJECTED,
+    SUPPRESSED,
+    RecipientOutcome,
+    Record,
+    failure_statuses,
+)
 from .context import Ctx, UsageError
 from .files import write_atomically
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..bulk import SendWindow
-from ..bulk._windows import zone_named
+from ..bulk import SendWindow, zone_named
 from ..errors import ValidationError
 from .argtypes import positive_int
 from .context import UsageError

@@ -11,8 +11,7 @@ from typing import Any
 
 from .._words import counted
 from ..errors import ValidationError
-from ..ledger import MANUAL, Ledger, Suppression
-from ..ledger._suppression import entry_problems, suppression_phones
+from ..ledger import MANUAL, Ledger, Suppression, entry_problems, suppression_phones
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .input import load_users, readable
 from .output import table

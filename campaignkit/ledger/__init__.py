@@ -51,7 +51,7 @@ from typing import TypeAlias
 from .._funnel import Funnel
 from ._identity import LedgerNotFound, WrongLedger
 from ._memory import MemoryLedger
-from ._outcomes import RecipientOutcome, StatusRow
+from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._postgres import PostgresLedger
 from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
@@ -77,6 +77,8 @@ from ._suppression import (
     OPT_OUT,
     SUPPRESSING_STATUSES,
     Suppression,
+    entry_problems,
+    suppression_phones,
     suppression_reason,
 )
 
@@ -111,7 +113,10 @@ __all__ = [
     "Suppression",
     "StatusRow",
     "WrongLedger",
+    "entry_problems",
+    "failure_statuses",
     "ledger_from",
+    "suppression_phones",
     "suppression_reason",
 ]
 
