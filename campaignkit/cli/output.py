@@ -227,7 +227,7 @@ def rich_available() -> bool:
     return True
 
 
-class Progress:
+class ProgressDisplay:
     """A progress display on stderr: rich when possible, else a plain line.
 
     The plain line is redrawn in place on a terminal; elsewhere a line is
@@ -260,7 +260,7 @@ class Progress:
                 transient=False,
             )
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressDisplay:
         if self._rich is not None:
             self._rich.start()
             self._task = self._rich.add_task(self._label, total=None, detail="")

@@ -16,7 +16,7 @@ from ..models import SessionMeta
 from .argtypes import add_session_range
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .files import write_atomically
-from .output import Progress, format_history
+from .output import ProgressDisplay, format_history
 
 SESSION_CSV_COLUMNS = ("id", "created_at", "finished_at", "country_code", "cellphone")
 
@@ -89,7 +89,7 @@ async def write_sessions(
         writer.writerow(SESSION_CSV_COLUMNS)
     # Progress goes to stderr; skip it when the data itself goes to the terminal.
     to_terminal = f is ctx.out and bool(getattr(ctx.out, "isatty", lambda: False)())
-    with Progress(ctx.err, "sessions", enabled=not ctx.args.quiet and not to_terminal) as progress:
+    with ProgressDisplay(ctx.err, "sessions", enabled=not ctx.args.quiet and not to_terminal) as progress:
         async for s in sessions:
             if writer is not None:
                 writer.writerow(

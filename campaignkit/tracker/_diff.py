@@ -18,7 +18,6 @@ from .. import errors
 from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
 from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
-from ._records import Progress
 
 _S = DeploymentStatus
 _MISSING: Any = object()
@@ -222,9 +221,6 @@ class View:
                 return candidates
         old = map(current.get, map(_CONVERSATION_ID, deployments), repeat(_MISSING))
         return list(compress(deployments, map(ne, old, map(_STATUS, deployments))))
-
-    def progress(self) -> Progress:
-        return Progress.of(self.counts)
 
     def settled(self) -> bool:
         counts = self.counts
