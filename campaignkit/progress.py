@@ -127,8 +127,18 @@ class ProgressUpdate:
 
     def stages(self) -> dict[Stage, int]:
         """People per :class:`Stage` (every one in exactly one; the stages
-        with nobody left out), in the stages' order."""
-        return {stage: n for stage, n in self.counts.items() if n}
+        with nobody left out), in the stages' order: :attr:`counts` without
+        its zeros."""
+        unknown = self.done - self.delivered - self.sent - self.failed - self.skipped
+        found = {
+            Stage.WAITING: self.waiting,
+            Stage.SENT: self.sent,
+            Stage.DELIVERED: self.delivered,
+            Stage.FAILED: self.failed,
+            Stage.SKIPPED: self.skipped,
+            Stage.UNKNOWN: unknown,
+        }
+        return {stage: n for stage, n in found.items() if n}
 
     def summary(self) -> str:
         """One line: ``12/200 settled (6%): 8 delivered, 2 sent, 2 failed,

@@ -4,13 +4,14 @@ the failure ranking, the ETA) and the throttle, on fake time."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 import attrs
 import pytest
 from helpers.fakes import FakeTime
 
 from campaignkit import CampaignState, DeploymentStatus, Funnel, ValidationError
+from campaignkit._funnel import build_funnel
 from campaignkit.progress import (
     Eta,
     ProgressUpdate,
@@ -21,6 +22,7 @@ from campaignkit.progress import (
     throttled,
     top_failures,
 )
+from campaignkit.status import Stage, stage_of
 
 
 def update(done: int, total: int = 10, *, finished: bool = False) -> ProgressUpdate:
@@ -51,7 +53,15 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
     assert got.summary() == "22/27 settled (81%): 5 waiting, 10 sent, 10 failed, 2 skipped"
     assert got.failures == (("invalid", 5), ("rejected", 4), ("ambiguous", 1))
     assert got.state is CampaignState.CLAIMED
-    assert got.counts == counts
+    assert got.states == counts
+    assert not got.statuses
+    assert dict(got.counts) == {
+        **dict.fromkeys(Stage, 0),
+        Stage.WAITING: 5,
+        Stage.SENT: 10,
+        Stage.FAILED: 10,
+        Stage.SKIPPED: 2,
+    }
     assert not got.finished
     # The producer's total once it has read the input; a run done is DONE.
     done = run_update({**counts, "planned": 0, "in_flight": 0, "accepted": 15}, 40, True)
@@ -245,3 +255,48 @@ def test_the_old_progress_types_are_deprecated_names_of_progress_update(
         assert getattr(imported, old) is ProgressUpdate
     with pytest.raises(AttributeError):
         imported.NoSuchThing  # noqa: B018
+
+
+def test_counts_are_by_stage_the_statuses_beside_them() -> None:
+    """Issue 32: ``counts`` had two meanings (statuses for a campaign, ledger
+    states for a run); it is keyed by ``Stage`` for both, and what it was
+    read from is in ``statuses`` or ``states``."""
+    statuses: dict[DeploymentStatus | None, int] = {None: 1, S.SUCCESS: 2, S.FAILURE: 3}
+    got = campaign_update(statuses, CampaignState.CLAIMED, False)
+    assert got.statuses == statuses
+    assert not got.states
+    assert set(got.counts) == set(Stage)
+    assert {stage: n for stage, n in got.counts.items() if n} == got.stages()
+    assert got.counts[Stage.WAITING] == 1
+    assert got.counts["sent"] == 2  # type: ignore[index]  # a Stage is its word
+    assert got.counts[Stage.READ] == 0
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "value"),
+    [
+        (lambda: campaign_update({S.DELIVERED: 4}, None, False), S.DELIVERED, 4),
+        (lambda: campaign_update({None: 2}, None, False), None, 2),
+        (lambda: run_update({"accepted": 3, "rejected": 1}, None, True), "accepted", 3),
+    ],
+)
+def test_the_old_keys_of_counts_still_read_deprecated(
+    make: Callable[[], ProgressUpdate], key: object, value: int
+) -> None:
+    got = make()
+    with pytest.warns(DeprecationWarning, match="keyed by Stage"):
+        assert got.counts[key] == value  # type: ignore[index]
+    with pytest.warns(DeprecationWarning, match="keyed by Stage"), pytest.raises(KeyError):
+        got.counts["no such state"]  # type: ignore[index]
+
+
+def test_the_stages_of_a_status_are_the_same_in_every_roll_up() -> None:
+    """One classification: a campaign's update and a run's funnel put every
+    status where :func:`stage_of` does."""
+    for status in DeploymentStatus:
+        stage = stage_of(status)
+        one = campaign_update({status: 1}, None, False)
+        assert one.stages() == {stage: 1}
+        funnel = build_funnel({"accepted": 1}, [(status.value, False, False, False, False, 1)])
+        assert funnel.delivered == (stage is Stage.DELIVERED), status
+        assert bool(funnel.failed) == (stage is Stage.FAILED), status
