@@ -140,12 +140,19 @@ class ProgressUpdate:
         }
         return {stage: n for stage, n in found.items() if n}
 
+    @property
+    def base(self) -> str:
+        """What ``total`` counts, the base of the settled share: a run's
+        ``inputs``, a campaign's ``recipients``."""
+        return "inputs" if self.states else "recipients"
+
     def summary(self) -> str:
-        """One line: ``12/200 settled (6%): 8 delivered, 2 sent, 2 failed,
-        188 waiting``."""
+        """One line: ``12/200 settled (6% of recipients): 2 sent, 8 delivered,
+        2 failed, 188 waiting``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
         stages = stages or "no deployment shown by the service yet"
-        return f"{self.done}/{self.total} settled ({percent(self.done, self.total)}): {stages}"
+        share = f"{percent(self.done, self.total)} of {self.base}"
+        return f"{self.done}/{self.total} settled ({share}): {stages}"
 
     def text(self) -> str:
         """The update for a person: what is happening, the people per stage,
@@ -161,8 +168,14 @@ class ProgressUpdate:
             head += f"; request {self.state.description}"
         lines = [head, self.summary()]
         lines.extend(f"{name} x{n}: {failure_words(name)}" for name, n in self.failures)
-        if self.funnel is not None and self.funnel.accepted:
-            lines.append(" → ".join(f"{n} {step}" for step, n in self.funnel.steps))
+        funnel = self.funnel
+        if funnel is not None and funnel.accepted:
+            lines.append(
+                " → ".join(
+                    f"{n} {step}" if funnel.known(step) else f"{step}: not followed"
+                    for step, n in funnel.steps
+                )
+            )
         if self.eta is not None and not self.finished and self.waiting:
             lines.append(f"about {self.eta:.0f} s left")
         return "\n".join(lines)

@@ -79,7 +79,7 @@ async def test_progress_bot() -> None:
     # 270 ordinary numbers and 30 magic ones ending 9903..9929, 9903..9905: two
     # DELIVERED and two PUSH_NOTIFICATION are delivered too, two stay SUCCESS,
     # counted as sent (the last line drops nobody).
-    assert "300/300 settled (100%): 2 sent, 274 delivered, 24 failed" in out
+    assert "300/300 settled (100% of recipients): 2 sent, 274 delivered, 24 failed" in out
     assert f"FAILURE x1: {DeploymentStatus.FAILURE.description}" in out
 
 

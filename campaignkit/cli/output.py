@@ -204,7 +204,10 @@ def status_table(status: CampaignStatus) -> str:
         for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     ]
     update = campaign_update(counts, status.status, True)
-    return table(rows, ["status", "count", "share", "stage", "meaning"]) + f"\n{update.summary()}"
+    return (
+        table(rows, ["status", "count", "share of recipients", "stage", "meaning"])
+        + f"\n{update.summary()}"
+    )
 
 
 def format_history(history: Sequence[HistoryEntry]) -> str:
