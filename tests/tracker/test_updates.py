@@ -195,6 +195,31 @@ async def test_a_group_sums_its_launches_and_shows_the_least_advanced_state(
     assert triples(await collect(group)) == [("c2", "RECEIVED", "FAILURE")]
 
 
+def test_the_progress_of_a_tracker_and_a_group_is_the_one_progress_update(
+    scripted_client: CampaignClient,
+) -> None:
+    """Issue 32: ``tracker.Progress`` re-derived "delivered" beside
+    ``ProgressUpdate``; ``progress`` is now the snapshot, the old name
+    deprecated."""
+    import campaignkit.tracker
+
+    tracker = scripted_client.track(ACK)
+    group = scripted_client.track_many([ACK])
+    for following in (tracker, group):
+        assert isinstance(following.progress, ProgressUpdate)
+        assert following.progress == following.snapshot()
+    assert "Progress" not in campaignkit.tracker.__all__
+    with pytest.warns(DeprecationWarning, match="tracker.Progress is deprecated"):
+        assert campaignkit.tracker.Progress is ProgressUpdate  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", [CampaignTracker, TrackerGroup])
+def test_each_following_class_is_whole_in_its_module(cls: type) -> None:
+    """No mixin: what a tracker or a group does is written in its class (the
+    updates() of both were a mixin of another module)."""
+    assert [base.__name__ for base in cls.__mro__[1:]] == ["AsyncClosing", "object"]
+
+
 # -- against the sandbox ------------------------------------------------------------
 
 
