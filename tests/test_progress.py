@@ -26,7 +26,7 @@ from campaignkit.status import Stage, stage_of
 
 
 def update(done: int, total: int = 10, *, finished: bool = False) -> ProgressUpdate:
-    return ProgressUpdate(done, total, done, 0, {"x": done}, finished=finished)
+    return ProgressUpdate(done, total, done, 0, {Stage.DELIVERED: done}, finished=finished)
 
 
 def test_top_failures_are_the_largest_counts_first_ties_by_name_zeros_left_out() -> None:
@@ -50,7 +50,9 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
     # Accepted by the service is sent, not delivered: delivery is per launch.
     assert (got.done, got.total, got.sent, got.delivered, got.failed) == (22, 27, 10, 0, 10)
     assert got.skipped == 2
-    assert got.summary() == "22/27 settled (81% of inputs): 5 waiting, 10 sent, 10 failed, 2 skipped"
+    assert got.summary() == (
+        "22/27 settled (81% of inputs): 5 waiting, 10 sent, 10 failed, 2 skipped"
+    )
     assert got.failures == (("invalid", 5), ("rejected", 4), ("ambiguous", 1))
     assert got.state is CampaignState.CLAIMED
     assert got.states == counts
@@ -74,7 +76,9 @@ def test_a_run_update_with_its_funnel_counts_what_became_of_the_accepted() -> No
     got = run_update(counts, None, True, outcomes)
     assert (got.sent, got.delivered, got.failed, got.skipped) == (1, 6, 5, 1)
     assert got.failures == (("INVALID_PHONE", 3), ("rejected", 2))
-    assert got.summary() == "13/13 settled (100% of inputs): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    assert got.summary() == (
+        "13/13 settled (100% of inputs): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    )
     assert "INVALID_PHONE x3: the number is invalid" in got.text()
 
 
@@ -220,7 +224,9 @@ def test_the_finished_text_counts_every_person_once_sent_apart_from_delivered() 
     assert sum(got.stages().values()) == got.total == 200
     lines = got.text().splitlines()
     assert lines[0].startswith("Finished")
-    assert lines[1] == "196/200 settled (98% of recipients): 4 waiting, 47 sent, 143 delivered, 6 failed"
+    assert lines[1] == (
+        "196/200 settled (98% of recipients): 4 waiting, 47 sent, 143 delivered, 6 failed"
+    )
     assert lines[2] == f"INVALID_PHONE x6: {S.INVALID_PHONE.description}"
 
 

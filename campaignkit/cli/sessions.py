@@ -89,7 +89,8 @@ async def write_sessions(
         writer.writerow(SESSION_CSV_COLUMNS)
     # Progress goes to stderr; skip it when the data itself goes to the terminal.
     to_terminal = f is ctx.out and bool(getattr(ctx.out, "isatty", lambda: False)())
-    with ProgressDisplay(ctx.err, "sessions", enabled=not ctx.args.quiet and not to_terminal) as progress:
+    enabled = not ctx.args.quiet and not to_terminal
+    with ProgressDisplay(ctx.err, "sessions", enabled=enabled) as progress:
         async for s in sessions:
             if writer is not None:
                 writer.writerow(

@@ -210,7 +210,7 @@ def test_the_progress_of_a_tracker_and_a_group_is_the_one_progress_update(
         assert following.progress == following.snapshot()
     assert "Progress" not in campaignkit.tracker.__all__
     with pytest.warns(DeprecationWarning, match="tracker.Progress is deprecated"):
-        assert campaignkit.tracker.Progress is ProgressUpdate  # type: ignore[attr-defined]
+        assert campaignkit.tracker.Progress is ProgressUpdate
 
 
 @pytest.mark.parametrize("cls", [CampaignTracker, TrackerGroup])
