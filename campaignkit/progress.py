@@ -147,8 +147,8 @@ class ProgressUpdate:
         return "inputs" if self.states else "recipients"
 
     def summary(self) -> str:
-        """One line: ``12/200 settled (6% of recipients): 2 sent, 8 delivered,
-        2 failed, 188 waiting``."""
+        """One line: ``12/200 settled (6% of recipients): 188 waiting, 2 sent,
+        8 delivered, 2 failed``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
         stages = stages or "no deployment shown by the service yet"
         share = f"{percent(self.done, self.total)} of {self.base}"

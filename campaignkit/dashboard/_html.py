@@ -76,6 +76,7 @@ class LaunchSummary:
 
 
 def moment(at: datetime | None) -> str:
+    """``2026-01-01 12:00:00 UTC`` (``-`` for None): how every page writes a time."""
     return "-" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
