@@ -385,7 +385,7 @@ async def test_progress_reports_final_counts(
     counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "deferred": 0, "invalid": 1}
     counts |= {"suppressed": 0, "duplicate": 1}
     by_state = {"planned": 0, "in_flight": 0, **counts}
-    assert last.counts == by_state
+    assert last.states == by_state
     # One type of progress everywhere: what the workers and the dashboard show of a run.
     assert last == run_update(by_state, 11, True)
     assert all(not update.finished for update in seen[:-1])

@@ -28,6 +28,7 @@ async def test_send_and_track() -> None:
     assert "FAILURE: 1" in out  # 3001239914 ends 9914: FAILURE after 3 retries
     assert "INVALID_PHONE: 1" in out
     assert "PUSH_NOTIFICATION: 1" in out
+    assert "settled (100% of recipients): " in out  # tracker.progress, in words
 
 
 async def test_bulk_from_csv(tmp_path: Path) -> None:
