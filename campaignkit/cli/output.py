@@ -24,7 +24,7 @@ from .._funnel import Funnel
 from .._words import counted
 from ..models import CampaignStatus, HistoryEntry
 from ..progress import ProgressUpdate, campaign_update, failure_words, percent
-from ..status import CampaignState, DeploymentStatus, is_in_progress, stage_of
+from ..status import CampaignState, DeploymentStatus, stage_of
 
 
 def plain(value: Any) -> Any:
@@ -176,7 +176,7 @@ def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
 
 
 def settled(status: CampaignStatus) -> int:
-    return sum(1 for d in status.deployments if not is_in_progress(d.status))
+    return sum(1 for d in status.deployments if stage_of(d.status).is_settled)
 
 
 def counts_json(status: CampaignStatus) -> dict[str, int]:

@@ -15,7 +15,7 @@ from .. import errors
 from .._deprecated import renamed_attribute
 from .._redaction import sdk_logger
 from ..models import CampaignStatus
-from ..status import CampaignState, DeploymentStatus
+from ..status import CampaignState
 from ..tracker import CampaignTracker
 from ._html import LaunchSummary
 from ._stages import LaunchStages, failed_phones, launch_stages
@@ -155,7 +155,7 @@ class Watch:
                     observed = change.observed_at
                     self._sample(observed)
         self._sample(datetime.now(UTC))
-        return tracker.counts[DeploymentStatus.SUCCESS] > 0
+        return self.stages.sent > 0
 
     def _on_state(self, state: CampaignState) -> None:
         self._sample(datetime.now(UTC))

@@ -17,7 +17,7 @@ import attrs
 from .. import errors
 from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
-from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
+from ..status import CampaignState, DeploymentStatus, stage_of, status_from_wire
 
 _S = DeploymentStatus
 _MISSING: Any = object()
@@ -225,7 +225,7 @@ class View:
     def settled(self) -> bool:
         counts = self.counts
         return bool(counts) and not any(
-            count and is_in_progress(status) for status, count in counts.items()
+            count and not stage_of(status).is_settled for status, count in counts.items()
         )
 
     def result(self, answer: StatusAnswer) -> CampaignStatus:
