@@ -28,9 +28,6 @@ __all__ = [
     "bars_html",
     "document",
     "failures_html",
-    "funnel_html",
-    "funnel_parts",
-    "funnel_sections",
     "launch_body",
     "launch_parts",
     "legend_html",
@@ -40,6 +37,9 @@ __all__ = [
     "sent_html",
     "share",
     "stack_bar",
+    "stage_parts",
+    "stage_sections",
+    "stages_html",
     "state_html",
     "state_of",
     "summary_html",
@@ -108,7 +108,7 @@ def legend_html() -> str:
     return f'<ul class="legend">{items}<li>{escape(DONE_MEANS)}</li></ul>'
 
 
-def funnel_html(stages: LaunchStages, recipients: int | None = None) -> str:
+def stages_html(stages: LaunchStages, recipients: int | None = None) -> str:
     """One row per stage: count, share of the ``recipients`` (the launch's
     deployments unless given: a run's, of which its launches hold the
     accepted) and bar."""
@@ -226,24 +226,25 @@ def document(title: str, body: str, *, head: str) -> str:
     )
 
 
-def funnel_parts(
+def stage_parts(
     stages: LaunchStages,
     samples: Sequence[Sample],
     phones: Sequence[tuple[str, Sequence[str]]] = (),
     recipients: int | None = None,
 ) -> dict[str, str]:
-    """The funnel (shares of ``recipients``: see :func:`funnel_html`), the
-    chart and the failures (with their ``phones``) by element id."""
+    """The stages (shares of ``recipients``: see :func:`stages_html`), the
+    chart and the failures (with their ``phones``) by element id (the
+    stages' is ``funnel``, the page's delivery funnel)."""
     return {
-        "funnel": funnel_html(stages, recipients),
+        "funnel": stages_html(stages, recipients),
         "chart": chart_svg(samples),
         "failures": failures_html(stages, phones),
     }
 
 
-def funnel_sections(parts: Mapping[str, str]) -> str:
-    """The sections of :func:`funnel_parts`: the funnel with its legend, the
-    chart, the failures (of a launch's page, or of a run's report)."""
+def stage_sections(parts: Mapping[str, str]) -> str:
+    """The sections of :func:`stage_parts`: the stages with their legend,
+    the chart, the failures (of a launch's page, or of a run's report)."""
     return (
         f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
         "</div></section>"
@@ -257,7 +258,7 @@ def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str,
     """The fragments of a launch page by element id: what a live update replaces."""
     return {
         "summary": summary_html(summary),
-        **funnel_parts(summary.stages, samples, summary.phones),
+        **stage_parts(summary.stages, samples, summary.phones),
     }
 
 
@@ -271,5 +272,5 @@ def launch_body(
     return (
         f'<main class="launch"{live}><h1>{title} <code>{escape(summary.launch_request_id)}'
         f"</code></h1>{note}"
-        f'<section id="summary">{parts["summary"]}</section>{funnel_sections(parts)}</main>'
+        f'<section id="summary">{parts["summary"]}</section>{stage_sections(parts)}</main>'
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import LedgerError
 from ..ledger import RecipientOutcome
 from ..status import CampaignState, DeploymentStatus
-from ._html import LaunchSummary, asset, document, funnel_parts, funnel_sections, moment
+from ._html import LaunchSummary, asset, document, moment, stage_parts, stage_sections
 from ._listing import RunSummary, run_head_html, run_launches_html, total_stages
 from ._report import history_of, write_file
 from ._runs import poll_id, run_launches, sent_times
@@ -47,11 +47,11 @@ def render_run_report(
     if samples[-1].at < now:  # the chart runs up to the reading
         samples.append(Sample(now, None, samples[-1].stages))
     title = escape(run.poll_name) if run.poll_name else "Campaign"
-    parts = funnel_parts(delivery, samples, phones, run.recipients)
+    parts = stage_parts(delivery, samples, phones, run.recipients)
     body = (
         f'<main class="launch run-report"><h1>{title} <code>{escape(run.run)}</code></h1>'
         f'<p class="note">Report of {moment(now)} · campaignkit</p>'
-        f'<section id="summary">{run_head_html(run)}</section>{funnel_sections(parts)}'
+        f'<section id="summary">{run_head_html(run)}</section>{stage_sections(parts)}'
         f"<section><h2>Launches</h2>{run_launches_html(run, links=False)}</section></main>"
     )
     return document(
