@@ -13,6 +13,7 @@ from the webhooks only; skipped belongs to a bulk run's inputs.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -73,6 +74,15 @@ class LaunchStages:
     def items(self) -> list[tuple[Stage, int]]:
         """Every stage of :data:`STAGES` with its count, in order."""
         return [(stage, self.count(stage)) for stage in STAGES]
+
+    def stages(self) -> list[tuple[Stage, int]]:
+        """Deprecated: :meth:`items`."""
+        warnings.warn(
+            "LaunchStages.stages() is deprecated: use LaunchStages.items()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.items()
 
     def to_json(self) -> dict[str, Any]:
         return {

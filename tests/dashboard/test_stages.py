@@ -150,3 +150,5 @@ def test_a_sample_and_a_summary_hold_stages_their_old_funnel_deprecated() -> Non
         assert summary.funnel is stages
     with pytest.warns(DeprecationWarning, match=r"Sample.funnel is deprecated"):
         assert one.funnel is stages
+    with pytest.warns(DeprecationWarning, match=r"LaunchStages.stages\(\) is deprecated"):
+        assert stages.stages() == stages.items()
