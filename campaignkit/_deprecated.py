@@ -20,3 +20,16 @@ def renamed(module: str, names: Mapping[str, tuple[str, object]]) -> Callable[[s
         return value
 
     return __getattr__
+
+
+def renamed_attribute(cls: str, old: str, new: str) -> property:
+    """A read-only property ``old`` giving the attribute ``new`` with a
+    ``DeprecationWarning`` (``cls``: the class's name, for the message)."""
+
+    def get(self: object) -> object:
+        warnings.warn(
+            f"{cls}.{old} is deprecated: use {cls}.{new}", DeprecationWarning, stacklevel=2
+        )
+        return getattr(self, new)
+
+    return property(get, doc=f"Deprecated: :attr:`{new}`.")

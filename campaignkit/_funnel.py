@@ -10,9 +10,8 @@ from typing import Any, Final
 
 import attrs
 
-from .status import DeploymentStatus, status_from_wire
+from .status import Stage, stage_of, status_from_wire
 
-_ON_DEVICE: Final = (DeploymentStatus.DELIVERED, DeploymentStatus.PUSH_NOTIFICATION)
 _NOT_RECIPIENTS: Final = ("invalid", "duplicate")
 _FOLLOWED_STEPS: Final = ("delivered", "read", "replied", "opted out")
 
@@ -100,16 +99,17 @@ def build_funnel(counts: Mapping[str, int], groups: Iterable[OutcomeGroup]) -> F
     failed: dict[str, int] = {}
     for raw, was_delivered, was_read, was_replied, was_opted_out, n in groups:
         status = status_from_wire(raw)
+        stage = stage_of(status)
         followed += n
         if was_replied:
             replied += n
         if was_replied or was_read:
             read += n
-        if was_replied or was_read or was_delivered or status in _ON_DEVICE:
+        if was_replied or was_read or was_delivered or stage is Stage.DELIVERED:
             delivered += n
         if was_opted_out:
             opted_out += n
-        if status is not None and status.is_failure:
+        if status is not None and stage is Stage.FAILED:
             failed[status.value] = failed.get(status.value, 0) + n
     return Funnel(
         # Every recipient state; invalid and duplicate inputs are no recipients.

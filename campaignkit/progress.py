@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import attrs
 
@@ -23,25 +25,63 @@ ETA_WINDOW = 60.0
 """Seconds of observations the rate (and so the ETA) is measured over."""
 
 
+class StageCounts(Mapping[Stage, int]):
+    """People per :class:`Stage`, every stage (0 for those with nobody).
+
+    A key that is not a stage (a status, a ledger state: what ``counts`` held
+    before) is deprecated: it reads the update's ``statuses`` or ``states``,
+    with a ``DeprecationWarning``.
+    """
+
+    __slots__ = ("_by_stage", "_former")
+
+    def __init__(self, by_stage: Mapping[Stage, int], former: Mapping[Any, int]) -> None:
+        self._by_stage = {stage: by_stage.get(stage, 0) for stage in Stage}
+        self._former = former
+
+    def __getitem__(self, key: object) -> int:
+        try:
+            return self._by_stage[key]  # type: ignore[index]
+        except KeyError:
+            pass
+        warnings.warn(
+            "ProgressUpdate.counts is keyed by Stage: read deployment statuses from "
+            "ProgressUpdate.statuses, a run's ledger states from ProgressUpdate.states",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return self._former[key]
+
+    def __iter__(self) -> Iterator[Stage]:
+        return iter(self._by_stage)
+
+    def __len__(self) -> int:
+        return len(self._by_stage)
+
+    def __repr__(self) -> str:
+        return f"StageCounts({self._by_stage!r})"
+
+
 @attrs.frozen(slots=True)
 class ProgressUpdate:
     """One snapshot of progress. Two updates are equal when they show the same
     progress: the timing fields (``elapsed``, ``rate``, ``eta``) aside.
 
-    The words are those of :mod:`campaignkit.status` (:class:`Stage`):
+    The words are those of :mod:`campaignkit.status`: ``counts`` holds the
+    people per :class:`Stage` (:meth:`stages` those with somebody), and
+    ``delivered``, ``sent``, ``failed``, ``skipped`` name four of them;
     ``done`` counts the people *settled* (out of waiting), not the delivered
-    ones. For a campaign (or a ``track_many`` group): ``counts`` by
-    ``DeploymentStatus`` (``None``: not yet taken), ``delivered`` those
-    confirmed on the device (``DELIVERED``, ``PUSH_NOTIFICATION``), ``sent``
-    those sent but not confirmed yet (``SUCCESS``), ``failed`` those that
-    will not be sent, ``failures`` the most frequent failure statuses. For a
-    bulk run read from its ledger: ``counts`` by ledger state (plus
-    ``invalid`` and ``duplicate`` inputs), ``done`` the settled inputs,
-    ``sent`` the recipients the service accepted, less those its ``funnel``
-    knows ``delivered`` or failed (without one, delivery is tracked per
-    launch and ``delivered`` stays 0), ``failed`` those rejected, ambiguous
-    or invalid and those whose deployment failed, ``skipped`` the other
-    settled inputs (duplicates, suppressed, deferred).
+    ones. What the stages were read from is kept beside them: ``statuses``,
+    a campaign's (or a ``track_many`` group's) deployments by
+    ``DeploymentStatus`` (``None``: not yet taken), or ``states``, a bulk
+    run's inputs by ledger state (plus ``invalid`` and ``duplicate``).
+    ``failures``: the most frequent failure reasons.
+
+    For a run, ``sent`` counts the recipients the service accepted, less
+    those its ``funnel`` knows delivered or failed (without one, delivery
+    is tracked per launch and ``delivered`` stays 0); ``failed`` those
+    rejected, ambiguous or invalid and those whose deployment failed;
+    ``skipped`` the other settled inputs (duplicates, suppressed, deferred).
 
     ``state`` is the campaign request's (the least advanced launch's for a
     group; a run is ``PENDING`` until an input settles, ``DONE`` once every
@@ -58,7 +98,7 @@ class ProgressUpdate:
     total: int
     delivered: int
     failed: int
-    counts: Mapping[str | None, int] = attrs.field(hash=False)
+    counts: Mapping[Stage, int] = attrs.field(hash=False)
     failures: tuple[tuple[str, int], ...] = ()
     state: CampaignState | None = None
     finished: bool = False
@@ -70,6 +110,10 @@ class ProgressUpdate:
     funnel: Funnel | None = attrs.field(default=None, hash=False)
     """A bulk run's funnel from its ledger (planned → accepted → delivered →
     read → replied, failures by status), where the update was made from one."""
+    statuses: Mapping[DeploymentStatus | None, int] = attrs.field(factory=dict, hash=False)
+    """A campaign's deployments by status (empty for a run)."""
+    states: Mapping[str, int] = attrs.field(factory=dict, hash=False)
+    """A run's inputs by ledger state (empty for a campaign)."""
 
     @property
     def fraction(self) -> float:
@@ -83,7 +127,8 @@ class ProgressUpdate:
 
     def stages(self) -> dict[Stage, int]:
         """People per :class:`Stage` (every one in exactly one; the stages
-        with nobody left out), in the stages' order."""
+        with nobody left out), in the stages' order: :attr:`counts` without
+        its zeros."""
         unknown = self.done - self.delivered - self.sent - self.failed - self.skipped
         found = {
             Stage.WAITING: self.waiting,
@@ -95,12 +140,19 @@ class ProgressUpdate:
         }
         return {stage: n for stage, n in found.items() if n}
 
+    @property
+    def base(self) -> str:
+        """What ``total`` counts, the base of the settled share: a run's
+        ``inputs``, a campaign's ``recipients``."""
+        return "inputs" if self.states else "recipients"
+
     def summary(self) -> str:
-        """One line: ``12/200 settled (6%): 8 delivered, 2 sent, 2 failed,
-        188 waiting``."""
+        """One line: ``12/200 settled (6% of recipients): 188 waiting, 2 sent,
+        8 delivered, 2 failed``."""
         stages = ", ".join(f"{n} {stage}" for stage, n in self.stages().items())
         stages = stages or "no deployment shown by the service yet"
-        return f"{self.done}/{self.total} settled ({percent(self.done, self.total)}): {stages}"
+        share = f"{percent(self.done, self.total)} of {self.base}"
+        return f"{self.done}/{self.total} settled ({share}): {stages}"
 
     def text(self) -> str:
         """The update for a person: what is happening, the people per stage,
@@ -116,8 +168,14 @@ class ProgressUpdate:
             head += f"; request {self.state.description}"
         lines = [head, self.summary()]
         lines.extend(f"{name} x{n}: {failure_words(name)}" for name, n in self.failures)
-        if self.funnel is not None and self.funnel.accepted:
-            lines.append(" → ".join(f"{n} {step}" for step, n in self.funnel.steps))
+        funnel = self.funnel
+        if funnel is not None and funnel.accepted:
+            lines.append(
+                " → ".join(
+                    f"{n} {step}" if funnel.known(step) else f"{step}: not followed"
+                    for step, n in funnel.steps
+                )
+            )
         if self.eta is not None and not self.finished and self.waiting:
             lines.append(f"about {self.eta:.0f} s left")
         return "\n".join(lines)
@@ -182,18 +240,28 @@ def run_update(
         state = CampaignState.DONE
     else:
         state = CampaignState.CLAIMED if settled else CampaignState.PENDING
+    states = dict(counts)
+    total = max(total or 0, sum(counts.values()))
+    stages = {
+        Stage.WAITING: total - settled,
+        Stage.SENT: sent,
+        Stage.DELIVERED: delivered,
+        Stage.FAILED: failed,
+        Stage.SKIPPED: settled - sent - delivered - failed,
+    }
     return ProgressUpdate(
         done=settled,
-        total=max(total or 0, sum(counts.values())),
+        total=total,
         delivered=delivered,
         sent=sent,
-        skipped=settled - sent - delivered - failed,
+        skipped=stages[Stage.SKIPPED],
         failed=failed,
-        counts=dict[str | None, int](counts.items()),
+        counts=StageCounts(stages, states),
         failures=failures,
         state=state,
         finished=done,
         funnel=funnel,
+        states=states,
     )
 
 
@@ -210,16 +278,18 @@ def campaign_update(
         if status is not None and status.stage is Stage.FAILED
     )
     total = sum(stages.values())
+    statuses = dict(counts)
     return ProgressUpdate(
         done=total - stages[Stage.WAITING],
         total=total,
         delivered=stages[Stage.DELIVERED],
         failed=stages[Stage.FAILED],
-        counts=dict[str | None, int](counts.items()),
+        counts=StageCounts(stages, statuses),
         failures=failures,
         state=state,
         finished=finished,
         sent=stages[Stage.SENT],
+        statuses=statuses,
     )
 
 

@@ -33,7 +33,7 @@ from .errors import CampaignKitError
 from .models import CampaignStatus
 from .progress import ProgressUpdate
 from .status import CampaignState, DeploymentStatus
-from .tracker import CampaignTracker, DeploymentChange, Progress, TrackerGroup
+from .tracker import CampaignTracker, DeploymentChange, TrackerGroup
 
 __all__ = ["CampaignClient", "Group", "Tracker"]
 
@@ -285,7 +285,7 @@ class _Following(Generic[F]):
         return self.aio.counts
 
     @property
-    def progress(self) -> Progress:
+    def progress(self) -> ProgressUpdate:
         return self.aio.progress
 
     def checkpoint(self) -> dict[str, Any]:

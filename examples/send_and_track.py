@@ -36,7 +36,7 @@ async def main() -> None:
             async for change in tracker:
                 was = change.previous.value if change.previous else "-"
                 print(f"  {change.deployment.cellphone}: {was} -> {change.current.value}")
-        print(f"campaign {tracker.state}: {tracker.progress}")
+        print(f"campaign {tracker.state}: {tracker.progress.summary()}")
         for status, count in tracker.counts.most_common():
             print(f"  {status}: {count}")
 

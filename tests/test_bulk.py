@@ -385,7 +385,7 @@ async def test_progress_reports_final_counts(
     counts = {"accepted": 6, "rejected": 0, "ambiguous": 3, "deferred": 0, "invalid": 1}
     counts |= {"suppressed": 0, "duplicate": 1}
     by_state = {"planned": 0, "in_flight": 0, **counts}
-    assert last.counts == by_state
+    assert last.states == by_state
     # One type of progress everywhere: what the workers and the dashboard show of a run.
     assert last == run_update(by_state, 11, True)
     assert all(not update.finished for update in seen[:-1])
@@ -398,7 +398,7 @@ async def test_async_progress_callback_and_failing_callback_do_not_stop(
     calls: list[int] = []
 
     async def record(progress: ProgressUpdate) -> None:
-        calls.append(progress.counts["accepted"])
+        calls.append(progress.states["accepted"])
 
     report = await client.send_bulk(7, people(4), chunk_size=2, on_progress=record)
     assert calls
@@ -670,8 +670,8 @@ async def test_cancelled_mid_request_the_answer_within_the_grace_settles_it(
     assert service.arrived == 2
     counts = await ledger_counts(journal)
     assert (counts["accepted"], counts["ambiguous"], counts["in_flight"]) == (4, 0, 0)
-    assert (seen[-1].counts["accepted"], seen[-1].counts["ambiguous"]) == (4, 0)
-    assert (seen[-1].counts["planned"], seen[-1].state) == (4, CampaignState.CLAIMED)
+    assert (seen[-1].states["accepted"], seen[-1].states["ambiguous"]) == (4, 0)
+    assert (seen[-1].states["planned"], seen[-1].state) == (4, CampaignState.CLAIMED)
     # A rerun sends the rest, nobody twice.
     service.gate = None
     report = await client.send_bulk(7, people(8), chunk_size=3, concurrency=1, journal=journal)

@@ -28,6 +28,7 @@ async def test_send_and_track() -> None:
     assert "FAILURE: 1" in out  # 3001239914 ends 9914: FAILURE after 3 retries
     assert "INVALID_PHONE: 1" in out
     assert "PUSH_NOTIFICATION: 1" in out
+    assert "settled (100% of recipients): " in out  # tracker.progress, in words
 
 
 async def test_bulk_from_csv(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ async def test_progress_bot() -> None:
     # 270 ordinary numbers and 30 magic ones ending 9903..9929, 9903..9905: two
     # DELIVERED and two PUSH_NOTIFICATION are delivered too, two stay SUCCESS,
     # counted as sent (the last line drops nobody).
-    assert "300/300 settled (100%): 2 sent, 274 delivered, 24 failed" in out
+    assert "300/300 settled (100% of recipients): 2 sent, 274 delivered, 24 failed" in out
     assert f"FAILURE x1: {DeploymentStatus.FAILURE.description}" in out
 
 

@@ -4,13 +4,14 @@ the failure ranking, the ETA) and the throttle, on fake time."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 import attrs
 import pytest
 from helpers.fakes import FakeTime
 
 from campaignkit import CampaignState, DeploymentStatus, Funnel, ValidationError
+from campaignkit._funnel import build_funnel
 from campaignkit.progress import (
     Eta,
     ProgressUpdate,
@@ -21,10 +22,11 @@ from campaignkit.progress import (
     throttled,
     top_failures,
 )
+from campaignkit.status import Stage, stage_of
 
 
 def update(done: int, total: int = 10, *, finished: bool = False) -> ProgressUpdate:
-    return ProgressUpdate(done, total, done, 0, {"x": done}, finished=finished)
+    return ProgressUpdate(done, total, done, 0, {Stage.DELIVERED: done}, finished=finished)
 
 
 def test_top_failures_are_the_largest_counts_first_ties_by_name_zeros_left_out() -> None:
@@ -48,10 +50,20 @@ def test_a_run_update_counts_settled_inputs_and_failures_by_ledger_state() -> No
     # Accepted by the service is sent, not delivered: delivery is per launch.
     assert (got.done, got.total, got.sent, got.delivered, got.failed) == (22, 27, 10, 0, 10)
     assert got.skipped == 2
-    assert got.summary() == "22/27 settled (81%): 5 waiting, 10 sent, 10 failed, 2 skipped"
+    assert got.summary() == (
+        "22/27 settled (81% of inputs): 5 waiting, 10 sent, 10 failed, 2 skipped"
+    )
     assert got.failures == (("invalid", 5), ("rejected", 4), ("ambiguous", 1))
     assert got.state is CampaignState.CLAIMED
-    assert got.counts == counts
+    assert got.states == counts
+    assert not got.statuses
+    assert dict(got.counts) == {
+        **dict.fromkeys(Stage, 0),
+        Stage.WAITING: 5,
+        Stage.SENT: 10,
+        Stage.FAILED: 10,
+        Stage.SKIPPED: 2,
+    }
     assert not got.finished
     # The producer's total once it has read the input; a run done is DONE.
     done = run_update({**counts, "planned": 0, "in_flight": 0, "accepted": 15}, 40, True)
@@ -64,7 +76,9 @@ def test_a_run_update_with_its_funnel_counts_what_became_of_the_accepted() -> No
     got = run_update(counts, None, True, outcomes)
     assert (got.sent, got.delivered, got.failed, got.skipped) == (1, 6, 5, 1)
     assert got.failures == (("INVALID_PHONE", 3), ("rejected", 2))
-    assert got.summary() == "13/13 settled (100%): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    assert got.summary() == (
+        "13/13 settled (100% of inputs): 1 sent, 6 delivered, 5 failed, 1 skipped"
+    )
     assert "INVALID_PHONE x3: the number is invalid" in got.text()
 
 
@@ -72,7 +86,7 @@ def test_a_share_is_whole_only_when_it_is_whole() -> None:
     # 199 of 200 settled said "(100%)" beside "1 waiting" (and the
     # dashboard "100%" beside a waiting share).
     got = ProgressUpdate(done=199, total=200, delivered=198, failed=0, sent=1, counts={})
-    assert got.summary() == "199/200 settled (99%): 1 waiting, 1 sent, 198 delivered"
+    assert got.summary() == "199/200 settled (99% of recipients): 1 waiting, 1 sent, 198 delivered"
     shares = [(0, 7), (1, 20_000), (3, 200), (199, 200), (19_999, 20_000), (7, 7), (0, 0)]
     assert [percent(n, total) for n, total in shares] == [
         "0%",
@@ -197,7 +211,7 @@ def test_a_request_done_beside_nobody_settled_says_so_in_words() -> None:
     # never "0/200 DONE".
     got = campaign_update({None: 150, S.RECEIVED: 50}, CampaignState.DONE, False)
     text = got.text()
-    assert "0/200 settled (0%): 200 waiting" in text
+    assert "0/200 settled (0% of recipients): 200 waiting" in text
     assert "DONE" not in text
     assert CampaignState.DONE.description in text
 
@@ -210,7 +224,9 @@ def test_the_finished_text_counts_every_person_once_sent_apart_from_delivered() 
     assert sum(got.stages().values()) == got.total == 200
     lines = got.text().splitlines()
     assert lines[0].startswith("Finished")
-    assert lines[1] == "196/200 settled (98%): 4 waiting, 47 sent, 143 delivered, 6 failed"
+    assert lines[1] == (
+        "196/200 settled (98% of recipients): 4 waiting, 47 sent, 143 delivered, 6 failed"
+    )
     assert lines[2] == f"INVALID_PHONE x6: {S.INVALID_PHONE.description}"
 
 
@@ -218,14 +234,14 @@ def test_an_unknown_status_is_settled_and_shown_as_unknown() -> None:
     with pytest.warns(RuntimeWarning):
         odd = DeploymentStatus("BRAND_NEW_STATUS_FOR_PROGRESS")
     got = campaign_update({odd: 2, S.DELIVERED: 1}, CampaignState.DONE, True)
-    assert got.summary() == "3/3 settled (100%): 1 delivered, 2 unknown"
+    assert got.summary() == "3/3 settled (100% of recipients): 1 delivered, 2 unknown"
 
 
 def test_tracking_that_ended_before_done_is_not_called_finished() -> None:
     got = campaign_update({}, CampaignState.PENDING, True)
     assert got.text().splitlines() == [
         f"Stopped following; request {CampaignState.PENDING.description}",
-        "0/0 settled (0%): no deployment shown by the service yet",
+        "0/0 settled (0% of recipients): no deployment shown by the service yet",
     ]
 
 
@@ -245,3 +261,64 @@ def test_the_old_progress_types_are_deprecated_names_of_progress_update(
         assert getattr(imported, old) is ProgressUpdate
     with pytest.raises(AttributeError):
         imported.NoSuchThing  # noqa: B018
+
+
+def test_counts_are_by_stage_the_statuses_beside_them() -> None:
+    """Issue 32: ``counts`` had two meanings (statuses for a campaign, ledger
+    states for a run); it is keyed by ``Stage`` for both, and what it was
+    read from is in ``statuses`` or ``states``."""
+    statuses: dict[DeploymentStatus | None, int] = {None: 1, S.SUCCESS: 2, S.FAILURE: 3}
+    got = campaign_update(statuses, CampaignState.CLAIMED, False)
+    assert got.statuses == statuses
+    assert not got.states
+    assert set(got.counts) == set(Stage)
+    assert {stage: n for stage, n in got.counts.items() if n} == got.stages()
+    assert got.counts[Stage.WAITING] == 1
+    assert got.counts["sent"] == 2  # type: ignore[index]  # a Stage is its word
+    assert got.counts[Stage.READ] == 0
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "value"),
+    [
+        (lambda: campaign_update({S.DELIVERED: 4}, None, False), S.DELIVERED, 4),
+        (lambda: campaign_update({None: 2}, None, False), None, 2),
+        (lambda: run_update({"accepted": 3, "rejected": 1}, None, True), "accepted", 3),
+    ],
+)
+def test_the_old_keys_of_counts_still_read_deprecated(
+    make: Callable[[], ProgressUpdate], key: object, value: int
+) -> None:
+    got = make()
+    with pytest.warns(DeprecationWarning, match="keyed by Stage"):
+        assert got.counts[key] == value  # type: ignore[index]
+    with pytest.warns(DeprecationWarning, match="keyed by Stage"), pytest.raises(KeyError):
+        got.counts["no such state"]  # type: ignore[index]
+
+
+def test_the_stages_of_a_status_are_the_same_in_every_roll_up() -> None:
+    """One classification: a campaign's update and a run's funnel put every
+    status where :func:`stage_of` does."""
+    for status in DeploymentStatus:
+        stage = stage_of(status)
+        one = campaign_update({status: 1}, None, False)
+        assert one.stages() == {stage: 1}
+        funnel = build_funnel({"accepted": 1}, [(status.value, False, False, False, False, 1)])
+        assert funnel.delivered == (stage is Stage.DELIVERED), status
+        assert bool(funnel.failed) == (stage is Stage.FAILED), status
+
+
+def test_the_updates_text_names_the_base_of_its_share_and_says_not_followed() -> None:
+    """Issue 32: the text bots print names the base of its share (a run's
+    inputs, a campaign's recipients), and a run nobody followed says "not
+    followed", never "0 delivered"."""
+    campaign = campaign_update({S.DELIVERED: 1, None: 1}, CampaignState.CLAIMED, False)
+    assert "1/2 settled (50% of recipients)" in campaign.text()
+    counts = {"accepted": 4, "duplicate": 1}
+    quiet = run_update(counts, None, True, build_funnel(counts, []))
+    text = quiet.text()
+    assert "5/5 settled (100% of inputs)" in text
+    assert "4 planned → 4 accepted → delivered: not followed" in text
+    assert "0 delivered" not in text
+    followed = build_funnel(counts, [("DELIVERED", True, False, False, False, 4)])
+    assert "4 accepted → 4 delivered → 0 read" in run_update(counts, None, True, followed).text()

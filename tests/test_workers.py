@@ -124,7 +124,7 @@ async def test_producer_and_workers_send_a_run(
         report = await bulk.wait(run, timeout=30)
     assert run == "spring"
     assert seen[-1].finished
-    assert seen[-1].counts["accepted"] == VALID
+    assert seen[-1].states["accepted"] == VALID
     assert seen[-1].total == COUNT
     assert report.counts["accepted"] == VALID
     assert_inputs(report)
@@ -187,10 +187,10 @@ async def test_worker_killed_mid_run_then_restarted(
         async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST) as first:
             run = await bulk.submit(poll, make_users(COUNT), chunk_size=50)
             async for progress in bulk.progress(run, poll_interval=0.01):
-                if progress.counts["accepted"] >= 500 and progress.counts["in_flight"]:
+                if progress.states["accepted"] >= 500 and progress.states["in_flight"]:
                     first.process.send_signal(signal.SIGKILL)
                     break
-        assert progress.counts["accepted"] < VALID
+        assert progress.states["accepted"] < VALID
         async with worker_process(sb, redis_url, queue, postgres_dsn, *FAST):
             report = await bulk.wait(run, poll_interval=0.2, timeout=40)
     assert report.counts["ambiguous"] >= 1
@@ -229,7 +229,7 @@ async def test_restarted_producer(
 
         half = asyncio.create_task(bulk.submit(poll, stalls_half_way(), run="r", chunk_size=100))
         async for progress in bulk.progress("r", poll_interval=0.01):
-            if progress.counts["accepted"] >= 500:
+            if progress.states["accepted"] >= 500:
                 break
         half.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -36,8 +36,12 @@ async def test_a_run_s_updates_end_with_its_final_counts(sb: Sandbox, tmp_path: 
     assert [u.finished for u in updates] == [False] * (len(updates) - 1) + [True]
     assert (final.done, final.total, final.sent, final.failed) == (52, 52, 50, 1)
     assert final.failures == (("invalid", 1),)
-    assert (final.counts["duplicate"], final.state) == (1, CampaignState.DONE)
+    assert (final.states["duplicate"], final.state) == (1, CampaignState.DONE)
     # The run's funnel rides along, and a person reads it.
     assert final.funnel is not None
     assert (final.funnel.planned, final.funnel.accepted) == (50, 50)
-    assert "50 planned → 50 accepted → 0 delivered → 0 read → 0 replied" in final.text()
+    # Nobody followed the run: its delivery is not known, not 0.
+    assert (
+        "50 planned → 50 accepted → delivered: not followed → read: not followed → "
+        "replied: not followed"
+    ) in final.text()

@@ -9,9 +9,7 @@ import os
 from datetime import UTC, datetime
 from html import escape
 
-from ..dashboard._html import asset, bars_html, document, moment
-from ..dashboard._report import write_file
-from ..dashboard._svg import stacked_chart_svg
+from ..dashboard import asset, bars_html, document, moment, stacked_chart_svg, write_file
 from ..progress import percent
 from ..status import Stage
 from ._analyze import PollAnalysis, QuestionAnswers
@@ -55,7 +53,10 @@ def render_analysis_report(
     now = now or datetime.now(UTC)
     sessions = analysis.sessions
     funnel = bars_html(
-        [(step, STEP_STAGES[step], n) for step, n in analysis.steps], sessions, key="step"
+        [(step, STEP_STAGES[step], n) for step, n in analysis.steps],
+        sessions,
+        key="step",
+        base="sessions",
     )
     title = escape(poll_name) if poll_name else "Poll"
     questions = "".join(_question_html(question, sessions) for question in analysis.questions)
@@ -108,6 +109,7 @@ def _question_html(question: QuestionAnswers, sessions: int) -> str:
         [(option_label(o.option), Stage.REPLIED, o.answers) for o in question.options],
         question.answers,
         key="option",
+        base="answers",
     )
     written = "".join(
         f"<li>{escape(option_label(option.option))}: "

@@ -19,7 +19,7 @@ from ..client import CampaignClient
 from ..progress import percent
 from .argtypes import add_session_range, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
-from .output import Progress, table
+from .output import ProgressDisplay, table
 
 
 def register(add: AddCommand) -> None:
@@ -50,7 +50,7 @@ async def cmd_analyze(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--page-size must be between 1 and 10000")
     if a.since is not None and a.until is not None and a.until < a.since:
         raise UsageError("--until is before --since")
-    with Progress(ctx.err, "histories", enabled=not a.quiet) as progress:
+    with ProgressDisplay(ctx.err, "histories", enabled=not a.quiet) as progress:
 
         def show(update: AnalysisProgress) -> None:
             progress.update(update.analysed, update.total, "read")

@@ -50,7 +50,7 @@ SETTLED = ("accepted", "rejected", "ambiguous", "deferred", "suppressed", "inval
 
 def settled(update: ProgressUpdate) -> str:
     """``accepted 40, ambiguous 2``: the settled inputs of a bulk send's update."""
-    counts = update.counts
+    counts = update.states
     return ", ".join(f"{state} {counts[state]}" for state in SETTLED if counts.get(state))
 
 

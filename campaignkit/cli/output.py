@@ -24,7 +24,7 @@ from .._funnel import Funnel
 from .._words import counted
 from ..models import CampaignStatus, HistoryEntry
 from ..progress import ProgressUpdate, campaign_update, failure_words, percent
-from ..status import CampaignState, DeploymentStatus, is_in_progress, stage_of
+from ..status import CampaignState, DeploymentStatus, stage_of
 
 
 def plain(value: Any) -> Any:
@@ -176,7 +176,7 @@ def status_counts(status: CampaignStatus) -> Counter[DeploymentStatus | None]:
 
 
 def settled(status: CampaignStatus) -> int:
-    return sum(1 for d in status.deployments if not is_in_progress(d.status))
+    return sum(1 for d in status.deployments if stage_of(d.status).is_settled)
 
 
 def counts_json(status: CampaignStatus) -> dict[str, int]:
@@ -204,7 +204,10 @@ def status_table(status: CampaignStatus) -> str:
         for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     ]
     update = campaign_update(counts, status.status, True)
-    return table(rows, ["status", "count", "share", "stage", "meaning"]) + f"\n{update.summary()}"
+    return (
+        table(rows, ["status", "count", "share of recipients", "stage", "meaning"])
+        + f"\n{update.summary()}"
+    )
 
 
 def format_history(history: Sequence[HistoryEntry]) -> str:
@@ -227,7 +230,7 @@ def rich_available() -> bool:
     return True
 
 
-class Progress:
+class ProgressDisplay:
     """A progress display on stderr: rich when possible, else a plain line.
 
     The plain line is redrawn in place on a terminal; elsewhere a line is
@@ -260,7 +263,7 @@ class Progress:
                 transient=False,
             )
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressDisplay:
         if self._rich is not None:
             self._rich.start()
             self._task = self._rich.add_task(self._label, total=None, detail="")

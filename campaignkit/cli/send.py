@@ -29,7 +29,7 @@ from .following import add_follow_timeout, check_follow_timeout, note_unconfirme
 from .input import add_users_arguments, bulk_input, load_users
 from .interrupt import print_interrupted, settled, terminated_cancels
 from .output import (
-    Progress,
+    ProgressDisplay,
     ambiguous_advice,
     command_line,
     counts_json,
@@ -163,7 +163,7 @@ async def _bulk(
     a = ctx.args
     sent_at = datetime.now(UTC)
     last: ProgressUpdate | None = None
-    with Progress(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
+    with ProgressDisplay(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
 
         def on_progress(update: ProgressUpdate) -> None:
             nonlocal last

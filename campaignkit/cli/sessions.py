@@ -17,7 +17,7 @@ from ..models import SessionMeta
 from .argtypes import add_session_range
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .files import write_atomically
-from .output import Progress, format_history
+from .output import ProgressDisplay, format_history
 
 SESSION_CSV_COLUMNS = ("id", "created_at", "finished_at", "country_code", "cellphone")
 
@@ -90,7 +90,8 @@ async def write_sessions(
         writer.writerow(SESSION_CSV_COLUMNS)
     # Progress goes to stderr; skip it when the data itself goes to the terminal.
     to_terminal = f is ctx.out and bool(getattr(ctx.out, "isatty", lambda: False)())
-    with Progress(ctx.err, "sessions", enabled=not ctx.args.quiet and not to_terminal) as progress:
+    enabled = not ctx.args.quiet and not to_terminal
+    with ProgressDisplay(ctx.err, "sessions", enabled=enabled) as progress:
         async for s in sessions:
             if writer is not None:
                 cells = (

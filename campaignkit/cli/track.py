@@ -10,7 +10,7 @@ from ..status import DONE_MEANS, CampaignState
 from .argtypes import non_negative_float, positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .output import (
-    Progress,
+    ProgressDisplay,
     no_such_path,
     settled,
     stages_line,
@@ -86,7 +86,7 @@ async def track_campaign(
         not_found_grace=not_found_grace,
     )
     said: list[CampaignState] = []
-    with Progress(ctx.err, label, enabled=not ctx.args.quiet) as progress:
+    with ProgressDisplay(ctx.err, label, enabled=not ctx.args.quiet) as progress:
 
         def show() -> None:
             update = tracker.snapshot()

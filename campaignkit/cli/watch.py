@@ -13,17 +13,18 @@ from ..client import CampaignClient
 from ..dashboard import (
     Access,
     Dashboard,
+    PollNames,
     Sample,
     follow_report,
     launch_sent,
     ledger_history,
+    poll_id,
     run_of,
     sandbox_launches,
     serve_dashboard,
     write_report,
     write_run_report,
 )
-from ..dashboard._runs import PollNames, poll_id
 from ..ledger import Ledger
 from .argtypes import positive_float
 from .context import AddCommand, Ctx, ExitStatus, UsageError

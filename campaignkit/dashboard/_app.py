@@ -113,7 +113,7 @@ async def index_events(request: web.Request) -> web.StreamResponse:
                 else {
                     "launch_request_id": s.launch_request_id,
                     "state": s.state,
-                    "funnel": s.funnel.to_json(),
+                    "funnel": s.stages.to_json(),
                 }
                 for s in listing.launches
             ],
@@ -156,7 +156,7 @@ async def launch_events(request: web.Request) -> web.StreamResponse:
             "state": summary.state,
             "finished": watch.finished,
             "error": summary.error,
-            "funnel": summary.funnel.to_json(),
+            "funnel": summary.stages.to_json(),
             "html": launch_parts(summary, watch.timeline.samples),
         }
 

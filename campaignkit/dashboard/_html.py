@@ -11,10 +11,11 @@ from importlib import resources
 
 import attrs
 
+from .._deprecated import renamed_attribute
 from .._redaction import redact
 from ..progress import failure_words, percent
 from ..status import DONE_MEANS, CampaignState
-from ._funnel import FUNNEL, Funnel, Stage
+from ._stages import STAGES, LaunchStages, Stage
 from ._svg import chart_svg
 from ._timeline import Sample
 
@@ -27,9 +28,6 @@ __all__ = [
     "bars_html",
     "document",
     "failures_html",
-    "funnel_html",
-    "funnel_parts",
-    "funnel_sections",
     "launch_body",
     "launch_parts",
     "legend_html",
@@ -39,6 +37,9 @@ __all__ = [
     "sent_html",
     "share",
     "stack_bar",
+    "stage_parts",
+    "stage_sections",
+    "stages_html",
     "state_html",
     "state_of",
     "summary_html",
@@ -64,15 +65,18 @@ class LaunchSummary:
 
     launch_request_id: str
     state: CampaignState | None
-    funnel: Funnel
+    stages: LaunchStages
     error: str | None = None
     poll_id: int | None = None
     poll_name: str | None = None
     sent: datetime | None = None
     phones: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    funnel = renamed_attribute("LaunchSummary", "funnel", "stages")
+
 
 def moment(at: datetime | None) -> str:
+    """``2026-01-01 12:00:00 UTC`` (``-`` for None): how every page writes a time."""
     return "-" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
@@ -99,42 +103,48 @@ def legend_html() -> str:
     """What each colour and stage means."""
     items = "".join(
         f'<li><i class="swatch st-{stage}"></i><b>{stage}</b>: {escape(stage.description)}</li>'
-        for stage in FUNNEL
+        for stage in STAGES
     )
     return f'<ul class="legend">{items}<li>{escape(DONE_MEANS)}</li></ul>'
 
 
-def funnel_html(funnel: Funnel, recipients: int | None = None) -> str:
-    """One row per stage: count, share of the ``recipients`` (the funnel's
-    total unless given: a run's, of which its launches hold the accepted)
-    and bar."""
-    rows = [(stage, stage, count) for stage, count in funnel.stages()]
-    return bars_html(rows, funnel.total if recipients is None else recipients)
+def stages_html(stages: LaunchStages, recipients: int | None = None) -> str:
+    """One row per stage: count, share of the ``recipients`` (the launch's
+    deployments unless given: a run's, of which its launches hold the
+    accepted) and bar."""
+    rows = [(stage, stage, count) for stage, count in stages.items()]
+    return bars_html(rows, stages.total if recipients is None else recipients)
 
 
-def bars_html(rows: Sequence[tuple[str, Stage, int]], total: int, *, key: str = "stage") -> str:
+def bars_html(
+    rows: Sequence[tuple[str, Stage, int]],
+    total: int,
+    *,
+    key: str = "stage",
+    base: str = RECIPIENTS,
+) -> str:
     """One row per ``(label, stage, count)``: the label, a bar in the stage's
     colour, the count (its label in a ``data-{key}`` attribute) and its
-    share of ``total`` recipients."""
+    share of the ``total`` (``base`` names what it counts)."""
     items = "".join(
         f'<li class="stage"><span class="name"><i class="swatch st-{stage}"></i>{escape(label)}'
         f'</span><span class="bar"><i class="st-{stage}" style="width:{percent(count, total)}">'
         "</i></span>"
         f'<span class="count" data-{key}="{escape(label)}">{count}</span>'
-        f'<span class="share">{share(count, total)}</span></li>'
+        f'<span class="share">{share(count, total, base)}</span></li>'
         for label, stage, count in rows
     )
     return f'<ol class="funnel" data-total="{total}">{items}</ol>'
 
 
-def failures_html(funnel: Funnel, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+def failures_html(stages: LaunchStages, phones: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
     """The failures by reason, in words, each with the phones behind it."""
-    if not funnel.failures:
+    if not stages.failures:
         return '<p class="none">No failures.</p>'
     listed = dict(phones)
     rows = "".join(
-        _failure_html(reason, count, funnel.failed, listed.get(reason, ()))
-        for reason, count in funnel.failures
+        _failure_html(reason, count, stages.failed, listed.get(reason, ()))
+        for reason, count in stages.failures
     )
     return (
         '<table class="failures"><tr><th>reason</th><th>deployments</th><th>phones</th></tr>'
@@ -158,15 +168,15 @@ def _failure_html(reason: str, count: int, failed: int, phones: Sequence[str]) -
     )
 
 
-def stack_bar(funnel: Funnel) -> str:
+def stack_bar(stages: LaunchStages) -> str:
     """The stages as one bar, each part titled with its count and share."""
-    total = funnel.total
+    total = stages.total
     return (
         '<span class="stack">'
         + "".join(
             f'<i class="st-{stage}" style="width:{percent(count, total)}" '
             f'title="{stage} {count} ({share(count, total)})"></i>'
-            for stage, count in funnel.stages()
+            for stage, count in stages.items()
             if count
         )
         + "</span>"
@@ -190,8 +200,8 @@ def state_html(summary: LaunchSummary) -> str:
 
 def summary_html(summary: LaunchSummary) -> str:
     """Poll, times, state, progress, and the last error if the watch stopped on one."""
-    funnel = summary.funnel
-    done = funnel.done
+    stages = summary.stages
+    done = stages.done
     error = f'<p class="error">{escape(summary.error)}</p>' if summary.error is not None else ""
     return (
         f'<dl class="summary"><dt>poll</dt><dd>{poll_label(summary.poll_id, summary.poll_name)}'
@@ -199,9 +209,9 @@ def summary_html(summary: LaunchSummary) -> str:
         f"<dt>sent at</dt><dd>{sent_html(summary)}</dd>"
         f"<dt>state</dt><dd>{state_html(summary)}</dd>"
         f'<dt title="{escape(DONE_MEANS)}">settled</dt>'
-        f"<dd>{done} ({share(done, funnel.total)})</dd>"
-        f"<dt>delivered</dt><dd>{funnel.delivered} ({share(funnel.delivered, funnel.total)})"
-        f"</dd><dt>failed</dt><dd>{funnel.failed} ({share(funnel.failed, funnel.total)})</dd>"
+        f"<dd>{done} ({share(done, stages.total)})</dd>"
+        f"<dt>delivered</dt><dd>{stages.delivered} ({share(stages.delivered, stages.total)})"
+        f"</dd><dt>failed</dt><dd>{stages.failed} ({share(stages.failed, stages.total)})</dd>"
         f"</dl>{error}"
     )
 
@@ -216,24 +226,25 @@ def document(title: str, body: str, *, head: str) -> str:
     )
 
 
-def funnel_parts(
-    funnel: Funnel,
+def stage_parts(
+    stages: LaunchStages,
     samples: Sequence[Sample],
     phones: Sequence[tuple[str, Sequence[str]]] = (),
     recipients: int | None = None,
 ) -> dict[str, str]:
-    """The funnel (shares of ``recipients``: see :func:`funnel_html`), the
-    chart and the failures (with their ``phones``) by element id."""
+    """The stages (shares of ``recipients``: see :func:`stages_html`), the
+    chart and the failures (with their ``phones``) by element id (the
+    stages' is ``funnel``, the page's delivery funnel)."""
     return {
-        "funnel": funnel_html(funnel, recipients),
+        "funnel": stages_html(stages, recipients),
         "chart": chart_svg(samples),
-        "failures": failures_html(funnel, phones),
+        "failures": failures_html(stages, phones),
     }
 
 
-def funnel_sections(parts: Mapping[str, str]) -> str:
-    """The sections of :func:`funnel_parts`: the funnel with its legend, the
-    chart, the failures (of a launch's page, or of a run's report)."""
+def stage_sections(parts: Mapping[str, str]) -> str:
+    """The sections of :func:`stage_parts`: the stages with their legend,
+    the chart, the failures (of a launch's page, or of a run's report)."""
     return (
         f'<section><h2>Delivery funnel</h2>{legend_html()}<div id="funnel">{parts["funnel"]}'
         "</div></section>"
@@ -247,7 +258,7 @@ def launch_parts(summary: LaunchSummary, samples: Sequence[Sample]) -> dict[str,
     """The fragments of a launch page by element id: what a live update replaces."""
     return {
         "summary": summary_html(summary),
-        **funnel_parts(summary.funnel, samples, summary.phones),
+        **stage_parts(summary.stages, samples, summary.phones),
     }
 
 
@@ -261,5 +272,5 @@ def launch_body(
     return (
         f'<main class="launch"{live}><h1>{title} <code>{escape(summary.launch_request_id)}'
         f"</code></h1>{note}"
-        f'<section id="summary">{parts["summary"]}</section>{funnel_sections(parts)}</main>'
+        f'<section id="summary">{parts["summary"]}</section>{stage_sections(parts)}</main>'
     )

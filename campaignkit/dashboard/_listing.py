@@ -10,11 +10,9 @@ from urllib.parse import quote
 
 import attrs
 
-from .._funnel import Funnel as RunFunnel
-from .._funnel import build_funnel
+from .._funnel import Funnel, build_funnel
 from ..ledger import IN_FLIGHT, PLANNED, Stall
 from ..progress import ProgressUpdate, failure_words, run_update
-from ._funnel import Funnel
 from ._html import (
     LaunchSummary,
     legend_html,
@@ -25,6 +23,7 @@ from ._html import (
     stack_bar,
     state_html,
 )
+from ._stages import LaunchStages
 
 __all__ = [
     "PAGE_SIZE",
@@ -34,7 +33,7 @@ __all__ = [
     "outcomes_html",
     "run_head_html",
     "run_launches_html",
-    "total_funnel",
+    "total_stages",
 ]
 
 PAGE_SIZE = 20
@@ -56,7 +55,7 @@ class RunSummary:
     counts: Mapping[str, int]
     input_done: bool
     launches: tuple[LaunchSummary | str, ...] = ()
-    outcomes: RunFunnel | None = None
+    outcomes: Funnel | None = None
     """The run's funnel from the ledger (outcomes written by ``follow`` and
     the webhooks), the numbers ``campaignkit runs`` shows."""
     stall: Stall | None = None
@@ -89,17 +88,17 @@ class Listing:
     pages: int = 1
 
 
-def total_funnel(funnels: Sequence[Funnel]) -> Funnel:
-    """The funnels of several launches added up."""
+def total_stages(launches: Sequence[LaunchStages]) -> LaunchStages:
+    """The stages of several launches added up."""
     failures: dict[str, int] = {}
-    for one in funnels:
+    for one in launches:
         for reason, count in one.failures:
             failures[reason] = failures.get(reason, 0) + count
-    return Funnel(
-        sum(f.waiting for f in funnels),
-        sum(f.sent for f in funnels),
-        sum(f.delivered for f in funnels),
-        sum(f.unknown for f in funnels),
+    return LaunchStages(
+        sum(f.waiting for f in launches),
+        sum(f.sent for f in launches),
+        sum(f.delivered for f in launches),
+        sum(f.unknown for f in launches),
         tuple(sorted(failures.items(), key=lambda item: (-item[1], item[0]))),
     )
 
@@ -130,10 +129,10 @@ def _stages(update: ProgressUpdate, told: Collection[str] = ()) -> str:
 
 
 def _launch_row(summary: LaunchSummary, link: bool = True) -> str:
-    funnel = summary.funnel
+    counts = summary.stages
     stages = " · ".join(
-        f'<span class="share">{stage} {count} ({share(count, funnel.total)})</span>'
-        for stage, count in funnel.stages()
+        f'<span class="share">{stage} {count} ({share(count, counts.total)})</span>'
+        for stage, count in counts.items()
         if count
     )
     return (
@@ -141,7 +140,7 @@ def _launch_row(summary: LaunchSummary, link: bool = True) -> str:
         f"<td>{_link(summary.launch_request_id, link)}<br>"
         f"{poll_label(summary.poll_id, summary.poll_name)}</td>"
         f"<td>{sent_html(summary)}</td><td>{state_html(summary)}</td>"
-        f"<td>{funnel.total}</td><td>{stack_bar(funnel)}<br><small>{stages}</small></td></tr>"
+        f"<td>{counts.total}</td><td>{stack_bar(counts)}<br><small>{stages}</small></td></tr>"
     )
 
 
@@ -149,7 +148,7 @@ def _row(launch: LaunchSummary | str, link: bool = True, sent: datetime | None =
     """A followed launch's row, or a link to follow one (``sent``: when)."""
     if isinstance(launch, LaunchSummary):
         return _launch_row(launch, link)
-    when = sent_html(LaunchSummary(launch, None, Funnel(), sent=sent))
+    when = sent_html(LaunchSummary(launch, None, LaunchStages(), sent=sent))
     return (
         f'<tr data-launch="{escape(launch)}"><td>{_link(launch)}</td><td>{when}</td>'
         '<td colspan="3" class="none">not followed: open it to follow it</td></tr>'
@@ -160,7 +159,7 @@ def run_head_html(run: RunSummary) -> str:
     """A run's poll, start, recipients, shares and funnel: the top of its row
     on the dashboard, and of its report."""
     followed = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
-    delivery = total_funnel([launch.funnel for launch in followed])
+    delivery = total_stages([launch.stages for launch in followed])
     # No share here: the funnel gives the run's, of its recipients.
     delivered = (
         f"<p>delivery of the {len(followed)} launch(es) followed: {stack_bar(delivery)} "
@@ -216,7 +215,7 @@ def _run_html(run: RunSummary) -> str:
     )
 
 
-def outcomes_html(funnel: RunFunnel) -> str:
+def outcomes_html(funnel: Funnel) -> str:
     """The run's funnel as the ledger has it: each step with its share of the
     recipients (those the outcomes tell "not followed" while nobody followed
     the run), then the opt-outs and the failures by status."""

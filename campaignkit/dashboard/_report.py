@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .. import errors
-from .._funnel import Funnel as RunFunnel
+from .._funnel import Funnel
 from ..ledger import ACCEPTED, RecipientOutcome, RunInfo
 from ..models import CampaignStatus
 from ..status import CampaignState, DeploymentStatus
-from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary, asset, document, launch_body, moment
 from ._listing import outcomes_html
 from ._runs import run_launches, sent_times
+from ._stages import LaunchStages, failed_phones, launch_stages
 from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def render_report(
     now: datetime | None = None,
     poll_name: str | None = None,
     sent: datetime | None = None,
-    run_funnel: RunFunnel | None = None,
+    run_funnel: Funnel | None = None,
 ) -> str:
     """The report of ``status``; ``history`` (samples of this launch, time
     order) draws the chart, which ends with ``status`` as read at ``now``
@@ -62,19 +62,19 @@ def render_report(
     counts = Counter(deployment.status for deployment in status.deployments)
     samples = list(history)
     if sent is not None and sent < (samples[0].at if samples else now):
-        start = Sample(sent, CampaignState.PENDING, Funnel(waiting=len(status.deployments)))
+        start = Sample(sent, CampaignState.PENDING, LaunchStages(waiting=len(status.deployments)))
         samples.insert(0, start)
     summary = LaunchSummary(
         status.launch_request_id,
         status.status,
-        funnel(counts),
+        launch_stages(counts),
         poll_id=status.poll_id,
         poll_name=poll_name,
         sent=sent,
         phones=failed_phones((d.cellphone, d.status) for d in status.deployments),
     )
     if not samples or samples[-1].at < now:  # the chart runs up to the reading
-        samples.append(Sample(now, summary.state, summary.funnel))
+        samples.append(Sample(now, summary.state, summary.stages))
     note = f'<p class="note">Report of {moment(now)} · campaignkit</p>'
     if run_funnel is not None:
         note += outcomes_html(run_funnel)
@@ -140,7 +140,7 @@ def history_of(
         for _, status in moved:
             counts[None] -= 1
             counts[status] += 1
-        samples.append(Sample(at, None, funnel(counts)))
+        samples.append(Sample(at, None, launch_stages(counts)))
     return samples
 
 
@@ -165,7 +165,7 @@ async def follow_report(
     )
 
     def sample(at: datetime) -> None:
-        timeline.record(Sample(at, tracker.state, funnel(tracker.counts)))
+        timeline.record(Sample(at, tracker.state, launch_stages(tracker.counts)))
 
     observed: datetime | None = None
     with contextlib.suppress(errors.TimeoutError):  # what was seen is reported
@@ -190,7 +190,7 @@ async def write_report(
     status: CampaignStatus | None = None,
     poll_name: str | None = None,
     sent: datetime | None = None,
-    run_funnel: RunFunnel | None = None,
+    run_funnel: Funnel | None = None,
 ) -> CampaignStatus:
     """Write the launch's report to ``path`` (its status read unless given);
     returns the status (for a summary line)."""

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from ..errors import LedgerError
 from ..ledger import RecipientOutcome
 from ..status import CampaignState, DeploymentStatus
-from ._funnel import Funnel, failed_phones, funnel
-from ._html import LaunchSummary, asset, document, funnel_parts, funnel_sections, moment
-from ._listing import RunSummary, run_head_html, run_launches_html, total_funnel
+from ._html import LaunchSummary, asset, document, moment, stage_parts, stage_sections
+from ._listing import RunSummary, run_head_html, run_launches_html, total_stages
 from ._report import history_of, write_file
 from ._runs import poll_id, run_launches, sent_times
+from ._stages import LaunchStages, failed_phones, launch_stages
 from ._timeline import Sample
 
 if TYPE_CHECKING:
@@ -41,17 +41,17 @@ def render_run_report(
     the run's start to ``now`` (default: now); ``phones`` are the phones
     behind each failure reason."""
     now = now or datetime.now(UTC)
-    delivery = total_funnel([s.funnel for s in run.launches if isinstance(s, LaunchSummary)])
-    samples = [Sample(run.created, CampaignState.PENDING, Funnel(waiting=delivery.total))]
+    delivery = total_stages([s.stages for s in run.launches if isinstance(s, LaunchSummary)])
+    samples = [Sample(run.created, CampaignState.PENDING, LaunchStages(waiting=delivery.total))]
     samples += [sample for sample in history if sample.at >= run.created]
     if samples[-1].at < now:  # the chart runs up to the reading
-        samples.append(Sample(now, None, samples[-1].funnel))
+        samples.append(Sample(now, None, samples[-1].stages))
     title = escape(run.poll_name) if run.poll_name else "Campaign"
-    parts = funnel_parts(delivery, samples, phones, run.recipients)
+    parts = stage_parts(delivery, samples, phones, run.recipients)
     body = (
         f'<main class="launch run-report"><h1>{title} <code>{escape(run.run)}</code></h1>'
         f'<p class="note">Report of {moment(now)} · campaignkit</p>'
-        f'<section id="summary">{run_head_html(run)}</section>{funnel_sections(parts)}'
+        f'<section id="summary">{run_head_html(run)}</section>{stage_sections(parts)}'
         f"<section><h2>Launches</h2>{run_launches_html(run, links=False)}</section></main>"
     )
     return document(
@@ -114,7 +114,7 @@ def _launch(
     return LaunchSummary(
         launch,
         CampaignState.DONE if final else None,
-        funnel(counts),
+        launch_stages(counts),
         poll_id=poll[0],
         poll_name=poll[1],
         sent=sent.get(launch),

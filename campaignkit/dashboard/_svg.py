@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 
-from ._funnel import Stage
+from ._stages import Stage
 from ._timeline import Sample
 
 __all__ = ["chart_svg", "stacked_chart_svg"]
@@ -34,7 +34,7 @@ def chart_svg(samples: Sequence[Sample]) -> str:
     """Deployments per stage over the time of ``samples`` (time order)."""
     return stacked_chart_svg(
         [sample.at for sample in samples],
-        [(stage, [sample.funnel.count(stage) for sample in samples]) for stage in LAYERS],
+        [(stage, [sample.stages.count(stage) for sample in samples]) for stage in LAYERS],
         "deployments",
     )
 

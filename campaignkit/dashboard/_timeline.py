@@ -1,4 +1,4 @@
-"""A launch's funnel over time: the data of the status-over-time chart."""
+"""A launch's stages over time: the data of the status-over-time chart."""
 
 from __future__ import annotations
 
@@ -7,19 +7,22 @@ from datetime import datetime
 
 import attrs
 
+from .._deprecated import renamed_attribute
 from ..status import CampaignState
-from ._funnel import Funnel
+from ._stages import LaunchStages
 
 __all__ = ["Sample", "Timeline"]
 
 
 @attrs.frozen
 class Sample:
-    """The funnel and the campaign state as observed at ``at`` (aware UTC)."""
+    """The stages and the campaign state as observed at ``at`` (aware UTC)."""
 
     at: datetime
     state: CampaignState | None
-    funnel: Funnel
+    stages: LaunchStages
+
+    funnel = renamed_attribute("Sample", "funnel", "stages")
 
 
 class Timeline:
@@ -44,7 +47,7 @@ class Timeline:
     def record(self, sample: Sample) -> bool:
         """Add ``sample`` unless it shows what the last one shows; True if added."""
         last = self.last
-        if last is not None and (last.state, last.funnel) == (sample.state, sample.funnel):
+        if last is not None and (last.state, last.stages) == (sample.state, sample.stages):
             return False
         samples = self._samples
         if len(samples) >= self.limit:

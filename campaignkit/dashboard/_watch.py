@@ -1,5 +1,5 @@
 """One launch watched by the dashboard: a tracker in a background task
-feeding the funnel, the timeline and the readers waiting for a change."""
+feeding its stages, the timeline and the readers waiting for a change."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import tenacity
 
 from .. import errors
+from .._deprecated import renamed_attribute
 from .._redaction import sdk_logger
 from ..models import CampaignStatus
-from ..status import CampaignState, DeploymentStatus
+from ..status import CampaignState
 from ..tracker import CampaignTracker
-from ._funnel import Funnel, failed_phones, funnel
 from ._html import LaunchSummary
+from ._stages import LaunchStages, failed_phones, launch_stages
 from ._timeline import Sample, Timeline
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class Watch:
         self.timeline = Timeline()
         self.signal = Signal()
         self.state: CampaignState | None = None
-        self.funnel = Funnel()
+        self.stages = LaunchStages()
         self.error: str | None = None
         self.finished = False
         self.poll_id: int | None = None
@@ -85,12 +86,14 @@ class Watch:
         self._tracker: CampaignTracker | None = None
         self._task: asyncio.Task[None] | None = None
 
+    funnel = renamed_attribute("Watch", "funnel", "stages")
+
     @property
     def summary(self) -> LaunchSummary:
         return LaunchSummary(
             self.launch_request_id,
             self.state,
-            self.funnel,
+            self.stages,
             self.error,
             poll_id=self.poll_id,
             phones=self.phones,
@@ -152,7 +155,7 @@ class Watch:
                     observed = change.observed_at
                     self._sample(observed)
         self._sample(datetime.now(UTC))
-        return tracker.counts[DeploymentStatus.SUCCESS] > 0
+        return self.stages.sent > 0
 
     def _on_state(self, state: CampaignState) -> None:
         self._sample(datetime.now(UTC))
@@ -160,21 +163,21 @@ class Watch:
     def _sample(self, at: datetime) -> None:
         tracker = self._tracker
         assert tracker is not None
-        self.state, self.funnel = tracker.state, funnel(tracker.counts)
-        if self.timeline.record(Sample(at, self.state, self.funnel)):
+        self.state, self.stages = tracker.state, launch_stages(tracker.counts)
+        if self.timeline.record(Sample(at, self.state, self.stages)):
             self._read_result(tracker)
             self._changed()
 
     def _read_result(self, tracker: CampaignTracker) -> None:
         """The poll and, when the failures moved, the phones behind them."""
-        if self.poll_id is not None and self.funnel.failures == self._phones_of:
+        if self.poll_id is not None and self.stages.failures == self._phones_of:
             return
         result = tracker.result
         if result is None:
             return
         self.poll_id = result.poll_id
-        if self.funnel.failures != self._phones_of:
-            self._phones_of = self.funnel.failures
+        if self.stages.failures != self._phones_of:
+            self._phones_of = self.stages.failures
             self.phones = failed_phones((d.cellphone, d.status) for d in result.deployments)
 
     def _changed(self) -> None:

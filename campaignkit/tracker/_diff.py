@@ -17,8 +17,7 @@ import attrs
 from .. import errors
 from .._wire.decode import OnAccess, StatusAnswer, StatusEntry
 from ..models import CampaignStatus, Deployment
-from ..status import CampaignState, DeploymentStatus, is_in_progress, status_from_wire
-from ._records import Progress
+from ..status import CampaignState, DeploymentStatus, stage_of, status_from_wire
 
 _S = DeploymentStatus
 _MISSING: Any = object()
@@ -223,13 +222,10 @@ class View:
         old = map(current.get, map(_CONVERSATION_ID, deployments), repeat(_MISSING))
         return list(compress(deployments, map(ne, old, map(_STATUS, deployments))))
 
-    def progress(self) -> Progress:
-        return Progress.of(self.counts)
-
     def settled(self) -> bool:
         counts = self.counts
         return bool(counts) and not any(
-            count and is_in_progress(status) for status, count in counts.items()
+            count and not stage_of(status).is_settled for status, count in counts.items()
         )
 
     def result(self, answer: StatusAnswer) -> CampaignStatus:

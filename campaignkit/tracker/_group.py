@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from typing import Any, Self, TypeVar
 
 from .._io.closing import AsyncClosing
 from .._wire import sansio as wire
@@ -19,9 +19,8 @@ from ..status import DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange
 from ._options import Clock, Sleep, StatusSource, TrackOptions
-from ._records import Progress
+from ._pacer import Pacer, least_state
 from ._tracker import CampaignTracker
-from ._updates import Pacer, Updating, least_state
 
 T = TypeVar("T")
 
@@ -51,7 +50,7 @@ class _Bounded:
             return await self._source.attempt(request, decode, timeout)
 
 
-class TrackerGroup(Updating, AsyncClosing):
+class TrackerGroup(AsyncClosing):
     """One merged stream of the changes of many launches (see
     :meth:`CampaignClient.track_many`).
 
@@ -62,6 +61,9 @@ class TrackerGroup(Updating, AsyncClosing):
     cancelling leaves no task behind. The first error of any launch (after
     its own retries) ends the stream.
     """
+
+    keep_changes = False
+    """True once the changes are iterated (see :meth:`updates`)."""
 
     def __init__(
         self,
@@ -91,7 +93,8 @@ class TrackerGroup(Updating, AsyncClosing):
         self._pacer = Pacer(self._prepare, self._due_at, self._poll_due, self._clock, source.sleep)
 
     def __repr__(self) -> str:
-        return f"<TrackerGroup of {len(self.trackers)} launches, progress={self.progress}>"
+        progress = self.progress.summary()
+        return f"<TrackerGroup of {len(self.trackers)} launches, progress={progress!r}>"
 
     @property
     def counts(self) -> Counter[DeploymentStatus | None]:
@@ -102,8 +105,9 @@ class TrackerGroup(Updating, AsyncClosing):
         return total
 
     @property
-    def progress(self) -> Progress:
-        return Progress.of(self.counts)
+    def progress(self) -> ProgressUpdate:
+        """The progress now over every launch: :meth:`snapshot`."""
+        return self.snapshot()
 
     def checkpoint(self) -> dict[str, Any]:
         """Every tracker's checkpoint; pass it as ``resume=`` to ``track_many``.
@@ -118,6 +122,9 @@ class TrackerGroup(Updating, AsyncClosing):
             checkpoints.append(cp)
         return _checkpoint.group_checkpoint(checkpoints)
 
+    def __aiter__(self) -> Self:
+        return self
+
     async def __anext__(self) -> DeploymentChange:
         if self._busy:
             raise RuntimeError("this TrackerGroup is already being iterated")
@@ -130,7 +137,14 @@ class TrackerGroup(Updating, AsyncClosing):
         finally:
             self._busy = False
 
+    def updates(self, every: float = 2.0) -> AsyncGenerator[ProgressUpdate]:
+        """Throttled snapshots of every launch's progress, as
+        :meth:`CampaignTracker.updates` makes them of one."""
+        return self._pacer.updates(self.snapshot, every)
+
     def snapshot(self) -> ProgressUpdate:
+        """The progress now over every launch, untimed (the least advanced
+        launch's state)."""
         trackers = self.trackers.values()
         return campaign_update(
             self.counts,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 import tenacity
 
@@ -28,14 +28,14 @@ from ..status import CampaignState, DeploymentStatus
 from . import _checkpoint
 from ._diff import DeploymentChange, View
 from ._options import StatusSource, TrackOptions
-from ._records import Progress, TrackerStats
+from ._pacer import Pacer
+from ._records import TrackerStats
 from ._schedule import PollBackoff, StopAt
-from ._updates import Pacer, Updating
 
 _decode_answer = decoder(StatusAnswer)
 
 
-class CampaignTracker(Updating, AsyncClosing):
+class CampaignTracker(AsyncClosing):
     """Every deployment status change of one campaign, as an async iterator.
 
     Build it with :meth:`CampaignClient.track`, which documents the options::
@@ -47,6 +47,9 @@ class CampaignTracker(Updating, AsyncClosing):
     is not JSON) are retried, counted in ``stats.retries``; a JSON answer of the
     wrong shape raises :class:`ResponseError` naming the field path.
     """
+
+    keep_changes = False
+    """True once the changes are iterated (see :meth:`updates`)."""
 
     def __init__(
         self,
@@ -89,7 +92,7 @@ class CampaignTracker(Updating, AsyncClosing):
     def __repr__(self) -> str:
         return (
             f"<CampaignTracker {self.launch_request_id!r} until={self.until!r} "
-            f"state={self.state} progress={self.progress}>"
+            f"state={self.state} progress={self.progress.summary()!r}>"
         )
 
     @property
@@ -103,9 +106,10 @@ class CampaignTracker(Updating, AsyncClosing):
         return Counter(self._view.counts)
 
     @property
-    def progress(self) -> Progress:
-        """done/total, failed and delivered, from :attr:`counts`."""
-        return self._view.progress()
+    def progress(self) -> ProgressUpdate:
+        """The progress now (done/total, people per stage), from :attr:`counts`:
+        :meth:`snapshot`."""
+        return self.snapshot()
 
     @property
     def result(self) -> CampaignStatus | None:
@@ -132,6 +136,9 @@ class CampaignTracker(Updating, AsyncClosing):
         Changes read but not yet taken from the iterator are yielded again."""
         return _checkpoint.checkpoint(self._view, self.status_url, self._buffer)
 
+    def __aiter__(self) -> Self:
+        return self
+
     async def __anext__(self) -> DeploymentChange:
         if self._busy:
             raise RuntimeError("this CampaignTracker is already being iterated")
@@ -145,7 +152,21 @@ class CampaignTracker(Updating, AsyncClosing):
         finally:
             self._busy = False
 
+    def updates(self, every: float = 2.0) -> AsyncGenerator[ProgressUpdate]:
+        """Throttled :class:`ProgressUpdate` snapshots: at most one per
+        ``every`` seconds, when the progress changed, and the finished one
+        always (``every`` seconds after the one before). Iterated alone, it
+        polls; beside the change iterator (in another task) it shares its
+        polls and takes none of its changes.
+
+        Until the changes are iterated (``keep_changes``), each poll keeps
+        only its own changes, for a change iterator started beside updates;
+        so a campaign followed through updates alone holds no more.
+        """
+        return self._pacer.updates(self.snapshot, every)
+
     def snapshot(self) -> ProgressUpdate:
+        """The progress now, untimed."""
         return campaign_update(self._view.counts, self.state, self._finished)
 
     async def aclose(self) -> None:
@@ -318,6 +339,6 @@ class CampaignTracker(Updating, AsyncClosing):
             within = f"within {self.timeout:g} s"
         return errors.TimeoutError(
             f"launch request {self.launch_request_id!r} was not {reached} {within} "
-            f"(state {self.state}, progress {self.progress})",
+            f"(state {self.state}, progress {self.progress.summary()})",
             last_status=self.result,
         )

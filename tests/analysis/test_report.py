@@ -132,3 +132,20 @@ def test_no_sessions_says_no_answers() -> None:
     assert report.layers == []
     assert "No answers." in page
     assert "the service's default" in page
+
+
+def test_every_share_names_its_own_base() -> None:
+    """Issue 32: the funnel's shares are of the sessions and each question's
+    of its answers; the bars said "of recipients" for both."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    options = (AnswerOption("yes", 3, (("yes", 3),)), AnswerOption("no", 1, (("no", 1),)))
+    analysis = PollAnalysis(
+        "7", start, None, 8, 6, 4, 4, (QuestionAnswers("ok?", 4, 4, options),), ()
+    )
+    page = render_analysis_report(analysis, now=start)
+    assert "recipients" not in page
+    funnel = page[page.index('<div id="funnel">') : page.index('<div id="chart">')]
+    assert '<span class="share">75% of sessions</span>' in funnel  # 6 delivered of 8
+    answers = page[page.index('<div id="answers">') :]
+    assert '<span class="share">75% of answers</span>' in answers  # 3 yes of 4
+    assert "of sessions</span>" not in answers

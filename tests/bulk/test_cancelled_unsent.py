@@ -89,8 +89,8 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
                 await sending
         counts = await ledger.counts(RUN)
         assert (counts[left], counts[IN_FLIGHT]) == (len(USERS), 0)
-        assert updates[-1].counts[left] == len(USERS)
-        assert updates[-1].counts[IN_FLIGHT] == 0
+        assert updates[-1].states[left] == len(USERS)
+        assert updates[-1].states[IN_FLIGHT] == 0
 
         # The run sent again: only what surely never left goes.
         async def accept(request: Request) -> Reply:

@@ -67,7 +67,7 @@ async def test_a_second_run_does_not_message_suppressed_numbers(
             "310 0000005",
             "310 0000009",
         ]
-        assert updates[-1].counts["suppressed"] == 3
+        assert updates[-1].states["suppressed"] == 3
         assert updates[-1].skipped == 3  # suppressed: settled, not sent, not failed
         # The ledger's report of the run says the same.
         read = await ledger.report("two")

@@ -31,7 +31,7 @@ async def test_demo_end_to_end() -> None:
         "DELIVERED",
         "FAILURE_BY_PAYMENT_ISSUE",
         "PUSH_NOTIFICATION",
-        "200/200 settled (100%)",
+        "200/200 settled (100% of recipients)",
         "the sandbox POSTed the response webhook: HTTP 200",
         "on_event got session_id sr-",
         "merged them into the session: {'plan': 'gold', 'assigned_agent': '",

@@ -10,7 +10,8 @@ import pytest
 from campaignkit._funnel import Funnel
 from campaignkit._wire import sansio as wire
 from campaignkit.cli import output
-from campaignkit.models import CampaignStatus
+from campaignkit.models import CampaignStatus, Deployment
+from campaignkit.status import CampaignState, DeploymentStatus
 
 
 class FakeTTY(io.StringIO):
@@ -20,7 +21,7 @@ class FakeTTY(io.StringIO):
 
 def test_progress_plain_and_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = io.StringIO()
-    with output.Progress(plain, "work", interval=0) as progress:
+    with output.ProgressDisplay(plain, "work", interval=0) as progress:
         progress.update(5, 10, "half")
         progress.update(10, 10, "all")
     lines = plain.getvalue().splitlines()
@@ -30,14 +31,14 @@ def test_progress_plain_and_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     ]
 
     tty = FakeTTY()
-    with output.Progress(tty, "work") as progress:
+    with output.ProgressDisplay(tty, "work") as progress:
         progress.update(7, 10, "nearly")
     assert "7/10" in tty.getvalue()
     assert "nearly" in tty.getvalue()
 
     monkeypatch.setattr(output, "rich_available", lambda: False)
     tty = FakeTTY()
-    with output.Progress(tty, "work") as progress:
+    with output.ProgressDisplay(tty, "work") as progress:
         progress.update(3, 4)
     assert (
         tty.getvalue()
@@ -45,7 +46,7 @@ def test_progress_plain_and_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
     quiet = io.StringIO()
-    with output.Progress(quiet, "work", enabled=False) as progress:
+    with output.ProgressDisplay(quiet, "work", enabled=False) as progress:
         progress.update(1, 2)
     assert quiet.getvalue() == ""
 
@@ -81,3 +82,21 @@ def test_no_opted_out_zero_above_an_opt_out_failure() -> None:
     assert [line.split()[:3] for line in said.splitlines() if "opted out" in line] == [
         ["opted", "out", "2"]
     ]
+
+
+def test_the_status_table_names_the_base_of_its_shares() -> None:
+    """Issue 32: ``status`` and ``track`` show each status's share "of
+    recipients" (the header said "share"), and the line below says so too."""
+    deployments = tuple(
+        Deployment(f"c{n}", "s", f"{n}", None, None, status)
+        for n, status in enumerate([DeploymentStatus.DELIVERED] * 3 + [None])
+    )
+    shown = output.status_table(CampaignStatus("l", CampaignState.CLAIMED, 1, deployments))
+    assert shown.splitlines()[0].split()[:5] == ["status", "count", "share", "of", "recipients"]
+    assert "75%" in shown.splitlines()[2]
+    assert shown.splitlines()[-1].startswith("3/4 settled (75% of recipients): ")
+
+
+def test_the_progress_display_is_named_apart_from_the_progress_update() -> None:
+    assert not hasattr(output, "Progress")
+    assert output.ProgressDisplay.__name__ == "ProgressDisplay"

@@ -14,7 +14,13 @@ import pytest
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, DeploymentStatus, User
-from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel, sandbox_launches
+from campaignkit.dashboard import (
+    DASHBOARD,
+    Dashboard,
+    dashboard_app,
+    launch_stages,
+    sandbox_launches,
+)
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(40)
@@ -50,7 +56,7 @@ async def test_a_launch_stream_follows_the_campaign_to_the_tracker_counts(
         stream = asyncio.create_task(
             read_events(http, f"{url}/launches/{launch}/events", lambda e: e["state"] == "DONE")
         )
-        expected = funnel(await settle(launch)).to_json()
+        expected = launch_stages(await settle(launch)).to_json()
         first_done = (await stream)[-1]
         events = await read_events(
             http, f"{url}/launches/{launch}/events", lambda e: e["funnel"] == expected
@@ -121,7 +127,7 @@ async def test_the_report_of_a_watched_launch_is_an_attachment(
     client: CampaignClient, send: Send, settle: Settle
 ) -> None:
     launch = await send()
-    expected = funnel(await settle(launch))
+    expected = launch_stages(await settle(launch))
     async with (
         serving(dashboard_app(Dashboard(client, **FAST))) as url,
         aiohttp.ClientSession() as http,

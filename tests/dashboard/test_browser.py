@@ -27,7 +27,7 @@ from helpers.real_servers import require_program
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, User
-from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, funnel
+from campaignkit.dashboard import DASHBOARD, Dashboard, dashboard_app, launch_stages
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -179,8 +179,8 @@ async def test_the_funnel_on_screen_ends_equal_to_the_tracker_counts(
         listed = await page.screen(lambda s: s["launches"] == [launch])
         await page.go(f"{url}/launches/{launch}")
         first = await page.screen(lambda s: len(s["funnel"]) == 5)
-        expected = funnel(await settle(launch))
-        numbers = {stage.value: count for stage, count in expected.stages()}
+        expected = launch_stages(await settle(launch))
+        numbers = {stage.value: count for stage, count in expected.items()}
         last = await page.screen(
             lambda s: s["funnel"] == numbers and s["failures"] == dict(expected.failures)
         )

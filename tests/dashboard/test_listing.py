@@ -13,7 +13,7 @@ import pytest
 from helpers.servers import serving
 
 from campaignkit import CampaignClient, DeploymentStatus, User
-from campaignkit.dashboard import Dashboard, dashboard_app, funnel
+from campaignkit.dashboard import Dashboard, dashboard_app, launch_stages
 from campaignkit.ledger import Ledger
 from campaignkit.progress import failure_words
 
@@ -129,7 +129,7 @@ async def test_failures_are_in_words_with_the_phones_behind_each(
     client: CampaignClient, send: Send, settle: Settle
 ) -> None:
     launch = await send()
-    expected = funnel(await settle(launch))
+    expected = launch_stages(await settle(launch))
     status = await client.get_campaign_status(launch)
     poll = {p.id: p.name for p in await client.list_polls()}[status.poll_id]
     async with (

@@ -19,17 +19,17 @@ from campaignkit import (
     User,
 )
 from campaignkit.dashboard import (
-    Funnel,
+    LaunchStages,
     LaunchSummary,
     Sample,
     follow_report,
-    funnel,
+    launch_stages,
     ledger_history,
     render_report,
     write_report,
     write_run_report,
 )
-from campaignkit.dashboard._listing import total_funnel
+from campaignkit.dashboard._listing import total_stages
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
@@ -71,7 +71,7 @@ def test_a_report_is_self_contained_and_escapes_what_it_shows() -> None:
         "<b>launch</b>", CampaignState.CLAIMED, 7, tuple(map(deployment, range(8), statuses))
     )
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    history = [Sample(start, CampaignState.PENDING, Funnel())]
+    history = [Sample(start, CampaignState.PENDING, LaunchStages())]
     page = render_report(status, history, now=start + timedelta(seconds=90))
 
     assert outside_references(page) == []
@@ -94,16 +94,16 @@ async def test_write_report_reads_the_launch(
     tmp_path: Path,
 ) -> None:
     launch = await send()
-    expected = funnel(await settle(launch))
+    expected = launch_stages(await settle(launch))
     path = tmp_path / "report.html"
 
     status = await write_report(client, launch, path)
 
     page = path.read_text(encoding="utf-8")
     assert status.launch_request_id == launch
-    assert funnel(Counter(d.status for d in status.deployments)) == expected
+    assert launch_stages(Counter(d.status for d in status.deployments)) == expected
     assert outside_references(page) == []
-    for stage, count in expected.stages():
+    for stage, count in expected.items():
         assert f'data-stage="{stage}">{count}<' in page
 
 
@@ -115,7 +115,9 @@ def test_the_check_sees_what_loads_from_elsewhere() -> None:
 def test_the_chart_starts_when_the_launch_was_sent() -> None:
     status = CampaignStatus("l", CampaignState.DONE, 7, (deployment(0, S.DELIVERED),))
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    seen = [Sample(start + timedelta(minutes=3), CampaignState.DONE, funnel({S.DELIVERED: 1}))]
+    seen = [
+        Sample(start + timedelta(minutes=3), CampaignState.DONE, launch_stages({S.DELIVERED: 1}))
+    ]
     page = render_report(status, seen, now=start + timedelta(minutes=4), sent=start)
     unknown_start = render_report(status, seen, now=start + timedelta(minutes=4))
 
@@ -135,11 +137,11 @@ async def test_follow_report_samples_the_launch_until_it_settles(
     await sandbox.set_clock(speed=4)  # a campaign of a few seconds
     launch = await send()
     status, samples = await follow_report(client, launch, poll_interval=0.05, max_interval=0.2)
-    expected = funnel(await settle(launch))
+    expected = launch_stages(await settle(launch))
 
     assert len(samples) >= 3
-    assert samples[-1].funnel == expected
-    assert funnel(Counter(d.status for d in status.deployments)) == expected
+    assert samples[-1].stages == expected
+    assert launch_stages(Counter(d.status for d in status.deployments)) == expected
     assert samples[-1].at - samples[0].at >= timedelta(seconds=1)
     assert [s.at for s in samples] == sorted(s.at for s in samples)
 
@@ -162,14 +164,14 @@ async def test_write_run_report_reads_the_run_from_its_ledger(
     launches = [launch for launch in run.launches if isinstance(launch, LaunchSummary)]
     assert [launch.launch_request_id for launch in launches] == sent.launch_request_ids
     # The run's history is its launches' added up: the launch's is the filtered case.
-    assert whole[-1].funnel == total_funnel([samples[-1].funnel for samples in each])
-    assert whole[-1].funnel == total_funnel([launch.funnel for launch in launches])
-    assert whole[-1].funnel.total == len(users)
+    assert whole[-1].stages == total_stages([samples[-1].stages for samples in each])
+    assert whole[-1].stages == total_stages([launch.stages for launch in launches])
+    assert whole[-1].stages.total == len(users)
     assert len(whole) >= 2
     assert outside_references(page) == []
     assert "<i>Spring</i>" not in page
     assert "&lt;i&gt;Spring&lt;/i&gt;" in page
-    for reason, count in whole[-1].funnel.failures:
+    for reason, count in whole[-1].stages.failures:
         assert f'data-reason="{reason}">{count}<' in page
     for launch in sent.launch_request_ids:
         assert f'data-launch="{launch}"' in page

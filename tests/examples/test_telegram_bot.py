@@ -217,7 +217,7 @@ async def test_a_csv_sent_in_the_chat_is_followed_in_one_edited_message(
     assert sent[-1].splitlines()[:3] == [
         "[####################]",
         f"Finished; request {CampaignState.DONE.description}",
-        "40/40 settled (100%): 40 sent",
+        "40/40 settled (100% of inputs): 40 sent",
     ]
     assert following.text == "Following 40 users..."
     assert api.texts() == [summary.text, following.text]  # then only edits
@@ -237,7 +237,7 @@ async def test_a_csv_sent_in_the_chat_is_followed_in_one_edited_message(
         f"Finished; request {CampaignState.DONE.description}",
     ]
     # Every person counted, in the vocabulary of every screen.
-    assert last[2].startswith("40/40 settled (100%): ")
+    assert last[2].startswith("40/40 settled (100% of recipients): ")
     assert last[2].endswith(" delivered, 4 failed")
     assert last[3:] == [
         "FAILURE x2: failed after 3 retries",
@@ -351,7 +351,7 @@ def test_progress_text_shows_the_eta_until_finished() -> None:
     assert text(update) == (
         "[#####---------------]\n"
         f"In progress; request {CampaignState.CLAIMED.description}\n"
-        "5/20 settled (25%): 15 waiting, 1 sent, 3 delivered, 1 failed\n"
+        "5/20 settled (25% of recipients): 15 waiting, 1 sent, 3 delivered, 1 failed\n"
         "FAILURE x1: failed after 3 retries\n"
         "about 12 s left"
     )

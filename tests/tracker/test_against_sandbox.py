@@ -297,6 +297,6 @@ def test_progress_bot_example_posts_throttled_messages_and_a_summary() -> None:
     progress = [line for line in lines if line.startswith("bot> [")]
     assert progress, result.stdout
     assert ": Finished; request " in lines[-1]
-    assert "60/60 settled (100%): " in result.stdout  # nobody still waiting
+    assert "60/60 settled (100% of recipients): " in result.stdout  # nobody still waiting
     # throttled: far fewer progress messages than changes
     assert len(progress) < 20

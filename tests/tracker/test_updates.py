@@ -38,7 +38,7 @@ from campaignkit import (
 from campaignkit.progress import ProgressUpdate, campaign_update
 from campaignkit.sandbox import Sandbox
 from campaignkit.tracker import CampaignTracker, TrackerGroup
-from campaignkit.tracker._updates import least_state
+from campaignkit.tracker._pacer import least_state
 
 C = CampaignState
 
@@ -62,10 +62,10 @@ def test_a_campaign_update_counts_done_delivered_and_the_top_failures() -> None:
     got = campaign_update(counts, C.CLAIMED, False)
     assert (got.done, got.total, got.delivered, got.failed) == (11, 14, 4, 6)
     assert got.failures == (("INVALID_PHONE", 4), ("FAILURE", 2))
-    assert got.counts == counts
+    assert got.statuses == counts
     assert (got.state, got.finished) == (C.CLAIMED, False)
     counts[S.FAILURE] += 1  # a snapshot: later counts do not change it
-    assert got.counts[S.FAILURE] == 2
+    assert got.statuses[S.FAILURE] == 2
 
 
 def test_the_least_state_of_a_group() -> None:
@@ -165,7 +165,7 @@ async def test_the_change_iterator_and_updates_share_each_poll() -> None:
         ("c3", "RECEIVED", "DELIVERED"),
     ]
     assert updates[-1].finished
-    assert updates[-1].counts == {S.DELIVERED: 2, S.INVALID_PHONE: 1}
+    assert updates[-1].statuses == {S.DELIVERED: 2, S.INVALID_PHONE: 1}
     assert tracker.stats.polls == len(SCRIPT)
 
 
@@ -193,6 +193,31 @@ async def test_a_group_sums_its_launches_and_shows_the_least_advanced_state(
     assert (requests_to(mocked), requests_to(mocked, url2)) == (2, 3)
     # Nobody iterated the changes: the last poll's are kept, no others.
     assert triples(await collect(group)) == [("c2", "RECEIVED", "FAILURE")]
+
+
+def test_the_progress_of_a_tracker_and_a_group_is_the_one_progress_update(
+    scripted_client: CampaignClient,
+) -> None:
+    """Issue 32: ``tracker.Progress`` re-derived "delivered" beside
+    ``ProgressUpdate``; ``progress`` is now the snapshot, the old name
+    deprecated."""
+    import campaignkit.tracker
+
+    tracker = scripted_client.track(ACK)
+    group = scripted_client.track_many([ACK])
+    for following in (tracker, group):
+        assert isinstance(following.progress, ProgressUpdate)
+        assert following.progress == following.snapshot()
+    assert "Progress" not in campaignkit.tracker.__all__
+    with pytest.warns(DeprecationWarning, match="tracker.Progress is deprecated"):
+        assert campaignkit.tracker.Progress is ProgressUpdate
+
+
+@pytest.mark.parametrize("cls", [CampaignTracker, TrackerGroup])
+def test_each_following_class_is_whole_in_its_module(cls: type) -> None:
+    """No mixin: what a tracker or a group does is written in its class (the
+    updates() of both were a mixin of another module)."""
+    assert [base.__name__ for base in cls.__mro__[1:]] == ["AsyncClosing", "object"]
 
 
 # -- against the sandbox ------------------------------------------------------------
@@ -229,7 +254,7 @@ async def test_updates_follow_a_sandbox_campaign_beside_the_change_iterator(
     final = updates[-1]
     assert final.finished
     assert sum(u.finished for u in updates) == 1
-    assert final.counts == Counter(last.values()) == tracker.counts
+    assert final.statuses == Counter(last.values()) == tracker.counts
     assert (final.done, final.total, final.delivered, final.failed) == (40, 40, 36, 4)
     assert final.failures == (("FAILURE", 2), ("INVALID_PHONE", 2))
     assert [u.done for u in updates] == sorted(u.done for u in updates)

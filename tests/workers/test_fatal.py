@@ -77,7 +77,7 @@ async def test_the_first_404_ends_the_run_for_every_worker(
         async with producer(redis_url, queue, journal) as bulk:
             run = await bulk.submit(poll, make_users(COUNT), run="gone", chunk_size=CHUNK)
             async for progress in bulk.progress(run, poll_interval=0.01):
-                if progress.counts[ACCEPTED] >= 4 * CHUNK:
+                if progress.states[ACCEPTED] >= 4 * CHUNK:
                     del company.polls[poll]
                     break
             report = await bulk.wait(run, poll_interval=0.05, timeout=40)
@@ -85,7 +85,7 @@ async def test_the_first_404_ends_the_run_for_every_worker(
         stop.set()
         await asyncio.wait_for(asyncio.gather(*working), 20)
     chunks = -(-len(expected_phones(COUNT)) // CHUNK)
-    assert progress.counts[ACCEPTED] < len(expected_phones(COUNT)) - WORKERS * CHUNK
+    assert progress.states[ACCEPTED] < len(expected_phones(COUNT)) - WORKERS * CHUNK
     # The first 404, and at most one request of each other worker, under way
     # then: every later chunk was filed rejected without being sent.
     assert 1 <= refusals.count <= WORKERS < chunks // 4

@@ -110,7 +110,7 @@ async def test_settling_survives_a_terminated_ledger_session(
             try:
                 run = await bulk.submit(await first_poll(sb), make_users(200), chunk_size=50)
                 async for progress in bulk.progress(run, poll_interval=0.02):
-                    if progress.counts["in_flight"]:
+                    if progress.states["in_flight"]:
                         break
                 # Settling waits behind this lock; its session is terminated there.
                 tx = blocker.transaction()

@@ -1,4 +1,4 @@
-"""The funnel mapping, the timeline and the chart: pure, no I/O."""
+"""A launch's stages (LaunchStages), the timeline and the chart: pure, no I/O."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from campaignkit import CampaignState, DeploymentStatus, status
-from campaignkit.dashboard import Funnel, Sample, Stage, Timeline, funnel, stage_of
-from campaignkit.dashboard._funnel import FUNNEL
+from campaignkit.dashboard import LaunchStages, Sample, Stage, Timeline, launch_stages, stage_of
+from campaignkit.dashboard._stages import STAGES
 from campaignkit.dashboard._svg import chart_svg
 
 S = DeploymentStatus
@@ -47,16 +47,16 @@ def test_an_unknown_status_is_its_own_stage() -> None:
     with pytest.warns(RuntimeWarning, match="unknown deployment status"):
         status = S("DASHBOARD_TEST_NEW_STATUS")
     assert stage_of(status) is Stage.UNKNOWN
-    assert funnel({status: 2}).unknown == 2
+    assert launch_stages({status: 2}).unknown == 2
 
 
-def test_funnel_of_counts() -> None:
+def test_the_stages_of_counts() -> None:
     counts: Counter[DeploymentStatus | None] = Counter(
         {None: 4, S.RETRY: 1, S.RECEIVED: 2, S.SUCCESS: 3, S.DELIVERED: 5, S.REVOKED: 1}
     )
     counts.update({S.INVALID_PHONE: 2, S.FAILURE: 2})
-    result = funnel(counts)
-    assert result == Funnel(
+    result = launch_stages(counts)
+    assert result == LaunchStages(
         waiting=7,
         sent=3,
         delivered=5,
@@ -73,16 +73,18 @@ def test_funnel_of_counts() -> None:
         "done": 13,
         "failures": {"FAILURE": 2, "INVALID_PHONE": 2, "REVOKED": 1},
     }
-    assert [stage for stage, _ in result.stages()] == list(FUNNEL)
+    assert [stage for stage, _ in result.items()] == list(STAGES)
 
 
 def test_zero_counts_leave_no_failure_row() -> None:
-    assert funnel({S.FAILURE: 0, None: 1}).failures == ()
+    assert launch_stages({S.FAILURE: 0, None: 1}).failures == ()
 
 
 def sample(seconds: float, delivered: int, state: CampaignState = CampaignState.CLAIMED) -> Sample:
     return Sample(
-        T0 + timedelta(seconds=seconds), state, Funnel(waiting=10 - delivered, delivered=delivered)
+        T0 + timedelta(seconds=seconds),
+        state,
+        LaunchStages(waiting=10 - delivered, delivered=delivered),
     )
 
 
@@ -119,3 +121,34 @@ def test_the_last_sample_of_the_chart_has_a_width() -> None:
     assert points is not None
     xs = {float(point.split(",")[0]) for point in points.group(1).split()}
     assert max(xs) - min(xs) > 10
+
+
+def test_one_funnel_the_launch_stages_are_named_apart() -> None:
+    """Issue 32: ``campaignkit.Funnel`` is a run's funnel, the only one; a
+    launch's stages are :class:`LaunchStages`, the old names deprecated."""
+    import campaignkit
+    from campaignkit import dashboard
+
+    assert "Funnel" not in dashboard.__all__
+    assert "funnel" not in dashboard.__all__
+    with pytest.warns(DeprecationWarning, match="dashboard.Funnel is deprecated"):
+        assert getattr(dashboard, "Funnel") is LaunchStages  # noqa: B009
+    with pytest.warns(DeprecationWarning, match="dashboard.funnel is deprecated"):
+        assert getattr(dashboard, "funnel") is launch_stages  # noqa: B009
+    assert getattr(campaignkit, "Funnel") is not LaunchStages  # noqa: B009
+
+
+def test_a_sample_and_a_summary_hold_stages_their_old_funnel_deprecated() -> None:
+    from campaignkit.dashboard import LaunchSummary
+
+    stages = launch_stages({S.DELIVERED: 2})
+    summary = LaunchSummary("l", None, stages)
+    one = Sample(T0, None, stages)
+    assert summary.stages is stages
+    assert one.stages is stages
+    with pytest.warns(DeprecationWarning, match=r"LaunchSummary.funnel is deprecated"):
+        assert summary.funnel is stages
+    with pytest.warns(DeprecationWarning, match=r"Sample.funnel is deprecated"):
+        assert one.funnel is stages
+    with pytest.warns(DeprecationWarning, match=r"LaunchStages.stages\(\) is deprecated"):
+        assert stages.stages() == stages.items()

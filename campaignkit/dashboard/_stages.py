@@ -1,6 +1,7 @@
-"""The delivery funnel: people per stage, in the one vocabulary of
-:mod:`campaignkit.status` (:class:`~campaignkit.status.Stage`,
-:func:`~campaignkit.status.stage_of`), the words the CLI and the bots use.
+"""A launch's deployments per stage (:class:`LaunchStages`), rolled up by
+:func:`~campaignkit.status.stage_of`, the one classification the CLI and the
+bots use too. (A bulk run's funnel, planned → accepted → delivered → read →
+replied, is :class:`campaignkit.Funnel`.)
 
 One pure mapping shared by the live page and the HTML report, so both always
 show the same numbers for the same counts: **waiting** (not taken, or being
@@ -12,6 +13,7 @@ from the webhooks only; skipped belongs to a bulk run's inputs.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,16 +23,16 @@ import attrs
 from ..status import DeploymentStatus, Stage, stage_of
 
 __all__ = [
-    "FUNNEL",
     "PHONES_SHOWN",
-    "Funnel",
+    "STAGES",
+    "LaunchStages",
     "Stage",
     "failed_phones",
-    "funnel",
+    "launch_stages",
     "stage_of",
 ]
 
-FUNNEL = (Stage.WAITING, Stage.SENT, Stage.DELIVERED, Stage.FAILED, Stage.UNKNOWN)
+STAGES = (Stage.WAITING, Stage.SENT, Stage.DELIVERED, Stage.FAILED, Stage.UNKNOWN)
 """The stages a launch's status can tell, in order."""
 
 _FIELDS = {stage: stage.value for stage in Stage}
@@ -41,9 +43,9 @@ PHONES_SHOWN = 50
 
 
 @attrs.frozen
-class Funnel:
-    """Deployments per stage (each in exactly one); ``failures`` holds the
-    failed ones by reason (status value), largest first."""
+class LaunchStages:
+    """A launch's deployments per stage (each in exactly one); ``failures``
+    holds the failed ones by reason (status value), largest first."""
 
     waiting: int = 0
     sent: int = 0
@@ -69,21 +71,30 @@ class Funnel:
         launch's status does not tell them)."""
         return self.failed if stage is Stage.FAILED else int(getattr(self, _FIELDS[stage], 0))
 
+    def items(self) -> list[tuple[Stage, int]]:
+        """Every stage of :data:`STAGES` with its count, in order."""
+        return [(stage, self.count(stage)) for stage in STAGES]
+
     def stages(self) -> list[tuple[Stage, int]]:
-        """Every stage of :data:`FUNNEL` with its count, in order."""
-        return [(stage, self.count(stage)) for stage in FUNNEL]
+        """Deprecated: :meth:`items`."""
+        warnings.warn(
+            "LaunchStages.stages() is deprecated: use LaunchStages.items()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.items()
 
     def to_json(self) -> dict[str, Any]:
         return {
-            **{stage.value: count for stage, count in self.stages()},
+            **{stage.value: count for stage, count in self.items()},
             "total": self.total,
             "done": self.done,
             "failures": dict(self.failures),
         }
 
 
-def funnel(counts: Mapping[DeploymentStatus | None, int]) -> Funnel:
-    """The funnel of deployment counts by status (``tracker.counts``)."""
+def launch_stages(counts: Mapping[DeploymentStatus | None, int]) -> LaunchStages:
+    """The stages of deployment counts by status (``tracker.counts``)."""
     stages: Counter[Stage] = Counter()
     failures: Counter[str] = Counter()
     for status, count in counts.items():
@@ -91,7 +102,7 @@ def funnel(counts: Mapping[DeploymentStatus | None, int]) -> Funnel:
         stages[stage] += count
         if stage is Stage.FAILED and status is not None:
             failures[status.value] += count
-    return Funnel(
+    return LaunchStages(
         stages[Stage.WAITING],
         stages[Stage.SENT],
         stages[Stage.DELIVERED],

@@ -1,12 +1,10 @@
-"""What ``updates()`` needs of a tracker or a group: one poll at a time for
-all of its consumers (the change iterator and any number of ``updates()``),
-and the snapshot of its counts."""
+"""One poll at a time for all the consumers of a tracker or a group (the
+change iterator and any number of ``updates()``): the :class:`Pacer`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
-from typing import Self
 
 from ..progress import ProgressUpdate, check_every, throttled
 from ..status import CampaignState
@@ -70,8 +68,15 @@ class Pacer:
                     raise
             await self.sleep(wait)
 
+    def updates(
+        self, snapshot: Callable[[], ProgressUpdate], every: object
+    ) -> AsyncGenerator[ProgressUpdate]:
+        """The ``snapshot`` after each poll, throttled to at most one per
+        ``every`` seconds (see ``CampaignTracker.updates``)."""
+        return throttled(_readings(self, snapshot), check_every(every), self.clock, self.sleep)
 
-async def readings(
+
+async def _readings(
     pacer: Pacer, snapshot: Callable[[], ProgressUpdate]
 ) -> AsyncGenerator[ProgressUpdate]:
     """A snapshot after each poll, up to the finished one."""
@@ -82,36 +87,6 @@ async def readings(
         yield update
         if update.finished:
             return
-
-
-class Updating:
-    """The :meth:`updates` of a tracker or a group, over its :class:`Pacer`."""
-
-    _pacer: Pacer
-    keep_changes = False
-    """True once the changes are iterated."""
-
-    def __aiter__(self) -> Self:
-        return self
-
-    def updates(self, every: float = 2.0) -> AsyncGenerator[ProgressUpdate]:
-        """Throttled :class:`ProgressUpdate` snapshots: at most one per
-        ``every`` seconds, when the progress changed, and the finished one
-        always (``every`` seconds after the one before). Iterated alone, it
-        polls; beside the change iterator (in another task) it shares its
-        polls and takes none of its changes.
-
-        Until the changes are iterated (``keep_changes``), each poll keeps
-        only its own changes, for a change iterator started beside updates;
-        so a campaign followed through updates alone holds no more.
-        """
-        pacer = self._pacer
-        snapshots = readings(pacer, self.snapshot)
-        return throttled(snapshots, check_every(every), pacer.clock, pacer.sleep)
-
-    def snapshot(self) -> ProgressUpdate:
-        """The progress now, untimed."""
-        raise NotImplementedError
 
 
 _STATE_ORDER = list(CampaignState)
