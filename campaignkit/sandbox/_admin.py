@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ._failures import InvalidFailure
+from ._failures import RULE_FIELDS, InvalidFailure
 from ._faults import InvalidFaults
 from ._http import ServiceError, json_response
 from ._keys import FAULTS, REPLIES, WORLD
@@ -92,8 +92,10 @@ async def get_failures(request: web.Request) -> web.Response:
 async def add_failure(request: web.Request) -> web.Response:
     """``{prefix, rate, status?, seed?}``: that share of the prefix's numbers
     fails from the next launch on (see ``_failures``); answers the rule."""
+    body = await _body(request)
+    _known(body, RULE_FIELDS)
     try:
-        rule = request.app[WORLD].failures.set(await _body(request))
+        rule = request.app[WORLD].failures.set(body)
     except InvalidFailure as exc:
         raise _invalid(f"invalid failure rule: {exc}") from exc
     return json_response(rule)

@@ -16,7 +16,13 @@ from aiohttp import web
 from helpers.servers import serving
 
 from campaignkit.sandbox import Sandbox
-from campaignkit.webhooks import EventKind, TemplateStatus, WebhookEvent, webhook_app
+from campaignkit.webhooks import (
+    EventKind,
+    TemplateStatus,
+    WebhookEvent,
+    webhook_app,
+    webhook_handler,
+)
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -44,10 +50,16 @@ class Receiver:
         self.events.append(event)
 
 
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
+@pytest.fixture(params=["webhook_app", "webhook_handler"])
+async def receiver(request: pytest.FixtureRequest) -> AsyncIterator[Receiver]:
+    """Both aiohttp mounts: the ready app, and the handler in one's own app."""
     receiver = Receiver()
-    app = webhook_app(receiver.on_event, secret=SECRET, secret_header="Authorization")
+    options: dict[str, Any] = {"secret": SECRET, "secret_header": "Authorization"}
+    if request.param == "webhook_app":
+        app = webhook_app(receiver.on_event, **options)
+    else:
+        app = web.Application()
+        webhook_handler(receiver.on_event, **options).install(app, "/webhook")
     async with serving(app) as url:
         receiver.url = f"{url}/webhook"
         yield receiver
