@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
+import orjson
 from aiohttp import web
 
 from ..status import DeploymentStatus
@@ -141,17 +142,15 @@ class Sandbox:
         async with self._http.request(
             method, self.admin_url + path, json=body, params=params
         ) as response:
-            answer = await response.json(content_type=None)
             if not response.ok:
-                message = answer.get("message") if isinstance(answer, dict) else None
                 raise aiohttp.ClientResponseError(
                     response.request_info,
                     response.history,
                     status=response.status,
-                    message=message or response.reason or "",
+                    message=_message(await response.read()) or response.reason or "",
                     headers=response.headers,
                 )
-            return answer
+            return await response.json(content_type=None)
 
     async def snapshot(
         self, *, company: str | None = None, users: bool = True, launch: str | None = None
@@ -306,6 +305,16 @@ class Sandbox:
             f"/companies/{company or self.company_id}/sessions",
             {"poll_id": poll_id, "count": count, **fields},
         )
+
+
+def _message(body: bytes) -> str | None:
+    """The ``message`` of an admin error body, if it has one."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    message = answer.get("message") if isinstance(answer, dict) else None
+    return message if isinstance(message, str) else None
 
 
 async def serve(
