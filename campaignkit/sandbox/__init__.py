@@ -2,7 +2,8 @@
 
 ``async with Sandbox(speed=50) as sb:`` or ``python -m campaignkit.sandbox``.
 The guide "The sandbox" lists the magic cellphone numbers, admin routes and
-faults.
+faults; ``Sandbox.fail_prefix`` and ``Sandbox.change_template_status`` let
+tests drive a run's guards (breaker, canary) end to end.
 """
 
 from ._config import SandboxConfig

@@ -10,12 +10,13 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ._failures import RULE_FIELDS, InvalidFailure
 from ._faults import InvalidFaults
 from ._http import ServiceError, json_response
 from ._keys import FAULTS, REPLIES, WORLD
 from ._sessions import US
 from ._state import Company, Launch, NotRepliable
-from ._webhooks import KINDS, WebhookTargets
+from ._webhooks import KINDS, TEMPLATE_STATUSES, WebhookTargets, template_status_event
 
 __all__ = ["ADMIN_PREFIX", "add_admin_routes"]
 
@@ -41,6 +42,12 @@ def _number(body: dict[str, Any], name: str) -> float | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise _invalid(f"{name} must be a number")
     return value
+
+
+def _known(body: dict[str, Any], fields: tuple[str, ...]) -> None:
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise _invalid(f"unknown field {', '.join(unknown)} (known: {', '.join(fields)})")
 
 
 def _company(request: web.Request) -> Company:
@@ -76,6 +83,28 @@ async def put_faults(request: web.Request) -> web.Response:
 async def delete_faults(request: web.Request) -> web.Response:
     request.app[FAULTS].clear()
     return json_response(request.app[FAULTS].to_json())
+
+
+async def get_failures(request: web.Request) -> web.Response:
+    return json_response(request.app[WORLD].failures.to_json())
+
+
+async def add_failure(request: web.Request) -> web.Response:
+    """``{prefix, rate, status?, seed?}``: that share of the prefix's numbers
+    fails from the next launch on (see ``_failures``); answers the rule."""
+    body = await _body(request)
+    _known(body, RULE_FIELDS)
+    try:
+        rule = request.app[WORLD].failures.set(body)
+    except InvalidFailure as exc:
+        raise _invalid(f"invalid failure rule: {exc}") from exc
+    return json_response(rule)
+
+
+async def delete_failures(request: web.Request) -> web.Response:
+    failures = request.app[WORLD].failures
+    failures.clear()
+    return json_response(failures.to_json())
 
 
 async def get_clock(request: web.Request) -> web.Response:
@@ -249,12 +278,54 @@ async def add_sessions(request: web.Request) -> web.Response:
     return json_response({"poll_id": poll_id, "count": count, "first_id": block.session_id(0)}, 201)
 
 
+_TEMPLATE_FIELDS = ("name", "status", "affected_conversation_ids", "event_id")
+
+
+async def template_status(request: web.Request) -> web.Response:
+    """``{name, status, affected_conversation_ids?, event_id?}``: a template's
+    status changes; the published ``hsm.status`` event goes to the company's
+    ``template_status`` URL.
+
+    ``status`` is one of the published ``APPROVED``, ``REJECTED``, ``PAUSED``,
+    ``DISABLED``, ``PENDING_DELETION``; the published event names no reason,
+    so there is none to give. ``event_id`` (default: a new one) repeats an
+    event, as a redelivery would. Answers ``{event, webhook}``: the body and
+    the recorded call (None without a URL). The sandbox's deployments do not
+    change with it.
+    """
+    company = _company(request)
+    body = await _body(request)
+    _known(body, _TEMPLATE_FIELDS)
+    name, status = body.get("name"), body.get("status")
+    if not (isinstance(name, str) and name.strip()):
+        raise _invalid("name (the template's) must be a non-empty string")
+    if status not in TEMPLATE_STATUSES:
+        raise _invalid(f"status must be one of {', '.join(TEMPLATE_STATUSES)}, not {status!r}")
+    affected = body.get("affected_conversation_ids", [])
+    if not (
+        isinstance(affected, list)
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in affected)
+    ):
+        raise _invalid("affected_conversation_ids must be a list of integers")
+    event_id = body.get("event_id")
+    if event_id is not None and not (isinstance(event_id, str) and event_id):
+        raise _invalid("event_id must be a non-empty string")
+    world = request.app[WORLD]
+    event_id = event_id or world.event_id()
+    event = template_status_event(event_id, world.clock.now(), status, name, affected)
+    call = await request.app[REPLIES].account_event(company, "template_status", event)
+    return json_response({"event": event, "webhook": call})
+
+
 def add_admin_routes(app: web.Application) -> None:
     router = app.router
     router.add_get(f"{ADMIN_PREFIX}/state", state)
     router.add_get(f"{ADMIN_PREFIX}/faults", get_faults)
     router.add_put(f"{ADMIN_PREFIX}/faults", put_faults)
     router.add_delete(f"{ADMIN_PREFIX}/faults", delete_faults)
+    router.add_get(f"{ADMIN_PREFIX}/failures", get_failures)
+    router.add_post(f"{ADMIN_PREFIX}/failures", add_failure)
+    router.add_delete(f"{ADMIN_PREFIX}/failures", delete_failures)
     router.add_get(f"{ADMIN_PREFIX}/clock", get_clock)
     router.add_put(f"{ADMIN_PREFIX}/clock", put_clock)
     router.add_post(f"{ADMIN_PREFIX}/reply", reply)
@@ -262,5 +333,6 @@ def add_admin_routes(app: web.Application) -> None:
     router.add_put(f"{ADMIN_PREFIX}/companies/{{company_id}}/webhook", set_webhook)
     router.add_put(f"{ADMIN_PREFIX}/companies/{{company_id}}/flow", set_flow)
     router.add_get(f"{ADMIN_PREFIX}/companies/{{company_id}}/webhook-calls", webhook_calls)
+    router.add_post(f"{ADMIN_PREFIX}/companies/{{company_id}}/template-status", template_status)
     router.add_get(f"{ADMIN_PREFIX}/sessions/{{session_id}}", session)
     router.add_post(f"{ADMIN_PREFIX}/companies/{{company_id}}/sessions", add_sessions)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -15,7 +14,7 @@ from ._http import ROUTES, RouteSpec, ServiceError, json_response
 from ._keys import FAULTS, PREFIXES, REPLIES, SPECS, WORLD
 from ._middleware import Handler, service_middleware
 from ._replies import Replies
-from ._sessions import US, BadCursor
+from ._sessions import US, BadCursor, iso_time
 from ._state import Company, World
 from ._users import InvalidUsers, UserIn, parse_keys, parse_users
 
@@ -206,9 +205,7 @@ async def deploy_legacy(request: web.Request) -> web.Response:
             "message": "Deployment scheduled.",
             "id": str(poll_id),
             "batch_id": launch.batch_id,
-            "new_last_scheduleded_deployment": datetime.fromtimestamp(last, UTC)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
+            "new_last_scheduleded_deployment": iso_time(last),
             "conversations_id": [launch.conversation_id(i) for i in range(len(launch.deployments))],
         }
     )

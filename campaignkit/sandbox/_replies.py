@@ -112,6 +112,14 @@ class Replies:
             )
         return result
 
+    async def account_event(
+        self, company: Company, kind: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """POST an account event (one of no flow, e.g. a template's status) to
+        the company's URL for ``kind`` (a poll's own URLs are its flows'),
+        and record the call; None without a URL."""
+        return await self._webhooks.post(company.webhooks, kind, payload, company.webhook_log)
+
     async def _timed(self, company: Company, launch: Launch, index: int, kind: str) -> None:
         record = self._world.open_session(company, launch, index)
         now = self._world.clock.now()

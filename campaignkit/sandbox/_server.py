@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
+import orjson
 from aiohttp import web
 
+from ..status import DeploymentStatus
 from ._admin import ADMIN_PREFIX, add_admin_routes
 from ._app import build_app
 from ._clock import Clock
@@ -19,6 +21,7 @@ from ._faults import Faults
 from ._keys import PREFIXES
 from ._replies import Replies
 from ._state import World
+from ._webhooks import TemplateState
 
 if TYPE_CHECKING:
     from ..client import CampaignClient
@@ -132,14 +135,22 @@ class Sandbox:
 
     # ---- admin helpers (over HTTP, like any other test) ------------------
     async def admin(self, method: str, path: str, body: Any = None, **params: str) -> Any:
-        """Call an admin route; raises ``aiohttp.ClientResponseError`` on error."""
+        """Call an admin route; raises ``aiohttp.ClientResponseError`` on error,
+        whose ``message`` is the sandbox's (naming the field at fault)."""
         if self._http is None:
             self._http = aiohttp.ClientSession()
         async with self._http.request(
             method, self.admin_url + path, json=body, params=params
         ) as response:
-            response.raise_for_status()
-            return await response.json()
+            if not response.ok:
+                raise aiohttp.ClientResponseError(
+                    response.request_info,
+                    response.history,
+                    status=response.status,
+                    message=_message(await response.read()) or response.reason or "",
+                    headers=response.headers,
+                )
+            return await response.json(content_type=None)
 
     async def snapshot(
         self, *, company: str | None = None, users: bool = True, launch: str | None = None
@@ -157,6 +168,40 @@ class Sandbox:
 
     async def clear_faults(self) -> Any:
         return await self.admin("DELETE", "/faults")
+
+    async def fail_prefix(
+        self,
+        prefix: str,
+        *,
+        rate: float,
+        status: DeploymentStatus | str = DeploymentStatus.FAILURE,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """Make ``rate`` of the numbers starting with ``prefix`` (``+57300``:
+        country code and cellphone as sent) end in the failure ``status``,
+        from the next launch on; answers the rule.
+
+        Which numbers fail depends only on ``seed`` (default: the sandbox's)
+        and the number, so reruns see the same ones fail. Numbers otherwise
+        delivered are drawn; magic (``99NN``) and invalid numbers keep their
+        outcome. A prefix's rule replaces its previous one; the longest
+        matching prefix applies. Bad input raises ``aiohttp.ClientResponseError``
+        (400) naming the field.
+        """
+        body: dict[str, Any] = {"prefix": prefix, "rate": rate, "status": str(status)}
+        if seed is not None:
+            body["seed"] = seed
+        rule: dict[str, Any] = await self.admin("POST", "/failures", body)
+        return rule
+
+    async def failures(self) -> list[dict[str, Any]]:
+        """The prefix rules, each with ``drawn`` (numbers of the prefix seen
+        since set) and ``failed`` (of those, made to fail)."""
+        rules: list[dict[str, Any]] = (await self.admin("GET", "/failures"))["failures"]
+        return rules
+
+    async def clear_failures(self) -> None:
+        await self.admin("DELETE", "/failures")
 
     async def set_clock(
         self, *, now: float | None = None, speed: float | None = None, advance: float | None = None
@@ -200,6 +245,37 @@ class Sandbox:
             body["poll_id"] = poll_id
         return await self.admin("PUT", f"/companies/{company or self.company_id}/webhook", body)
 
+    async def change_template_status(
+        self,
+        name: str,
+        status: TemplateState,
+        *,
+        affected_conversation_ids: Sequence[int] = (),
+        event_id: str | None = None,
+        company: str | None = None,
+    ) -> dict[str, Any]:
+        """Template ``name`` moves to ``status`` (e.g. ``"PAUSED"``,
+        ``"DISABLED"``): the service's ``hsm.status`` event is POSTed, as
+        published and with the static headers, to the company's
+        ``template_status`` URL (see :meth:`set_webhook`).
+
+        Answers ``{"event": body, "webhook": call}`` (the call as
+        :meth:`webhook_calls` lists it; None without a URL). ``event_id``
+        (default: a new one) sends an event again, as a redelivery. The
+        published event gives no reason for the change, so neither does this.
+        """
+        body: dict[str, Any] = {
+            "name": name,
+            "status": status,
+            "affected_conversation_ids": list(affected_conversation_ids),
+        }
+        if event_id is not None:
+            body["event_id"] = event_id
+        sent: dict[str, Any] = await self.admin(
+            "POST", f"/companies/{company or self.company_id}/template-status", body
+        )
+        return sent
+
     async def set_flow(
         self, poll_id: int, questions: Sequence[str], *, company: str | None = None
     ) -> Any:
@@ -229,6 +305,16 @@ class Sandbox:
             f"/companies/{company or self.company_id}/sessions",
             {"poll_id": poll_id, "count": count, **fields},
         )
+
+
+def _message(body: bytes) -> str | None:
+    """The ``message`` of an admin error body, if it has one."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    message = answer.get("message") if isinstance(answer, dict) else None
+    return message if isinstance(message, str) else None
 
 
 async def serve(

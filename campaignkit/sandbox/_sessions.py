@@ -24,6 +24,7 @@ __all__ = [
     "SessionRecord",
     "decode_cursor",
     "format_time",
+    "iso_time",
     "message",
 ]
 
@@ -42,6 +43,16 @@ class BadCursor(ValueError):
 def format_time(micros: int) -> str:
     """``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC, the spec's session time text."""
     return datetime.fromtimestamp(micros / US, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def iso_time(seconds: float) -> str:
+    """ISO 8601 in UTC to the millisecond with ``Z``, as the service writes
+    its few ISO times (e.g. ``2024-09-10T12:34:56.789Z``)."""
+    return (
+        datetime.fromtimestamp(seconds, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def encode_cursor(key: Key) -> str:

@@ -21,7 +21,8 @@ from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX
 from ..status import CampaignState
 from ._clock import Clock
 from ._config import SandboxConfig
-from ._outcomes import OUTCOMES, SENT, VALIDATION_ERROR, outcome_for, wire
+from ._failures import PrefixFailures
+from ._outcomes import DEFAULT_OUTCOME, OUTCOMES, SENT, VALIDATION_ERROR, outcome_for, wire
 from ._sessions import US, PollSessions, SessionBlock, SessionRecord, message
 from ._users import SessionKeys, UserIn, network_cellphone
 from ._webhooks import WebhookTargets
@@ -250,11 +251,16 @@ class World:
         self._blocks: dict[int, SessionBlock] = {}
         self._records: dict[str, SessionRecord] = {}
         self._launch_count = 0
+        self.failures = PrefixFailures(config.seed)
         self.default = self.add_company("Sandbox Inc.")
 
     # ---- ids -------------------------------------------------------------
     def _hex(self, bits: int = 96) -> str:
         return f"{self._rng.getrandbits(bits):0{bits // 4}x}"
+
+    def event_id(self) -> str:
+        """An account event's id: 24 hex digits, as in the published sample."""
+        return self._hex()
 
     def _uuid(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
@@ -317,8 +323,11 @@ class World:
         claimed = now if endpoint == "deploy_legacy" else now + self.config.claim_delay
         gap = 1.0 / self.config.dispatch_rate
         deployments = []
+        fail = self.failures.outcome if self.failures else None
         for index, user in enumerate(users):
             outcome, line = self._route(company, user, index)
+            if fail is not None and outcome == DEFAULT_OUTCOME:
+                outcome = fail(user.country_code + user.cellphone, outcome)
             slot = claimed + index * gap
             taken = slot if user.eta is None else max(slot, float(user.eta))
             deployments.append(Deployment(*user, outcome, line, taken))

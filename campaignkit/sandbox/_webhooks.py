@@ -9,21 +9,34 @@ answer's ``user_session_keys`` are merged into the session; the service waits
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal, get_args
 
 import aiohttp
 import attrs
 import orjson
 
 from .._redaction import sdk_logger
-from ._sessions import US, SessionRecord, format_time
+from ._sessions import US, SessionRecord, format_time, iso_time
 
-__all__ = ["KINDS", "WebhookTargets", "Webhooks", "flat_event", "closed_event"]
+__all__ = [
+    "KINDS",
+    "TEMPLATE_STATUSES",
+    "TemplateState",
+    "WebhookTargets",
+    "Webhooks",
+    "closed_event",
+    "flat_event",
+    "template_status_event",
+]
 
 log = sdk_logger("campaignkit.sandbox")
 
-KINDS = ("response", "delivered", "read", "opt_out", "conversation_closed")
+KINDS = ("response", "delivered", "read", "opt_out", "conversation_closed", "template_status")
 """The kinds of calls the sandbox makes (``EventKind`` values)."""
+
+TemplateState = Literal["APPROVED", "REJECTED", "PAUSED", "DISABLED", "PENDING_DELETION"]
+"""The statuses the published template (HSM) status event carries."""
+TEMPLATE_STATUSES: tuple[str, ...] = get_args(TemplateState)
 
 JSON = dict[str, Any]
 
@@ -97,6 +110,24 @@ def closed_event(record: SessionRecord, company_number: int, line: str | None, a
         "messages": messages,
         "user_session_keys": _keys(record),
         "hsm": None,
+    }
+
+
+def template_status_event(
+    event_id: str, at: float, status: str, name: str, affected_conversation_ids: list[int]
+) -> JSON:
+    """The template (HSM) status account event, field for field as published.
+
+    The published body has no reason field (why a template was paused or
+    disabled) and no company or line: the sandbox sends none.
+    """
+    return {
+        "event_id": event_id,
+        "timestamp": iso_time(at),
+        "event_type": "hsm.status",
+        "status": status,
+        "name": name,
+        "affected_conversation_ids": affected_conversation_ids,
     }
 
 

@@ -56,6 +56,19 @@ async def test_admin_bad_bodies(api: Any, sb: Sandbox) -> None:
     assert missing.status == 404
 
 
+async def test_the_helpers_raise_the_sandbox_message(sb: Sandbox) -> None:
+    with pytest.raises(aiohttp.ClientResponseError) as raised:
+        await sb.set_clock(speed=0)
+    assert (raised.value.status, raised.value.message) == (400, "speed must be > 0")
+
+
+@pytest.mark.parametrize("sandbox_options", [{"max_body_size": 1024}])
+async def test_an_error_without_a_json_body_keeps_its_reason(sb: Sandbox) -> None:
+    with pytest.raises(aiohttp.ClientResponseError) as raised:
+        await sb.fail_prefix("+57" + "0" * 2000, rate=0.5)
+    assert (raised.value.status, raised.value.message) == (413, "Request Entity Too Large")
+
+
 async def test_company_with_its_own_lines(api: Any, sb: Sandbox) -> None:
     company = await sb.add_company(name="Lines", lines=["15550009999"])
     assert company["lines"] == ["15550009999"]
