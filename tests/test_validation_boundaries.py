@@ -146,7 +146,7 @@ def test_a_count_takes_its_noun_in_the_right_number(count: int, noun: str, said:
 
 
 def test_names_are_listed_under_their_noun_in_its_number() -> None:
-    """"unknown field: email", never "field(s)"."""
+    """Say "unknown field: email", never "field(s)"."""
     assert listed("field", ["email"]) == "field: email"
     assert listed("field", ["email", "phone"]) == "fields: email, phone"
     assert listed("batch", ["a", "b"]) == "batches: a, b"
