@@ -48,7 +48,7 @@ class StageCounts(Mapping[Stage, int]):
             "ProgressUpdate.counts is keyed by Stage: read deployment statuses from "
             "ProgressUpdate.statuses, a run's ledger states from ProgressUpdate.states",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=2,
         )
         return self._former[key]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import pytest
 
@@ -152,3 +153,15 @@ def test_a_sample_and_a_summary_hold_stages_their_old_funnel_deprecated() -> Non
         assert one.funnel is stages
     with pytest.warns(DeprecationWarning, match=r"LaunchStages.stages\(\) is deprecated"):
         assert stages.stages() == stages.items()
+
+
+def test_a_watch_holds_stages_its_old_funnel_deprecated() -> None:
+    from campaignkit.dashboard import Watch
+
+    watch = Watch(
+        cast(Any, None), "l", on_change=lambda: None, poll_interval=1, max_interval=1, linger=0
+    )
+    assert watch.stages == LaunchStages()
+    assert watch.summary.stages is watch.stages
+    with pytest.warns(DeprecationWarning, match=r"Watch.funnel is deprecated"):
+        assert watch.funnel is watch.stages
