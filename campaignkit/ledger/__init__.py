@@ -36,11 +36,13 @@ under a running send stops it. ``create=False`` opens only a ledger that
 exists (:class:`LedgerNotFound` otherwise, nothing created): whoever reads
 or resumes a run opens it so.
 
-Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
-:class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
-and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
-the same rules in memory (``send_bulk(journal=None)`` runs over one). Close a
-ledger with ``aclose()`` (``close()`` is a deprecated alias).
+Every ledger is a :class:`Ledger`: its rules are written once, over a store
+of plain primitives (``campaignkit.ledger._store``). Two durable stores share
+the same SQL: :class:`SqliteLedger` (a file, the embedded default of
+``journal="run.db"``) and :class:`PostgresLedger` (extra ``workers``);
+:class:`MemoryLedger` keeps its store in memory (``send_bulk(journal=None)``
+runs over one). Close a ledger with ``aclose()`` (``close()`` is a
+deprecated alias).
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ from typing import TypeAlias
 
 from .._funnel import Funnel
 from ._identity import LedgerNotFound, WrongLedger
+from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory import MemoryLedger
 from ._outcomes import RecipientOutcome, StatusRow
 from ._postgres import PostgresLedger
-from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
