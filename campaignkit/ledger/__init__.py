@@ -43,6 +43,10 @@ the same SQL: :class:`SqliteLedger` (a file, the embedded default of
 :class:`MemoryLedger` keeps its store in memory (``send_bulk(journal=None)``
 runs over one). Close a ledger with ``aclose()`` (``close()`` is a
 deprecated alias).
+
+The bulk pipeline and the workers build their reports from a ledger with
+:func:`build_report` (:class:`Request`, :data:`OUTCOME`) and keep errors as
+text with :func:`error_detail` / :func:`error_from_detail`.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ import os
 from typing import TypeAlias
 
 from .._funnel import Funnel
+from ._build import OUTCOME, Request, build_report
+from ._errors import error_detail, error_from_detail
 from ._identity import LedgerNotFound, WrongLedger
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory import MemoryLedger
@@ -68,11 +74,13 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
     Stall,
 )
+from ._schema import LedgerUnavailable
 from ._sqlite import SqliteLedger
 from ._suppression import (
     MANUAL,
@@ -90,6 +98,7 @@ __all__ = [
     "IN_FLIGHT",
     "MANUAL",
     "OPT_OUT",
+    "OUTCOME",
     "PLANNED",
     "REJECTED",
     "STALL_AFTER",
@@ -101,11 +110,14 @@ __all__ = [
     "Journal",
     "Ledger",
     "LedgerNotFound",
+    "LedgerUnavailable",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
     "RecipientOutcome",
+    "Recipients",
     "Record",
+    "Request",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
@@ -113,6 +125,9 @@ __all__ = [
     "Suppression",
     "StatusRow",
     "WrongLedger",
+    "build_report",
+    "error_detail",
+    "error_from_detail",
     "ledger_from",
     "suppression_reason",
 ]
