@@ -76,12 +76,12 @@ SCHEMA: Final = (
         updated DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (run, phone)
     )""",
+    # One secondary index: a recipient's every move rewrites its entries, and
+    # a claim's recipients are found through its chunk (see ._sql).
     "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
     " ON campaignkit_recipients (run, chunk, state)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_claim"
-    " ON campaignkit_recipients (run, claim)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_state"
-    " ON campaignkit_recipients (run, state)",
+    "DROP INDEX IF EXISTS campaignkit_recipients_claim",
+    "DROP INDEX IF EXISTS campaignkit_recipients_state",
     """CREATE TABLE IF NOT EXISTS campaignkit_claims (
         run TEXT NOT NULL,
         claim TEXT NOT NULL,

@@ -57,10 +57,12 @@ RUN_OF_PHONE: Final = (
     " AND r.state = ?) ORDER BY u.created DESC, u.run DESC LIMIT 1"
 )
 """The most recent run holding a phone in a state."""
-# Recipients taken by a claim made after a time, in some states.
+# Recipients taken by a claim made after a time, in some states: each
+# claim's found through its chunk (the recipients' one secondary index).
+# CROSS JOIN: SQLite reads the claims first (PostgreSQL plans it freely).
 _TAKEN: Final = (
-    " FROM campaignkit_recipients r JOIN campaignkit_claims c"
-    " ON c.run = r.run AND c.claim = r.claim WHERE c.claimed > ?"
+    " FROM campaignkit_claims c CROSS JOIN campaignkit_recipients r"
+    " WHERE r.run = c.run AND r.chunk = c.chunk AND r.claim = c.claim AND c.claimed > ?"
 )
 # The columns a move or a claim update may set: never a caller's text.
 _RECIPIENT_FIELDS: Final = frozenset({"detail", "launch_request_id", "claim"})
@@ -389,6 +391,14 @@ class SqlTx:
         moved = 0
         for batch in [None] if values is None else _batches(values):
             selected, chosen = ("1 = 1", ()) if batch is None else self.sql.any_of(column, batch)
+            if column == "claim" and batch is not None:
+                # Through the claims' chunks: the recipients' one secondary index.
+                claims, more_claims = self.sql.any_of("claim", batch)
+                selected = (
+                    f"chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND {claims})"
+                    f" AND {selected}"
+                )
+                chosen = (run, *more_claims, *chosen)
             moved += await self.sql.execute(
                 f"UPDATE campaignkit_recipients SET state = ?{sets}, updated = ?"
                 f" WHERE {condition} AND {selected}",
