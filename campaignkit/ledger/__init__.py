@@ -36,11 +36,17 @@ under a running send stops it. ``create=False`` opens only a ledger that
 exists (:class:`LedgerNotFound` otherwise, nothing created): whoever reads
 or resumes a run opens it so.
 
-Every ledger is a :class:`Ledger`. Two durable stores share the same SQL:
-:class:`SqliteLedger` (a file, the embedded default of ``journal="run.db"``)
-and :class:`PostgresLedger` (extra ``workers``); :class:`MemoryLedger` keeps
-the same rules in memory (``send_bulk(journal=None)`` runs over one). Close a
-ledger with ``aclose()`` (``close()`` is a deprecated alias).
+Every ledger is a :class:`Ledger`: its rules are written once, over a store
+of plain primitives (``campaignkit.ledger._store``). Two durable stores share
+the same SQL: :class:`SqliteLedger` (a file, the embedded default of
+``journal="run.db"``) and :class:`PostgresLedger` (extra ``workers``);
+:class:`MemoryLedger` keeps its store in memory (``send_bulk(journal=None)``
+runs over one). Close a ledger with ``aclose()`` (``close()`` is a
+deprecated alias).
+
+The bulk pipeline and the workers build their reports from a ledger with
+:func:`build_report` (:class:`Request`, :data:`OUTCOME`) and keep errors as
+text with :func:`error_detail` / :func:`error_from_detail`.
 """
 
 from __future__ import annotations
@@ -49,11 +55,13 @@ import os
 from typing import TypeAlias
 
 from .._funnel import Funnel
+from ._build import OUTCOME, Request, build_report
+from ._errors import error_detail, error_from_detail
 from ._identity import LedgerNotFound, WrongLedger
+from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory import MemoryLedger
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._postgres import PostgresLedger
-from ._protocol import DEFAULT_CLAIM_TTL, Ledger
 from ._records import (
     ACCEPTED,
     AMBIGUOUS,
@@ -66,11 +74,13 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
     Stall,
 )
+from ._schema import LedgerUnavailable
 from ._sqlite import SqliteLedger
 from ._suppression import (
     MANUAL,
@@ -90,6 +100,7 @@ __all__ = [
     "IN_FLIGHT",
     "MANUAL",
     "OPT_OUT",
+    "OUTCOME",
     "PLANNED",
     "REJECTED",
     "STALL_AFTER",
@@ -101,11 +112,14 @@ __all__ = [
     "Journal",
     "Ledger",
     "LedgerNotFound",
+    "LedgerUnavailable",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
     "RecipientOutcome",
+    "Recipients",
     "Record",
+    "Request",
     "RunInfo",
     "Skipped",
     "SqliteLedger",
@@ -115,6 +129,9 @@ __all__ = [
     "WrongLedger",
     "entry_problems",
     "failure_statuses",
+    "build_report",
+    "error_detail",
+    "error_from_detail",
     "ledger_from",
     "suppression_phones",
     "suppression_reason",

@@ -12,11 +12,9 @@ with :class:`LedgerNotFound`.
 from __future__ import annotations
 
 import os
-import time
 import uuid
 
 from ..errors import LedgerError
-from ._schema import Transaction
 
 
 class LedgerNotFound(LedgerError):
@@ -31,31 +29,6 @@ class WrongLedger(LedgerError):
 
 def new_identity() -> str:
     return uuid.uuid4().hex
-
-
-async def stored_identity(tx: Transaction) -> str:
-    """The ledger's identity, written now if it has none (a new ledger, or
-    one of a release before identities)."""
-    rows = await tx.fetch("SELECT identity FROM campaignkit_ledger")
-    if rows:
-        return str(rows[0][0])
-    identity = new_identity()
-    await tx.execute(
-        "INSERT INTO campaignkit_ledger (identity, created) VALUES (?, ?)", identity, time.time()
-    )
-    return identity
-
-
-async def check_identity(tx: Transaction, opened: str, name: str) -> None:
-    """Raise unless the ledger is still the one opened as ``opened``: a file
-    copied over it, or a schema dropped and made again, is another ledger."""
-    rows = await tx.fetch("SELECT identity FROM campaignkit_ledger")
-    if not rows or rows[0][0] != opened:
-        found = f"ledger {rows[0][0]}" if rows else "no ledger identity"
-        raise LedgerError(
-            f"the ledger {name} was replaced while in use: opened as ledger {opened}, it now "
-            f"holds {found}. Stopped: nothing more is sent from it"
-        )
 
 
 def file_stamp(path: str) -> str:

@@ -1,48 +1,44 @@
 """The memory ledger: ``send_bulk(journal=None)`` runs over it.
 
-It keeps the rules of the durable ledgers (the same conformance suite holds
-it to them) in the compact shape of :mod:`._memory_runs`; a batch's users
-(their wire JSON) are dropped once the service has accepted them.
+Its store answers the primitives of :mod:`._store` over plain structures:
+each run's recipients in the compact shape of :mod:`._memory_runs`, dicts
+for the small tables. A batch's users (their wire JSON) are dropped once the
+service has accepted them: the memory ledger keeps no users of accepted
+recipients.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from itertools import pairwise
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
 import attrs
 
+from .._funnel import OutcomeGroup
 from ..errors import LedgerError
 from ._identity import new_identity
-from ._memory_outcomes import MemoryOutcomes
-from ._memory_runs import Batch, ClaimState, RunState
-from ._memory_seen import MemorySeen
-from ._memory_suppressions import MemorySuppressions
-from ._protocol import DEFAULT_CLAIM_TTL, EXPIRED, Ledger
-from ._records import (
-    ACCEPTED,
-    AMBIGUOUS,
-    DEFERRED,
-    IN_FLIGHT,
-    PLANNED,
-    REJECTED,
-    STATES,
-    SUPPRESSED,
-    Claim,
-    Recipient,
-    Recipients,
-    Record,
-    RunInfo,
-    Skipped,
-)
-from ._sending_memory import MemorySendingRules
+from ._ledger import DEFAULT_CLAIM_TTL, Ledger
+from ._memory_runs import ClaimState, OutcomeRow, RunState, claimed, live
+from ._outcomes import RecipientOutcome, StatusRow
+from ._records import Recipients, Record, RunInfo, Skipped
+from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
+_STATUS, _ANSWER = 2, 7
+_FACT_AT = {"delivered_at": 4, "read_at": 5, "replied_at": 6, "opted_out_at": 8}
+_NO_OUTCOME: OutcomeRow = (None,) * 9
 
-class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, MemorySeen, Ledger):
+
+def _key(phone: str) -> int | str:
+    """A phone as an int where it fits 64 bits (as ``RunState.keys_of`` gives it)."""
+    digits = phone[1:]
+    return int("1" + digits) if len(digits) <= 18 and digits.isdigit() else phone
+
+
+class MemoryLedger(Ledger):
     """A ledger in this process's memory, with the rules of the durable ones.
 
     What ``send_bulk(journal=None)`` runs over; pass one as ``journal=`` to read the run
@@ -52,203 +48,85 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
     contents (like a file); operations need it open.
     """
 
+    store: MemoryStore
+
     def __init__(self, *, claim_ttl: float = DEFAULT_CLAIM_TTL) -> None:
-        super().__init__(claim_ttl=claim_ttl)
+        store = MemoryStore()
+        super().__init__(store, claim_ttl=claim_ttl)
         # Its contents live as long as the object: so does its identity.
-        self._identity = new_identity()
+        self._identity = store.identity_
         self.is_new = True
-        self._open = False
-        self._runs: dict[str, RunState] = {}
-        self._seen: dict[str, dict[str, float]] = {}
-        self._suppressions: dict[str, Suppression] = {}
 
     def __repr__(self) -> str:
-        return f"<MemoryLedger {len(self._runs)} runs>"
-
-    async def open(self) -> None:
-        self._open = True
-
-    async def aclose(self) -> None:
-        self._open = False
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise LedgerError("the memory ledger is not open")
-
-    def _run(self, run: str) -> RunState | None:
-        self._check_open()
-        return self._runs.get(run)
-
-    def _state(self, run: str) -> RunState:
-        state = self._run(run)
-        if state is None:
-            state = self._runs[run] = RunState()
-        return state
+        return f"<MemoryLedger {len(self.store.runs_)} runs>"
 
     def seen_phones(self, run: str) -> RunState:
         """The run's phone index, as the dedupe set of a planner reading the
         run's only input pass (``send_bulk(journal=None)``): one structure
         serves both. Not for a run planned by more than one pass."""
-        return self._state(run)
+        return self.store.state(run)
 
-    # -- the rules of a run
 
-    async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
-        state = self._state(run)
-        if state.info is None:
-            state.info = RunInfo(run, poll, time.time())
-        if state.info.poll != poll:
-            raise LedgerError(
-                f"run {run!r} of this ledger sends poll {state.info.poll}, not poll {poll}: "
-                "name another run (run=...)"
-            )
-        if input_pass is not None:
-            state.input_pass = input_pass
-            state.info = attrs.evolve(state.info, total=None, input_done=False, stopped=None)
-        return state.info
+@attrs.frozen
+class _Taken:
+    """A claim, for the daily limit's count of the people it took."""
 
-    async def stop_run(self, run: str, detail: str) -> None:
-        state = self._run(run)
-        if state is not None and state.info is not None and state.info.stopped is None:
-            state.info = attrs.evolve(state.info, stopped=detail)
+    claimed: float
+    run: str
+    claim: str
 
-    async def plan(
-        self,
-        run: str,
-        chunk: str,
-        recipients: Sequence[Recipient],
-        *,
-        retry_rejected: bool = False,
-        ignore_suppression: bool = False,
-        deferred: Mapping[str, str] | None = None,
-    ) -> list[Record]:
-        state = self._state(run)
-        now = time.time()
-        state.chunks.setdefault(chunk, (now, False))
-        adopt = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        columns = Recipients.of(recipients)
-        listed = {} if ignore_suppression else self._entries(columns.phones)
-        if not listed and not deferred:
-            return state.file(chunk, columns, adopt, None, now)
-        deferred = deferred or {}
-        by_filing: dict[tuple[str, str] | None, list[Recipient]] = {}  # a batch each
-        for recipient in recipients:
-            filed: tuple[str, str] | None = None
-            if (entry := listed.get(recipient.phone)) is not None:
-                filed = (SUPPRESSED, entry.reason)
-            elif (why := deferred.get(recipient.phone)) is not None:
-                filed = (DEFERRED, why)
-            by_filing.setdefault(filed, []).append(recipient)
-        held: list[Record] = []
-        for filed, group in by_filing.items():
-            held += state.file(chunk, group, adopt, filed, now)
-        return held
 
-    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
-        state = self._state(run)
-        token, now = uuid.uuid4().hex, time.time()
-        self._suppress_late(state, chunk, now)
-        self._defer_over_budget(run, state, chunk, now)
-        batches = [b for b in state.by_chunk.get(chunk, ()) if b.state == PLANNED and b.live]
-        if not batches:
-            return None
-        for batch in batches:
-            batch.state, batch.claim, batch.updated = IN_FLIGHT, token, now
-        recipients = _claimed(batches)
-        expires = now + self.claim_ttl
-        state.claims[token] = ClaimState(
-            chunk, owner, len(recipients), now, expires, batches=batches
-        )
-        self._note_claim(run, token, now)
-        return Claim(token, chunk, recipients, expires)
+class MemoryStore:
+    """The primitives of :mod:`._store` in this process's memory; each is
+    atomic (it never waits), so a transaction is the store itself."""
 
-    async def settle(
-        self,
-        run: str,
-        claim: str,
-        state: str,
-        *,
-        launch_request_id: str | None = None,
-        ack: str | None = None,
-        detail: str | None = None,
-    ) -> None:
-        if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
-            raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
-        ended = self._state(run).end_claim(claim, state, launch_request_id, ack, detail)
-        if ended:
-            # Let a long run's other tasks go on between two settles.
-            await asyncio.sleep(0)
+    def __init__(self) -> None:
+        self.identity_ = new_identity()
+        self.is_open = False
+        self.runs_: dict[str, RunState] = {}
+        self._seen: dict[str, dict[str, float]] = {}
+        self._suppressions: dict[str, Suppression] = {}
+        self._options: dict[str, str] = {}
+        self._lines: dict[str, str] = {}
+        self._line_load: Counter[str] = Counter()
+        self._taken: deque[_Taken] = deque()
 
-    async def release(self, run: str, claim: str) -> None:
-        self._state(run).end_claim(claim, PLANNED, None, None, None)
+    async def open(self) -> bool:
+        self.is_open = True
+        return True
 
-    async def expire(self, run: str, *, now: float | None = None) -> int:
-        now = time.time() if now is None else now
-        expired = 0
-        for found in self._state(run).claims.values():
-            if found.state != IN_FLIGHT or not found.expires < now:
-                continue
-            found.state, found.detail = AMBIGUOUS, EXPIRED
-            for batch in found.batches:
-                if batch.state == IN_FLIGHT:
-                    batch.state, batch.detail, batch.updated = AMBIGUOUS, EXPIRED, now
-                    expired += batch.live
-        return expired
+    async def aclose(self) -> None:
+        self.is_open = False
 
-    async def finish_input(self, run: str, total: int) -> None:
-        state = self._run(run)
-        if state is not None and state.info is not None:
-            state.info = attrs.evolve(state.info, total=total, input_done=True)
+    def _check_open(self) -> None:
+        if not self.is_open:
+            raise LedgerError("the memory ledger is not open")
 
-    async def mark_enqueued(self, run: str, chunk: str) -> None:
-        state = self._run(run)
-        if state is not None and chunk in state.chunks:
-            state.chunks[chunk] = (state.chunks[chunk][0], True)
-
-    async def unenqueued_chunks(self, run: str) -> list[str]:
-        state = self._run(run)
-        if state is None:
-            return []
-        waiting = {b.chunk for b in state.batches if b.state == PLANNED and b.live}
-        pending = [(created, c) for c, (created, done) in state.chunks.items() if not done]
-        return [chunk for _, chunk in sorted(pending) if chunk in waiting]
-
-    async def skip(self, run: str, items: Sequence[Skipped]) -> None:
-        if not items:
-            return
-        state = self._state(run)
-        if state.info is None:
-            raise LedgerError(f"this ledger has no run {run!r}: start_run() first")
-        kept = state.skipped.setdefault(state.input_pass, {})
-        for item in items:
-            kept.setdefault(item.position, item)
-
-    # -- reading
-
-    async def run_info(self, run: str) -> RunInfo | None:
-        state = self._run(run)
-        return None if state is None else state.info
-
-    async def runs(self) -> list[RunInfo]:
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[MemoryStore]:
         self._check_open()
-        infos = [state.info for state in self._runs.values() if state.info is not None]
-        return sorted(infos, key=lambda info: (-info.created, info.run))
+        yield self
+        # Let a long run's other tasks go on between two operations.
+        await asyncio.sleep(0)
 
-    async def counts(self, run: str) -> dict[str, int]:
-        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
-        state = self._run(run)
+    def state(self, run: str) -> RunState:
+        """The run's state, made empty if new (as recipients planned before
+        the run started are kept in SQL)."""
+        self._check_open()
+        state = self.runs_.get(run)
         if state is None:
-            return counts
-        for batch in state.batches:
-            counts[batch.state] += batch.live
-        for item in state.skipped.get(state.input_pass, {}).values():
-            counts[item.kind] += 1
-        return counts
+            state = self.runs_[run] = RunState()
+        return state
+
+    def _info(self, run: str) -> RunState | None:
+        state = self.runs_.get(run)
+        return state if state is not None and state.info is not None else None
 
     async def records(
-        self, run: str, states: Sequence[str] = STATES, *, page_size: int = 10_000
+        self, run: str, states: Sequence[str], page_size: int
     ) -> AsyncIterator[Record]:
-        state = self._run(run)
+        self._check_open()
+        state = self.runs_.get(run)
         if state is None:
             return
         found = state.current(set(states))
@@ -257,42 +135,358 @@ class MemoryLedger(MemoryOutcomes, MemorySendingRules, MemorySuppressions, Memor
                 yield state.record(number, phone)
             await asyncio.sleep(0)
 
-    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
-        state = self._run(run)
-        return {} if state is None else state.held(phones)
+    async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
+        self._check_open()
+        kept = self._suppressions
+        ordered = sorted(kept)
+        for start in range(0, len(ordered), page_size):
+            for phone in ordered[start : start + page_size]:
+                if (entry := kept.get(phone)) is not None:  # not removed meanwhile
+                    yield entry
+            await asyncio.sleep(0)
 
-    async def claims(self, run: str) -> list[tuple[str, str, str, str | None, str | None]]:
-        state = self._run(run)
-        if state is None:
-            return []
-        ordered = sorted(state.claims.items(), key=lambda item: (item[1].claimed, item[0]))
+    # -- the ledger and its runs
+
+    async def identity(self) -> str | None:
+        return self.identity_
+
+    async def set_identity(self, identity: str, created: float) -> None:
+        self.identity_ = identity
+
+    async def run(self, run: str) -> tuple[RunInfo, str] | None:
+        state = self._info(run)
+        return None if state is None or state.info is None else (state.info, state.input_pass)
+
+    async def runs(self) -> list[RunInfo]:
+        infos = [state.info for state in self.runs_.values() if state.info is not None]
+        return sorted(infos, key=lambda info: (-info.created, info.run))
+
+    async def add_run(self, run: str, poll: str, created: float) -> None:
+        state = self.state(run)
+        if state.info is None:
+            state.info = RunInfo(run, poll, created)
+
+    async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
+        state = self._info(run)
+        if state is None or state.info is None:
+            return
+        changes = dict(fields)
+        state.input_pass = changes.pop("input_pass", state.input_pass)
+        state.info = attrs.evolve(state.info, **changes)
+
+    async def stop_run(self, run: str, detail: str, stopped: float) -> None:
+        state = self._info(run)
+        if state is not None and state.info is not None and state.info.stopped is None:
+            state.info = attrs.evolve(state.info, stopped=detail)
+
+    async def clear_stop(self, run: str) -> None:
+        state = self._info(run)
+        if state is not None and state.info is not None:
+            state.info = attrs.evolve(state.info, stopped=None)
+
+    async def save_options(self, run: str, options: str, saved: float) -> None:
+        self._options[run] = options
+
+    async def options(self, run: str) -> str | None:
+        return self._options.get(run)
+
+    async def lock(self, name: str) -> None:
+        """Nothing to do: a transaction of this store never waits."""
+
+    # -- chunks, skipped inputs, claims
+
+    async def add_chunk(self, run: str, chunk: str, size: int, created: float) -> None:
+        self.state(run).chunks.setdefault(chunk, (created, False))
+
+    async def mark_enqueued(self, run: str, chunk: str) -> None:
+        chunks = self.state(run).chunks
+        if chunk in chunks:
+            chunks[chunk] = (chunks[chunk][0], True)
+
+    async def unenqueued_chunks(self, run: str, state: str) -> list[str]:
+        found = self.state(run)
+        holding = {b.chunk for b in found.batches if b.state == state and b.live}
+        pending = [(created, c) for c, (created, done) in found.chunks.items() if not done]
+        return [chunk for _, chunk in sorted(pending) if chunk in holding]
+
+    async def add_skipped(self, run: str, input_pass: str, items: Sequence[Skipped]) -> None:
+        kept = self.state(run).skipped.setdefault(input_pass, {})
+        for item in items:
+            kept.setdefault(item.position, item)
+
+    async def skipped(self, run: str, input_pass: str) -> list[Skipped]:
+        kept = self.state(run).skipped.get(input_pass, {})
+        return sorted(kept.values(), key=lambda item: item.position)
+
+    async def add_claim(
+        self,
+        run: str,
+        claim: str,
+        chunk: str,
+        owner: str,
+        size: int,
+        claimed: float,
+        expires: float,
+    ) -> None:
+        claims = self.state(run).claims
+        if claim in claims:
+            claims[claim].size = size
+            return
+        claims[claim] = ClaimState(chunk, owner, size, claimed, expires)
+        self._taken.append(_Taken(claimed, run, claim))
+
+    async def update_claims(
+        self,
+        run: str,
+        to: str,
+        states: Collection[str],
+        *,
+        claim: str | None = None,
+        expired_before: float | None = None,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> list[str]:
+        claims = self.state(run).claims
+        if claim is not None:
+            candidates = [(claim, claims[claim])] if claim in claims else []
+        else:
+            candidates = list(claims.items())
+        moved = []
+        for token, found in candidates:
+            if found.state not in states:
+                continue
+            if expired_before is not None and not found.expires < expired_before:
+                continue
+            found.state = to
+            for name, value in (fields or {}).items():
+                setattr(found, name, value)
+            moved.append(token)
+        return moved
+
+    async def claims(self, run: str) -> list[ClaimRow]:
+        claims = self.state(run).claims
+        ordered = sorted(claims.items(), key=lambda item: (item[1].claimed, item[0]))
         return [(token, c.chunk, c.state, c.ack, c.detail) for token, c in ordered]
 
-    async def skipped(self, run: str) -> list[Skipped]:
-        state = self._run(run)
-        if state is None:
+    # -- recipients
+
+    async def upsert(
+        self,
+        run: str,
+        chunk: str,
+        recipients: Recipients,
+        state: str,
+        detail: str | None,
+        replace: Collection[str],
+        now: float,
+    ) -> list[Record]:
+        return self.state(run).upsert(chunk, recipients, state, detail, replace, now)
+
+    async def take(
+        self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
+    ) -> Recipients:
+        found = self.state(run)
+        batches = [
+            b
+            for b in found.by_chunk.get(chunk, ())
+            if b.live and (b.state in states or (b.state == to and b.claim == claim))
+        ]
+        if not batches:
+            return Recipients([], [], [])
+        found.set(batches, to, {"claim": claim}, now)
+        return claimed(batches)
+
+    async def move(
+        self,
+        run: str,
+        where: Where,
+        to: str,
+        now: float,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> int:
+        found = self.state(run)
+        if where.claims is not None:
+            batches = [b for token in where.claims for b in found.of_claim(token)]
+        elif where.chunk is not None:
+            batches = found.by_chunk.get(where.chunk, [])
+        else:
+            batches = found.batches
+        batches = [b for b in batches if b.state in where.states and b.live]
+        if where.phones is not None:
+            # Only some records of the batches: split into batches of their own.
+            chosen = set(where.phones)
+            picked = [(b, offset) for b, offset, phone, _ in live(batches) if phone in chosen]
+            batches = found.split(picked, now)
+        return found.set(batches, to, fields or {}, now)
+
+    async def phones_in(self, run: str, chunk: str, state: str) -> list[str]:
+        batches = self.state(run).in_chunk(chunk, (state,))
+        return [phone for _, phone in sorted((q, p) for _, _, p, q in live(batches))]
+
+    async def listed_in(
+        self, run: str, chunk: str, state: str
+    ) -> list[tuple[str, Suppression, float]]:
+        kept = self._suppressions
+        if not kept:
             return []
-        return sorted(state.skipped.get(state.input_pass, {}).values(), key=lambda s: s.position)
+        batches = self.state(run).in_chunk(chunk, (state,))
+        return [
+            (phone, entry, batch.updated)
+            for batch, _, phone, _ in live(batches)
+            if (entry := kept.get(phone)) is not None
+        ]
+
+    def _counted(
+        self, since: float, states: Collection[str]
+    ) -> tuple[set[int | str], float | None]:
+        taken = self._taken
+        while taken and taken[0].claimed <= since:
+            taken.popleft()
+        counted: set[int | str] = set()
+        oldest = None
+        for claim in taken:
+            found = self.runs_.get(claim.run)
+            batches = [] if found is None else found.of_claim(claim.claim)
+            batches = [b for b in batches if b.state in states]
+            if found is not None and batches:
+                oldest = claim.claimed if oldest is None else min(oldest, claim.claimed)
+                counted.update(found.keys_of(batches))
+        return counted, oldest
+
+    async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
+        counted, oldest = self._counted(since, states)
+        return len(counted), oldest
+
+    async def counted_among(
+        self, since: float, states: Collection[str], phones: Sequence[str]
+    ) -> set[str]:
+        counted = self._counted(since, states)[0]
+        return {phone for phone in phones if _key(phone) in counted}
+
+    async def counts(self, run: str) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for batch in self.state(run).batches:
+            counts[batch.state] += batch.live
+        return dict(counts)
+
+    async def skipped_counts(self, run: str, input_pass: str) -> dict[str, int]:
+        kept = self.state(run).skipped.get(input_pass, {})
+        return dict(Counter(item.kind for item in kept.values()))
+
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        return self.state(run).held(phones)
 
     async def last_update(self, run: str) -> float | None:
-        state = self._run(run)
-        return max((b.updated for b in state.batches), default=None) if state else None
+        return max((b.updated for b in self.state(run).batches), default=None)
 
+    # -- sending lines
 
-def _claimed(batches: Sequence[Batch]) -> Recipients:
-    """The live recipients of ``batches``, in input order."""
-    first = batches[0].recipients
-    assert first is not None
-    if len(batches) == 1 and not batches[0].dead and _ascending(first.positions):
-        return first  # a chunk planned whole, as send_bulk's are: nothing to copy
-    live: list[Recipient] = []
-    for batch in batches:
-        assert batch.recipients is not None
-        dead = batch.dead
-        live += (r for i, r in enumerate(batch.recipients) if i not in dead)
-    live.sort(key=lambda r: (r.position, r.phone))
-    return Recipients.of(live)
+    async def lines_of(self, phones: Sequence[str]) -> dict[str, str]:
+        lines = self._lines
+        return {phone: lines[phone] for phone in phones if phone in lines}
 
+    async def line_load(self, lines: Sequence[str]) -> dict[str, int]:
+        return {line: self._line_load[line] for line in lines if line in self._line_load}
 
-def _ascending(positions: Sequence[int]) -> bool:
-    return isinstance(positions, range) or all(a < b for a, b in pairwise(positions))
+    async def set_lines(self, assigned: Mapping[str, str], now: float) -> None:
+        self._lines.update(assigned)
+
+    async def add_line_load(self, changes: Mapping[str, int]) -> None:
+        self._line_load.update(changes)
+
+    # -- the suppression list
+
+    async def suppressions_of(self, phones: Sequence[str]) -> dict[str, Suppression]:
+        kept = self._suppressions
+        return {phone: kept[phone] for phone in phones if phone in kept} if kept else {}
+
+    async def add_suppressions(
+        self, phones: Sequence[str], reason: str, source: str | None, added: float
+    ) -> int:
+        kept = self._suppressions
+        new = [phone for phone in dict.fromkeys(phones) if phone not in kept]
+        kept.update((phone, Suppression(phone, reason, source, added)) for phone in new)
+        return len(new)
+
+    async def remove_suppressions(self, phones: Sequence[str]) -> int:
+        kept = self._suppressions
+        return sum(kept.pop(phone, None) is not None for phone in phones)
+
+    # -- webhook deliveries
+
+    async def add_seen(self, namespace: str, key: str, seen: float) -> bool:
+        keys = self._seen.setdefault(namespace, {})
+        if key in keys:
+            return False
+        keys[key] = seen
+        return True
+
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        keys = self._seen.setdefault(namespace, {})
+        old = [key for key, when in keys.items() if when < before]
+        for key in old:
+            del keys[key]
+        return len(old)
+
+    async def forget_seen(self, namespace: str, key: str) -> None:
+        self._seen.setdefault(namespace, {}).pop(key, None)
+
+    # -- outcomes
+
+    async def upsert_statuses(self, run: str, rows: Sequence[StatusRow]) -> None:
+        kept = self.state(run).outcomes
+        get = kept.get
+        for phone, launch, conversation, status, at in rows:
+            row = get(phone)
+            if row is None:  # the usual case: a recipient's first status
+                kept[phone] = (launch, conversation, status, at, None, None, None, None, None)
+            elif row[_STATUS] != status:  # the same status seen again keeps its time
+                kept[phone] = (launch, conversation, status, at, *row[4:])
+
+    async def add_final(self, run: str, launches: Sequence[str], at: float) -> None:
+        self.state(run).final.update(launches)
+
+    async def final_launches(self, run: str) -> set[str]:
+        return set(self.state(run).final)
+
+    async def run_of_accepted(self, phone: str, state: str) -> str | None:
+        started = [found.info for found in self.runs_.values() if found.info is not None]
+        for info in sorted(started, key=lambda info: (info.created, info.run), reverse=True):
+            held = self.runs_[info.run].held([phone]).get(phone)
+            if held is not None and held[0].state == state:
+                return info.run
+        return None
+
+    async def set_fact(
+        self,
+        run: str,
+        phone: str,
+        fact: str,
+        at: float,
+        conversation_id: str | None,
+        answer: str | None,
+    ) -> None:
+        kept = self.state(run).outcomes
+        row = list(kept.get(phone, _NO_OUTCOME))
+        column = _FACT_AT[fact]
+        row[column] = at if row[column] is None else row[column]
+        row[1] = row[1] or conversation_id
+        row[_ANSWER] = row[_ANSWER] or answer
+        kept[phone] = tuple(row)  # type: ignore[assignment]
+
+    async def launch_phones(
+        self, run: str, state: str, launches: Collection[str]
+    ) -> dict[str, list[str]]:
+        return self.state(run).by_launch(state, launches)
+
+    async def outcomes(self, run: str) -> list[RecipientOutcome]:
+        kept = self.state(run).outcomes
+        return [RecipientOutcome.of_row(phone, *row) for phone, row in sorted(kept.items())]
+
+    async def outcome_groups(self, run: str) -> list[OutcomeGroup]:
+        groups = Counter(
+            (status, delivered is not None, read is not None, replied is not None, out is not None)
+            for _, _, status, _, delivered, read, replied, _, out in self.state(
+                run
+            ).outcomes.values()
+        )
+        return [(*key, n) for key, n in groups.items()]

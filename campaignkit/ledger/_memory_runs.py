@@ -7,26 +7,15 @@ not one unbroken run, its position (8 bytes): about 16 to 24 bytes in all.
 
 from __future__ import annotations
 
-import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import pairwise
 
 import attrs
 
 from ._memory_index import Index
-from ._memory_outcomes import RunOutcomes
-from ._records import (
-    ACCEPTED,
-    AMBIGUOUS,
-    IN_FLIGHT,
-    PLANNED,
-    Recipient,
-    Recipients,
-    Record,
-    RunInfo,
-    Skipped,
-)
+from ._records import ACCEPTED, IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped
 
 _LONG = 1 << 63  # keys of phones too long for an int key (never below it)
 
@@ -41,6 +30,21 @@ def compact_positions(given: Sequence[int]) -> Sequence[int]:
         if positions == array("Q", run):
             return run
     return positions
+
+
+OutcomeRow = tuple[
+    str | None,  # launch_request_id
+    str | None,  # conversation_id
+    str | None,  # status
+    float | None,  # status_at
+    float | None,  # delivered_at
+    float | None,  # read_at
+    float | None,  # replied_at
+    str | None,  # answer
+    float | None,  # opted_out_at
+]
+"""One recipient's outcome, the columns of the SQL table: a tuple (cheap to
+make, and of no concern to the garbage collector), replaced on each change."""
 
 
 @attrs.define(eq=False)
@@ -77,7 +81,6 @@ class ClaimState:
     state: str = IN_FLIGHT
     ack: str | None = None
     detail: str | None = None
-    batches: list[Batch] = attrs.Factory(list)
 
 
 @attrs.define(eq=False)
@@ -98,7 +101,10 @@ class RunState:
     """Each chunk's creation time and whether it was enqueued."""
     claims: dict[str, ClaimState] = attrs.Factory(dict)
     skipped: dict[str, dict[int, Skipped]] = attrs.Factory(dict)
-    outcomes: RunOutcomes = attrs.Factory(RunOutcomes)
+    outcomes: dict[str, OutcomeRow] = attrs.Factory(dict)
+    """The outcomes known, by phone."""
+    final: set[str] = attrs.Factory(set)
+    """The launches followed until every deployment of theirs was final."""
 
     def key(self, phone: str) -> int:
         digits = phone[1:]
@@ -132,20 +138,18 @@ class RunState:
             batch.claim,
         )
 
-    def file(
+    def upsert(
         self,
         chunk: str,
-        recipients: Sequence[Recipient],
-        adopt: tuple[str, ...],
-        filed: tuple[str, str] | None,
+        columns: Recipients,
+        state: str,
+        detail: str | None,
+        replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        """File ``recipients`` in one batch of ``chunk``, planned, or in the
-        state ``filed`` names with its detail (suppressed or deferred, and
-        why); the records of those it will not send. A recipient whose
-        record is in a state not in ``adopt`` keeps it."""
-        columns = Recipients.of(recipients)
-        held: list[Record] = []
+        """File ``columns`` in one batch of ``chunk`` (see ``StoreTx.upsert``);
+        the records kept, of those held in another chunk."""
+        kept: list[Record] = []
         index, pending = self.index, self.pending
         start = len(index.keys)
         # The offsets of the recipients filed; None while that is all of them
@@ -166,12 +170,12 @@ class RunState:
                 joining[number - start] = offset
                 continue
             batch = self.batch(number)
-            if batch.state in adopt:
+            if batch.state in replace:
                 batch.dead.add(number - batch.start)
                 index.new_record(index.find(key)[0], key)
                 joining.append(offset)
             elif batch.chunk != chunk:
-                held.append(self.record(number, phone))
+                kept.append(self.record(number, phone))
         if joining is not None:
             columns = Recipients(
                 [columns.phones[i] for i in joining],
@@ -180,32 +184,47 @@ class RunState:
             )
         if columns:
             batch = self._new_batch(chunk, start, columns, now)
-            if filed is not None:
-                batch.state, batch.detail = filed
-                held += (self.record(start + i, phone) for i, phone in enumerate(columns.phones))
-        return held
-
-    def move(
-        self, chunk: str, moved: Sequence[tuple[Batch, int]], state: str, detail: str, now: float
-    ) -> None:
-        """Move the records at ``(batch, offset)`` into a new batch of ``chunk``
-        in ``state`` (their new records, now their phones' current ones)."""
-        start = len(self.index.keys)
-        phones: list[str] = []
-        positions: array[int] = array("Q")
-        users: list[str] = []
-        for batch, offset in moved:
-            assert batch.recipients is not None
-            phone = batch.recipients.phones[offset]
-            batch.dead.add(offset)
-            key = self.key(phone)
-            self.index.new_record(self.index.find(key)[0], key)
-            phones.append(phone)
-            positions.append(batch.positions[offset])
-            users.append(batch.recipients.users[offset])
-        if phones:
-            batch = self._new_batch(chunk, start, Recipients(phones, positions, users), now)
             batch.state, batch.detail = state, detail
+        return kept
+
+    def split(self, moved: Iterable[tuple[Batch, int]], now: float) -> list[Batch]:
+        """Move the records at ``(batch, offset)`` into new batches (one a
+        batch they leave, which they take after): their new records, now
+        their phones' current ones."""
+        by_batch: dict[Batch, list[int]] = {}
+        for batch, offset in moved:
+            by_batch.setdefault(batch, []).append(offset)
+        made = []
+        for batch, offsets in by_batch.items():
+            assert batch.recipients is not None
+            start = len(self.index.keys)
+            phones: list[str] = []
+            positions: array[int] = array("Q")
+            users: list[str] = []
+            for offset in offsets:
+                phone = batch.recipients.phones[offset]
+                batch.dead.add(offset)
+                key = self.key(phone)
+                self.index.new_record(self.index.find(key)[0], key)
+                phones.append(phone)
+                positions.append(batch.positions[offset])
+                users.append(batch.recipients.users[offset])
+            new = self._new_batch(batch.chunk, start, Recipients(phones, positions, users), now)
+            new.state, new.claim = batch.state, batch.claim
+            new.launch_request_id, new.detail = batch.launch_request_id, batch.detail
+            made.append(new)
+        return made
+
+    def in_chunk(self, chunk: str, states: Collection[str]) -> list[Batch]:
+        """The batches of ``chunk`` in ``states`` holding a live record."""
+        return [b for b in self.by_chunk.get(chunk, ()) if b.state in states and b.live]
+
+    def of_claim(self, token: str) -> list[Batch]:
+        """The batches that claim ``token`` took."""
+        claim = self.claims.get(token)
+        if claim is None:
+            return []
+        return [b for b in self.by_chunk.get(claim.chunk, ()) if b.claim == token]
 
     def _new_batch(
         self,
@@ -244,48 +263,39 @@ class RunState:
         found.sort()
         return found
 
-    def accepted(self, launches: Collection[str]) -> dict[str, list[str]]:
-        """The phones of the accepted recipients of ``launches``, by launch."""
-        phones: dict[str, list[str]] = {launch: [] for launch in launches}
-        for key, number in self.index.items() if phones else ():
+    def by_launch(self, state: str, launches: Collection[str]) -> dict[str, list[str]]:
+        """The phones of the recipients in ``state`` of ``launches``, by launch."""
+        phones: dict[str, list[str]] = {}
+        for key, number in self.index.items() if launches else ():
             batch = self.batch(number)
-            if batch.state == ACCEPTED and batch.launch_request_id in phones:
-                phones[batch.launch_request_id].append(self.phone(key))
+            launch = batch.launch_request_id
+            if batch.state == state and launch is not None and launch in launches:
+                phones.setdefault(launch, []).append(self.phone(key))
         return phones
 
-    def claimed_keys(self, token: str) -> Iterator[int | str]:
-        """The phones claim ``token`` took: ints where they fit 64 bits (the
-        index's keys), else their text."""
-        claim = self.claims.get(token)
+    def keys_of(self, batches: Iterable[Batch]) -> Iterator[int | str]:
+        """The phones of the live records of ``batches``: ints where they fit
+        64 bits (the index's keys), else their text."""
         keys, long_phones = self.index.keys, self.long_phones
-        for batch in () if claim is None else claim.batches:
+        for batch in batches:
             dead = batch.dead
             for offset, key in enumerate(keys[batch.start : batch.start + batch.size]):
                 if offset not in dead:
                     yield long_phones[key] if key >= _LONG else key
 
-    def end_claim(
-        self,
-        token: str,
-        state: str,
-        launch_request_id: str | None,
-        ack: str | None,
-        detail: str | None,
-    ) -> bool:
-        """Settle claim ``token`` (open or expired) as ``state``, or release it (planned)."""
-        if (found := self.claims.get(token)) is None or found.state not in (IN_FLIGHT, AMBIGUOUS):
-            return False
-        found.state, found.ack, found.detail = state, ack, detail
-        now = time.time()
-        for batch in found.batches:
-            if batch.claim == token and batch.state in (IN_FLIGHT, AMBIGUOUS):
-                batch.state, batch.detail, batch.updated = state, detail, now
-                batch.launch_request_id = launch_request_id
-                if state == ACCEPTED:
-                    batch.recipients = None  # sent: the ledger need not keep their users
-                elif state == PLANNED:
-                    batch.claim = None  # taken by no claim, as a planned record in SQL
-        return True
+    def set(
+        self, batches: Iterable[Batch], to: str, fields: Mapping[str, str | None], now: float
+    ) -> int:
+        """Move ``batches`` whole to ``to``, setting ``fields``; their live records."""
+        moved = 0
+        for batch in batches:
+            batch.state, batch.updated = to, now
+            for name, value in fields.items():
+                setattr(batch, name, value)
+            if to == ACCEPTED:
+                batch.recipients = None  # sent: the memory ledger keeps no users of them
+            moved += batch.live
+        return moved
 
     def held(self, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         """The records of ``phones``, each with when its claim was taken."""
@@ -298,3 +308,33 @@ class RunState:
             claim = self.claims.get(record.claim or "")
             found[phone] = (record, None if claim is None else claim.claimed)
         return found
+
+
+def live(batches: Iterable[Batch]) -> Iterator[tuple[Batch, int, str, int]]:
+    """``(batch, offset, phone, position)`` of the live records of ``batches``
+    that keep their users."""
+    for batch in batches:
+        if batch.recipients is None:
+            continue
+        dead = batch.dead
+        for offset, phone in enumerate(batch.recipients.phones):
+            if offset not in dead:
+                yield batch, offset, phone, batch.positions[offset]
+
+
+def claimed(batches: Sequence[Batch]) -> Recipients:
+    """The live recipients of ``batches``, in input order."""
+    first = batches[0].recipients
+    assert first is not None
+    if len(batches) == 1 and not batches[0].dead and _ascending(first.positions):
+        return first  # a chunk planned whole, as send_bulk's are: nothing to copy
+    found = sorted(
+        ((position, phone, batch, offset) for batch, offset, phone, position in live(batches)),
+        key=lambda item: (item[0], item[1]),  # input order (batches do not compare)
+    )
+    users = [batch.recipients.users[offset] for _, _, batch, offset in found if batch.recipients]
+    return Recipients([f[1] for f in found], [f[0] for f in found], users)
+
+
+def _ascending(positions: Sequence[int]) -> bool:
+    return isinstance(positions, range) or all(a < b for a, b in pairwise(positions))

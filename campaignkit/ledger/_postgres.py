@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
 from ._identity import LedgerNotFound
-from ._protocol import DEFAULT_CLAIM_TTL
+from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._schema import LedgerUnavailable, Transaction, TransactionConflict
-from ._store import SqlLedger
+from ._sql import SqlStore
 
 if TYPE_CHECKING:
     import asyncpg
@@ -42,7 +42,7 @@ def _numbered(sql: str) -> str:
     return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
 
 
-class PostgresLedger(SqlLedger):
+class PostgresLedger(Ledger):
     """A ledger in PostgreSQL, shared by every producer and worker of a run.
 
     Each operation is one transaction on a pooled connection; a claim is an
@@ -54,6 +54,8 @@ class PostgresLedger(SqlLedger):
     :class:`~campaignkit.ledger.LedgerNotFound`, and nothing is created.
     """
 
+    store: PostgresStore
+
     def __init__(
         self,
         dsn: str,
@@ -63,14 +65,28 @@ class PostgresLedger(SqlLedger):
         max_size: int = 4,
         create: bool = True,
     ) -> None:
-        super().__init__(claim_ttl=claim_ttl)
+        store = PostgresStore(dsn, min_size=min_size, max_size=max_size, create=create)
+        super().__init__(store, claim_ttl=claim_ttl)
+
+    @property
+    def dsn(self) -> str:
+        """The database's DSN (its password is never in a repr or an error)."""
+        return self.store.dsn
+
+    def __repr__(self) -> str:
+        return f"PostgresLedger({redact_dsn(self.dsn)!r})"
+
+
+class PostgresStore(SqlStore):
+    """The SQL store over a pool of PostgreSQL connections (see :class:`PostgresLedger`)."""
+
+    def __init__(
+        self, dsn: str, *, min_size: int = 1, max_size: int = 4, create: bool = True
+    ) -> None:
         self.dsn = dsn
         self.create = create
         self._sizes = (min_size, max_size)
         self._pool: asyncpg.Pool | None = None
-
-    def __repr__(self) -> str:
-        return f"PostgresLedger({redact_dsn(self.dsn)!r})"
 
     async def _connect(self) -> None:
         if self._pool is not None:
@@ -124,7 +140,7 @@ class PostgresLedger(SqlLedger):
         await tx.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[Transaction]:
+    async def connection(self) -> AsyncIterator[Transaction]:
         import asyncpg
 
         if self._pool is None:
@@ -194,8 +210,10 @@ class _PostgresTransaction:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
 
-    async def execute(self, sql: str, *args: Any) -> None:
-        await self._conn.execute(_numbered(sql), *args)
+    async def execute(self, sql: str, *args: Any) -> int:
+        status: str = await self._conn.execute(_numbered(sql), *args)
+        count = status.rpartition(" ")[2]  # "UPDATE 3", "INSERT 0 1"
+        return int(count) if count.isdigit() else 0
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         await self._conn.executemany(_numbered(sql), rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import shlex
 from collections.abc import Iterator, Sequence
 from typing import Final, overload
@@ -70,6 +71,14 @@ class Recipients(Sequence[Recipient]):
 
     def __iter__(self) -> Iterator[Recipient]:
         return map(Recipient, self.phones, self.positions, self.users)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a sequence of the same recipients, in the same order."""
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(map(operator.eq, self, other))
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<{len(self)} recipients>"

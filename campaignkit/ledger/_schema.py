@@ -1,12 +1,11 @@
-"""The ledger's tables, in SQL that SQLite and PostgreSQL both run, and the
-:class:`Transaction` a store hands the shared logic."""
+"""The ledger's tables, in SQL that SQLite and PostgreSQL both run, the
+:class:`Transaction` a dialect hands the SQL store, and the retries of a
+ledger's operations."""
 
 from __future__ import annotations
 
-import abc
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast
 
 import tenacity
 
@@ -14,11 +13,15 @@ from .._redaction import sdk_logger
 from ..errors import LedgerError
 from ._outcomes import OUTCOME_TABLES
 from ._rekey import rekey_phones
-from ._sending_tables import TABLES as SENDING_TABLES
 
 
 class Transaction(Protocol):
-    async def execute(self, sql: str, *args: Any) -> None: ...
+    """A transaction of an SQL connection, as a dialect hands it to :mod:`._sql`."""
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        """Run ``sql``; how many rows it changed."""
+        ...
+
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
@@ -29,6 +32,9 @@ class Transaction(Protocol):
         """The aggregate of a group's ``column`` values joined by spaces."""
         ...
 
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 SCHEMA_VERSION: Final = 2
 """2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version
@@ -70,12 +76,12 @@ SCHEMA: Final = (
         updated DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (run, phone)
     )""",
+    # One secondary index: a recipient's every move rewrites its entries, and
+    # a claim's recipients are found through its chunk (see ._sql).
     "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
     " ON campaignkit_recipients (run, chunk, state)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_claim"
-    " ON campaignkit_recipients (run, claim)",
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_state"
-    " ON campaignkit_recipients (run, state)",
+    "DROP INDEX IF EXISTS campaignkit_recipients_claim",
+    "DROP INDEX IF EXISTS campaignkit_recipients_state",
     """CREATE TABLE IF NOT EXISTS campaignkit_claims (
         run TEXT NOT NULL,
         claim TEXT NOT NULL,
@@ -122,6 +128,29 @@ SCHEMA: Final = (
         added DOUBLE PRECISION NOT NULL
     )""",
     *OUTCOME_TABLES,
+    """CREATE TABLE IF NOT EXISTS campaignkit_run_options (
+        run TEXT PRIMARY KEY,
+        options TEXT NOT NULL,
+        saved DOUBLE PRECISION NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS campaignkit_lines (
+        phone TEXT PRIMARY KEY,
+        line TEXT NOT NULL,
+        assigned DOUBLE PRECISION NOT NULL
+    )""",
+    # The people on each line, kept beside campaignkit_lines so that a new
+    # person's line is chosen without counting everyone ever assigned.
+    """CREATE TABLE IF NOT EXISTS campaignkit_line_load (
+        line TEXT PRIMARY KEY,
+        people INTEGER NOT NULL
+    )""",
+    # One row per rule that needs every claimer of the ledger in turn; the
+    # row's lock is held to the end of the transaction (SQLite's BEGIN
+    # IMMEDIATE already serialises writers).
+    """CREATE TABLE IF NOT EXISTS campaignkit_locks (
+        name TEXT PRIMARY KEY,
+        taken DOUBLE PRECISION NOT NULL
+    )""",
 )
 
 
@@ -172,7 +201,7 @@ def _log_reconnect(state: tenacity.RetryCallState) -> None:
 # A write whose transaction lost a conflict, or whose connection was lost, is
 # run again after a jittered pause: it was rolled back whole, or (a connection
 # lost during COMMIT) committed, and every retried operation is idempotent.
-retried = tenacity.retry(
+_retrying = tenacity.retry(
     retry=tenacity.retry_if_exception_type((TransactionConflict, LedgerUnavailable)),
     stop=_stop,
     wait=_wait,
@@ -181,18 +210,19 @@ retried = tenacity.retry(
 )
 
 
-class Transactional(abc.ABC):
-    """What every part of a ledger runs its statements in."""
-
-    @abc.abstractmethod
-    def _transaction(self) -> AbstractAsyncContextManager[Transaction]:
-        """One transaction: committed durably on success, rolled back on error."""
+def retried(
+    operation: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """A ledger's ``operation`` (its first argument the ledger: its
+    ``reconnect_timeout``), run again after a lost conflict or connection;
+    its signature kept for type checkers."""
+    return cast("Callable[P, Coroutine[Any, Any, T]]", _retrying(operation))
 
 
 async def create_schema(tx: Transaction) -> bool:
     """Create the tables if missing, re-key an older ledger's phones; refuse
     a schema newer than this code. Whether the ledger is new (it had no schema)."""
-    for statement in (*SCHEMA, *SENDING_TABLES):
+    for statement in SCHEMA:
         await tx.execute(statement)
     rows = await tx.fetch("SELECT version FROM campaignkit_schema")
     if not rows:

@@ -1,12 +1,9 @@
-"""What a ledger keeps to protect the sending line: each run's options (the
-workers read them), the daily limit's budget, and each person's line.
-
-The rules themselves are pure functions here, shared by every ledger.
-"""
+"""The pure parts of the rules that protect the sending line (the daily
+limit's budget, each person's line), which :class:`~campaignkit.ledger.Ledger`
+applies over its store."""
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -21,30 +18,6 @@ DAY: Final = 86_400.0
 
 DAILY_LIMIT: Final = "daily_limit"
 """The run option a ledger enforces itself, at claim time."""
-
-
-class SendingRules(abc.ABC):
-    """A part of :class:`~campaignkit.ledger.Ledger`."""
-
-    @abc.abstractmethod
-    async def save_run_options(self, run: str, options: Mapping[str, Any]) -> None:
-        """Keep ``options`` (plain JSON data) as the run's, replacing earlier ones.
-
-        Its ``daily_limit`` (an int, or None) caps the unique recipients
-        claimed over every run of the ledger in any 24 h: a claim of the run
-        files the rest of its chunk as deferred.
-        """
-
-    @abc.abstractmethod
-    async def run_options(self, run: str) -> dict[str, Any]:
-        """The options last saved for the run (``{}`` if none)."""
-
-    @abc.abstractmethod
-    async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:
-        """The sending line of each of ``phones``, one of ``lines``: the line
-        the ledger remembers for it if that is one of ``lines``, otherwise the
-        line with the fewest people (the first such in ``lines``), remembered
-        from then on. Atomic: concurrent callers never unbalance the lines."""
 
 
 def daily_limit_of(options: Mapping[str, Any]) -> int | None:

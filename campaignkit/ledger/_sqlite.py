@@ -1,4 +1,5 @@
-"""The SQLite ledger: the embedded default of ``journal="run.db"``."""
+"""The SQLite ledger: the embedded default of ``journal="run.db"``; its
+store is the SQL one (:mod:`._sql`) over a connection to a file."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from typing import Any, TypeVar
 
 from ..errors import LedgerError
 from ._identity import LedgerNotFound, file_stamp
-from ._protocol import DEFAULT_CLAIM_TTL
+from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._schema import Transaction
-from ._store import SqlLedger
+from ._sql import SqlStore
 
 T = TypeVar("T")
 
@@ -31,7 +32,7 @@ COPY_ADVICE = (
 )
 
 
-class SqliteLedger(SqlLedger):
+class SqliteLedger(Ledger):
     """A ledger in an SQLite file, which several processes of one machine may share.
 
     Durability: WAL mode with ``synchronous=FULL``, so a commit has reached
@@ -58,6 +59,8 @@ class SqliteLedger(SqlLedger):
     :class:`~campaignkit.errors.LedgerError`.
     """
 
+    store: SqliteStore
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -66,7 +69,24 @@ class SqliteLedger(SqlLedger):
         busy_timeout: float = 60.0,
         create: bool = True,
     ) -> None:
-        super().__init__(claim_ttl=claim_ttl)
+        store = SqliteStore(path, busy_timeout=busy_timeout, create=create)
+        super().__init__(store, claim_ttl=claim_ttl)
+
+    @property
+    def path(self) -> str:
+        """The file's path."""
+        return self.store.path
+
+    def __repr__(self) -> str:
+        return f"SqliteLedger({self.path!r})"
+
+
+class SqliteStore(SqlStore):
+    """The SQL store over a connection to an SQLite file (see :class:`SqliteLedger`)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 60.0, create: bool = True
+    ) -> None:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self.create = create
@@ -75,9 +95,6 @@ class SqliteLedger(SqlLedger):
         self._conn: sqlite3.Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._session = uuid.uuid4().hex
-
-    def __repr__(self) -> str:
-        return f"SqliteLedger({self.path!r})"
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._executor is not None
@@ -254,7 +271,7 @@ class SqliteLedger(SqlLedger):
             executor.shutdown(wait=False)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[Transaction]:
+    async def connection(self) -> AsyncIterator[Transaction]:
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         async with self._lock:
@@ -301,13 +318,16 @@ class SqliteLedger(SqlLedger):
 
 
 class _SqliteTransaction:
-    def __init__(self, ledger: SqliteLedger) -> None:
+    def __init__(self, ledger: SqliteStore) -> None:
         self._ledger = ledger
         assert ledger._conn is not None
         self._conn = ledger._conn
 
-    async def execute(self, sql: str, *args: Any) -> None:
-        await self._ledger._call(self._conn.execute, sql, args)
+    async def execute(self, sql: str, *args: Any) -> int:
+        return await self._ledger._call(self._execute, sql, args)
+
+    def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
+        return self._conn.execute(sql, args).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         await self._ledger._call(self._conn.executemany, sql, rows)

@@ -1,290 +1,272 @@
-"""The ledger's logic, written once in SQL that SQLite and PostgreSQL both run.
+"""What a backend implements: a :class:`Store` of plain primitives, each an
+operation on a set of rows, with no rule of the ledger in it.
 
-A store subclass supplies only a connection: :meth:`SqlLedger._transaction`
-yields a :class:`Transaction` whose statements use ``?`` placeholders (the
-PostgreSQL driver numbers them) and whose ``any_of`` spells "column is one of
-these values" in its dialect.
+:class:`~campaignkit.ledger.Ledger` holds every rule (what a plan keeps,
+what a claim takes, the daily limit, expiry, outcomes, reports) once, over
+a store: SQLite and PostgreSQL share one in SQL (:mod:`._sql`), the memory
+ledger has its own in compact columns (:mod:`._memory`). A new backend is
+a store alone, held to the rules by the conformance suite (``tests/ledger``).
+
+Recipients are keyed by run and phone (a :class:`~campaignkit.Phone` key);
+primitives that change them take the states they change *from*, so that a
+store never decides a transition.
 """
 
 from __future__ import annotations
 
-import abc
-import time
-import uuid
-from collections.abc import Mapping, Sequence
-from operator import attrgetter
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-from ..errors import LedgerError
-from ._identity import check_identity, stored_identity
-from ._outcome_store import OutcomeStore
-from ._producer import ProducerBookkeeping
-from ._protocol import Ledger
-from ._reads import LedgerReads
-from ._records import (
-    ACCEPTED,
-    AMBIGUOUS,
-    DEFERRED,
-    PLANNED,
-    REJECTED,
-    SUPPRESSED,
-    Claim,
-    Recipient,
-    Recipients,
-    Record,
-    RunInfo,
-)
-from ._run_stops import RunStops
-from ._schema import BATCH, Transaction, create_schema, retried
-from ._sending_sql import SendingRulesStore
+import attrs
+
+from .._funnel import OutcomeGroup
+from ._outcomes import RecipientOutcome, StatusRow
+from ._records import Recipients, Record, RunInfo, Skipped
 from ._suppression import Suppression
-from ._suppression_store import SuppressionStore
+
+ClaimRow = tuple[str, str, str, str | None, str | None]
+"""A claim as :meth:`~campaignkit.ledger.Ledger.claims` gives it: ``(claim,
+chunk, state, ack, detail)``."""
 
 
-def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
-    """The state and detail a recipient is filed with: suppressed (with the
-    reason its number is on the list), deferred (with why), or planned."""
-    if entry is not None:
-        return SUPPRESSED, entry.reason
-    return (PLANNED, None) if deferral is None else (DEFERRED, deferral)
+@attrs.frozen
+class Where:
+    """Which recipients of a run a :meth:`StoreTx.move` changes: those in one
+    of ``states`` and, where given, of ``chunk``, and of one of ``claims`` or
+    (not both) one of ``phones``."""
+
+    states: Collection[str]
+    chunk: str | None = None
+    claims: Sequence[str] | None = None
+    phones: Sequence[str] | None = None
 
 
-class SqlLedger(
-    OutcomeStore,
-    ProducerBookkeeping,
-    RunStops,
-    LedgerReads,
-    SendingRulesStore,
-    SuppressionStore,
-    Ledger,
-):
-    """Every ledger operation over a :class:`Transaction`; see :class:`Ledger`."""
+class StoreTx(Protocol):
+    """The primitives, run in one transaction (see :meth:`Store.transaction`)."""
 
-    reconnect_timeout: float = 60.0
-    """Seconds an operation keeps reconnecting (jittered backoff up to 5 s, one
-    warning of the ``campaignkit.ledger`` logger per attempt) after the
-    connection to a ledger server is lost, before it raises."""
+    # -- the ledger and its runs
 
-    @abc.abstractmethod
-    async def _connect(self) -> None: ...
+    async def identity(self) -> str | None:
+        """The ledger's identity, None if none was written."""
 
-    @retried
-    async def open(self) -> None:
-        """Connect and create the schema on first use (unless the store was
-        made with ``create=False``: then a missing ledger is
-        :class:`~campaignkit.ledger.LedgerNotFound`); read the ledger's identity. Idempotent.
+    async def set_identity(self, identity: str, created: float) -> None: ...
 
-        Run again if it deadlocks: ``CREATE INDEX IF NOT EXISTS`` locks its
-        table even when the index exists, against other processes' claims.
-        """
-        await self._connect()
-        async with self._transaction() as tx:
-            await self._lock_schema(tx)
-            created = await create_schema(tx)
-            self._identity = await stored_identity(tx)
-        self.is_new = self.is_new or created
+    async def run(self, run: str) -> tuple[RunInfo, str] | None:
+        """The run and its current input pass."""
 
-    @abc.abstractmethod
-    async def _lock_schema(self, tx: Transaction) -> None:
-        """Serialise schema creation between processes."""
+    async def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
 
-    # -- runs
+    async def add_run(self, run: str, poll: str, created: float) -> None:
+        """Add the run, unless it exists."""
 
-    @retried
-    async def start_run(self, run: str, poll: str, *, input_pass: str | None = None) -> RunInfo:
-        """The run, created for ``poll`` if new; a run of another poll is refused.
+    async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
+        """Set ``input_pass``, ``total`` or ``input_done`` of the run."""
 
-        ``input_pass`` names a new reading of the run's input (a producer, a
-        ``send_bulk`` call): the run is not done until it finishes, and the
-        report counts the inputs it skips, not those of earlier passes (whose
-        positions may name other inputs).
-        """
-        async with self._transaction() as tx:
-            await tx.execute(
-                "INSERT INTO campaignkit_runs (run, poll, created) VALUES (?, ?, ?)"
-                " ON CONFLICT (run) DO NOTHING",
-                run,
-                poll,
-                time.time(),
-            )
-            info = await self._run_info(tx, run)
-            if input_pass is not None and info is not None and info.poll == poll:
-                await tx.execute(
-                    "UPDATE campaignkit_runs SET input_pass = ?, input_done = 0, total = NULL"
-                    " WHERE run = ?",
-                    input_pass,
-                    run,
-                )
-                await tx.execute("DELETE FROM campaignkit_run_stops WHERE run = ?", run)
-                info = await self._run_info(tx, run)
-        assert info is not None
-        if info.poll != poll:
-            raise LedgerError(
-                f"run {run!r} of this ledger sends poll {info.poll}, not poll {poll}: "
-                "name another run (run=...)"
-            )
-        return info
+    async def stop_run(self, run: str, detail: str, stopped: float) -> None:
+        """Record the run's stop, unless one is recorded (or no such run)."""
 
-    # -- planning and claiming
+    async def clear_stop(self, run: str) -> None: ...
 
-    @retried
-    async def plan(
-        self,
-        run: str,
-        chunk: str,
-        recipients: Sequence[Recipient],
-        *,
-        retry_rejected: bool = False,
-        ignore_suppression: bool = False,
-        deferred: Mapping[str, str] | None = None,
-    ) -> list[Record]:
-        """File ``recipients`` as planned in ``chunk``.
+    async def save_options(self, run: str, options: str, saved: float) -> None:
+        """Keep the run's options (JSON text), replacing earlier ones."""
 
-        A recipient new to the run, or held as planned (by an earlier,
-        interrupted producer), deferred (over the daily limit) or
-        suppressed (by an earlier pass), joins ``chunk``; a rejected one too
-        with ``retry_rejected``. One whose number is on the suppression list
-        joins it as suppressed (the reason in its detail), unless
-        ``ignore_suppression``; one whose phone ``deferred`` maps to a detail
-        joins it as deferred with it. Every other recipient keeps its record.
-        Returned: the records of the recipients this chunk will not send
-        (held, suppressed or deferred).
-        """
-        now = time.time()
-        # Read as columns: send_bulk's chunks come so, with no Recipient made a person.
-        columns = Recipients.of(recipients)
-        deferred = deferred or {}
-        async with self._transaction() as tx:
-            await tx.execute(
-                "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (run, chunk) DO NOTHING",
-                run,
-                chunk,
-                len(recipients),
-                now,
-            )
-            listed = {} if ignore_suppression else await self._suppressions_of(tx, columns.phones)
-            await tx.executemany(
-                "INSERT INTO campaignkit_recipients"
-                " (run, phone, position, chunk, state, detail, user_wire, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
-                " position = excluded.position, user_wire = excluded.user_wire,"
-                " state = excluded.state, claim = NULL, detail = excluded.detail,"
-                " updated = excluded.updated"
-                " WHERE campaignkit_recipients.state IN ('planned', 'deferred', 'suppressed'"
-                + (", 'rejected')" if retry_rejected else ")"),
-                [
-                    (
-                        *(run, phone, position, chunk),
-                        *_filed(listed.get(phone), deferred.get(phone)),
-                        *(user, now),
-                    )
-                    for phone, position, user in zip(
-                        columns.phones, columns.positions, columns.users, strict=True
-                    )
-                ],
-            )
-            held: list[Record] = []
-            for start in range(0, len(recipients), BATCH):
-                phones = list(columns.phones[start : start + BATCH])
-                condition, args = tx.any_of("phone", phones)
-                rows = await tx.fetch(
-                    "SELECT phone, position, state, launch_request_id, detail, user_wire, claim"
-                    " FROM campaignkit_recipients WHERE run = ?"
-                    f" AND (chunk <> ? OR state IN ('suppressed', 'deferred')) AND {condition}",
-                    run,
-                    chunk,
-                    *args,
-                )
-                held.extend(Record(*row) for row in rows)
-        return held
+    async def options(self, run: str) -> str | None: ...
 
-    async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
-        """Atomically take the planned recipients of ``chunk`` (None if none are left).
+    async def lock(self, name: str) -> None:
+        """Hold the lock ``name`` to the end of the transaction, against every
+        other writer of the ledger."""
 
-        Committed before it returns: only then may a request carry them.
-        """
-        return await self._claim(run, chunk, owner, uuid.uuid4().hex)
+    # -- chunks, skipped inputs, claims
 
-    @retried
-    async def _claim(self, run: str, chunk: str, owner: str, token: str) -> Claim | None:
-        # Run again after a connection lost during COMMIT, the claim takes
-        # back what it may already hold: never stranded in flight unsent.
-        now = time.time()
-        async with self._transaction() as tx:
-            # Cheap, and nothing leaves before it: a ledger replaced under a
-            # running send would let it message everyone its runs already reached.
-            await check_identity(tx, self.identity, repr(self))
-            await self._suppress_late(tx, run, chunk, now)
-            await self._defer_over_budget(tx, run, chunk, now)
-            rows = await tx.fetch(
-                "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ?, updated = ?"
-                " WHERE run = ? AND chunk = ?"
-                " AND (state = 'planned' OR (state = 'in_flight' AND claim = ?))"
-                " RETURNING phone, position, user_wire",
-                token,
-                now,
-                run,
-                chunk,
-                token,
-            )
-            if not rows:
-                return None
-            await tx.execute(
-                "INSERT INTO campaignkit_claims"
-                " (run, claim, chunk, owner, size, claimed, expires, state)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')"
-                " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size",
-                run,
-                token,
-                chunk,
-                owner,
-                len(rows),
-                now,
-                now + self.claim_ttl,
-            )
-        recipients = sorted(
-            (Recipient(phone, position, user) for phone, position, user in rows),
-            key=attrgetter("position"),
-        )
-        # In input order, as the request will carry them.
-        return Claim(token, chunk, tuple(recipients), now + self.claim_ttl)
+    async def add_chunk(self, run: str, chunk: str, size: int, created: float) -> None:
+        """Add the chunk, unless it exists."""
 
-    @retried
-    async def settle(
+    async def mark_enqueued(self, run: str, chunk: str) -> None: ...
+
+    async def unenqueued_chunks(self, run: str, state: str) -> list[str]:
+        """The chunks not marked enqueued holding a recipient in ``state``, oldest first."""
+
+    async def add_skipped(self, run: str, input_pass: str, items: Sequence[Skipped]) -> None:
+        """Add ``items`` to the pass's, keeping those of a position held already."""
+
+    async def skipped(self, run: str, input_pass: str) -> list[Skipped]:
+        """The pass's skipped inputs, in position order."""
+
+    async def add_claim(
         self,
         run: str,
         claim: str,
-        state: str,
-        *,
-        launch_request_id: str | None = None,
-        ack: str | None = None,
-        detail: str | None = None,
+        chunk: str,
+        owner: str,
+        size: int,
+        claimed: float,
+        expires: float,
     ) -> None:
-        """Record what became of a claim's request: accepted, rejected or ambiguous.
+        """Add the claim (in flight), or set its size if it exists (a retried claim)."""
 
-        A claim already reported ambiguous because it expired takes the
-        outcome its sender learnt after all.
-        """
-        if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
-            raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
-        async with self._transaction() as tx:
-            await tx.execute(
-                "UPDATE campaignkit_claims SET state = ?, ack = ?, detail = ?"
-                " WHERE run = ? AND claim = ? AND state IN ('in_flight', 'ambiguous')",
-                state,
-                ack,
-                detail,
-                run,
-                claim,
-            )
-            await tx.execute(
-                "UPDATE campaignkit_recipients SET state = ?, launch_request_id = ?, detail = ?,"
-                " updated = ? WHERE run = ? AND claim = ? AND state IN ('in_flight', 'ambiguous')",
-                state,
-                launch_request_id,
-                detail,
-                time.time(),
-                run,
-                claim,
-            )
+    async def update_claims(
+        self,
+        run: str,
+        to: str,
+        states: Collection[str],
+        *,
+        claim: str | None = None,
+        expired_before: float | None = None,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> list[str]:
+        """Move the run's claims in ``states`` (only ``claim``, or only those
+        expiring before ``expired_before``) to ``to``, setting ``fields``
+        (``ack``, ``detail``); their tokens."""
+
+    async def claims(self, run: str) -> list[ClaimRow]:
+        """Every claim of the run, oldest first."""
+
+    # -- recipients
+
+    async def upsert(
+        self,
+        run: str,
+        chunk: str,
+        recipients: Recipients,
+        state: str,
+        detail: str | None,
+        replace: Collection[str],
+        now: float,
+    ) -> list[Record]:
+        """File ``recipients`` into ``chunk`` in ``state`` with ``detail``,
+        taken by no claim: those new to the run, and those held in a state of
+        ``replace``; the others keep their records. Returned: the records
+        kept, of those held in another chunk."""
+
+    async def take(
+        self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
+    ) -> Recipients:
+        """Move the recipients of ``chunk`` in ``states`` to ``to`` under
+        ``claim``; those moved, and those that ``claim`` moved there already
+        (a take run again), in input order."""
+
+    async def move(
+        self,
+        run: str,
+        where: Where,
+        to: str,
+        now: float,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> int:
+        """Move the recipients ``where`` selects to ``to``, setting ``fields``
+        (``detail``, ``launch_request_id``, ``claim``); how many moved."""
+
+    async def phones_in(self, run: str, chunk: str, state: str) -> list[str]:
+        """The phones of the chunk's recipients in ``state``, in input order."""
+
+    async def listed_in(
+        self, run: str, chunk: str, state: str
+    ) -> list[tuple[str, Suppression, float]]:
+        """The chunk's recipients in ``state`` whose numbers are on the
+        suppression list: phone, entry, and when their record last changed."""
+
+    async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
+        """Across runs, the people taken by claims made after ``since`` whose
+        records are in ``states``, and when the oldest such claim was made."""
+
+    async def counted_among(
+        self, since: float, states: Collection[str], phones: Sequence[str]
+    ) -> set[str]:
+        """Those of ``phones`` that :meth:`budget_used` counts."""
+
+    async def counts(self, run: str) -> dict[str, int]:
+        """The run's recipients by state (states holding none may be left out)."""
+
+    async def skipped_counts(self, run: str, input_pass: str) -> dict[str, int]:
+        """The pass's skipped inputs by kind."""
+
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        """The records of ``phones``, each with when its claim was made."""
+
+    async def last_update(self, run: str) -> float | None:
+        """When a recipient of the run last changed."""
+
+    # -- sending lines
+
+    async def lines_of(self, phones: Sequence[str]) -> dict[str, str]: ...
+
+    async def line_load(self, lines: Sequence[str]) -> dict[str, int]:
+        """The people on each of ``lines`` (lines without any may be left out)."""
+
+    async def set_lines(self, assigned: Mapping[str, str], now: float) -> None: ...
+
+    async def add_line_load(self, changes: Mapping[str, int]) -> None: ...
+
+    # -- the suppression list
+
+    async def suppressions_of(self, phones: Sequence[str]) -> dict[str, Suppression]: ...
+
+    async def add_suppressions(
+        self, phones: Sequence[str], reason: str, source: str | None, added: float
+    ) -> int:
+        """Add entries for those of ``phones`` not listed; how many were added."""
+
+    async def remove_suppressions(self, phones: Sequence[str]) -> int: ...
+
+    # -- webhook deliveries
+
+    async def add_seen(self, namespace: str, key: str, seen: float) -> bool:
+        """Add ``key``; whether it was new."""
+
+    async def prune_seen(self, namespace: str, before: float) -> int: ...
+
+    async def forget_seen(self, namespace: str, key: str) -> None: ...
+
+    # -- outcomes
+
+    async def upsert_statuses(self, run: str, rows: Sequence[StatusRow]) -> None:
+        """Set each phone's status, unless it holds that status already."""
+
+    async def add_final(self, run: str, launches: Sequence[str], at: float) -> None: ...
+
+    async def final_launches(self, run: str) -> set[str]: ...
+
+    async def run_of_accepted(self, phone: str, state: str) -> str | None:
+        """The most recent run holding ``phone`` in ``state``."""
+
+    async def set_fact(
+        self,
+        run: str,
+        phone: str,
+        fact: str,
+        at: float,
+        conversation_id: str | None,
+        answer: str | None,
+    ) -> None:
+        """Set the time column ``fact`` of the phone's outcome, its
+        conversation and answer, each unless set already."""
+
+    async def launch_phones(
+        self, run: str, state: str, launches: Collection[str]
+    ) -> dict[str, list[str]]:
+        """The phones of the run's recipients in ``state``, by launch, for ``launches``."""
+
+    async def outcomes(self, run: str) -> list[RecipientOutcome]:
+        """The run's outcomes, by phone."""
+
+    async def outcome_groups(self, run: str) -> list[OutcomeGroup]: ...
+
+
+class Store(Protocol):
+    """A backend of :class:`~campaignkit.ledger.Ledger`."""
+
+    async def open(self) -> bool:
+        """Connect (creating the schema on first use); whether it was created."""
+
+    async def aclose(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[StoreTx]:
+        """One transaction: committed durably on success, rolled back on error."""
+
+    def records(self, run: str, states: Sequence[str], page_size: int) -> AsyncIterator[Record]:
+        """The run's recipients in ``states``, in input order (read page by page)."""
+
+    def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
+        """Every entry of the suppression list, in phone order (page by page)."""

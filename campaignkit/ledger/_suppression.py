@@ -1,14 +1,12 @@
 """The suppression list a ledger keeps across its runs: numbers no run sends
 to (unless told to ignore the list for one run), each with the reason it is
-there. What every ledger offers (:class:`SuppressionList`, a part of
-:class:`~campaignkit.ledger.Ledger`), the reasons added automatically, and
-the one mapping from what the service says to a reason."""
+there (:class:`~campaignkit.ledger.Ledger` keeps it): an entry, the reasons
+added automatically, and the one mapping from what the service says to a
+reason."""
 
 from __future__ import annotations
 
-import abc
-import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
@@ -102,50 +100,3 @@ def suppression_phones(phones: Iterable[Any]) -> list[str]:
     found = [ledger_phone(value, f"phones[{i}]", problems) for i, value in enumerate(phones)]
     raise_problems(problems)
     return list(dict.fromkeys(phone for phone in found if phone is not None))
-
-
-class SuppressionList(abc.ABC):
-    """The suppression list of a ledger (see :mod:`campaignkit.ledger`).
-
-    Numbers are given as text with their country code (``"+57 300 123 4567"``)
-    or as users (a :class:`~campaignkit.User` or its dict), and kept as the
-    ledger keys recipients (``"+573001234567"``). A bad one raises
-    :class:`~campaignkit.errors.ValidationError`, naming it, before anything
-    is changed.
-    """
-
-    async def suppress(
-        self, phones: Iterable[Any], reason: str = MANUAL, *, source: str | None = None
-    ) -> int:
-        """Put ``phones`` on the list with ``reason`` (and ``source``, what put
-        them there); how many were new to it. A number already on the list
-        keeps its entry (remove it first to change its reason)."""
-        raise_problems(entry_problems(reason, source))
-        return await self._add_suppressions(suppression_phones(phones), reason, source, time.time())
-
-    async def unsuppress(self, phones: Iterable[Any]) -> int:
-        """Take ``phones`` off the list; how many were on it."""
-        return await self._remove_suppressions(suppression_phones(phones))
-
-    async def suppressed(self, phones: Iterable[Any]) -> dict[str, Suppression]:
-        """The entries of those of ``phones`` that are on the list, by phone."""
-        return await self._find_suppressions(suppression_phones(phones))
-
-    async def suppression(self, phone: Any) -> Suppression | None:
-        """The entry of ``phone`` if it is on the list, else None."""
-        return next(iter((await self.suppressed([phone])).values()), None)
-
-    @abc.abstractmethod
-    def suppressions(self, *, page_size: int = 10_000) -> AsyncIterator[Suppression]:
-        """Every number on the list, in phone order (read page by page)."""
-
-    @abc.abstractmethod
-    async def _add_suppressions(
-        self, phones: Sequence[str], reason: str, source: str | None, added: float
-    ) -> int: ...
-
-    @abc.abstractmethod
-    async def _remove_suppressions(self, phones: Sequence[str]) -> int: ...
-
-    @abc.abstractmethod
-    async def _find_suppressions(self, phones: Sequence[str]) -> dict[str, Suppression]: ...

@@ -29,11 +29,7 @@ def ledger_factory(request: pytest.FixtureRequest, tmp_path: Path) -> NewLedger:
         def memory(**options: Any) -> Ledger:
             # Another object over the same contents, as another connection would be.
             ledger = MemoryLedger(**options)
-            ledger._runs, ledger._seen = first._runs, first._seen
-            ledger._identity = first._identity
-            ledger._suppressions = first._suppressions
-            ledger._options, ledger._lines = first._options, first._lines
-            ledger._line_load, ledger._taken = first._line_load, first._taken
+            ledger.store, ledger._identity = first.store, first._identity
             return ledger
 
         return memory

@@ -33,7 +33,7 @@ from campaignkit.ledger import (
 )
 from campaignkit.ledger._records import Recipients
 from campaignkit.ledger._schema import SCHEMA_VERSION
-from campaignkit.ledger._store import SqlLedger
+from campaignkit.ledger._sql import SqlStore
 
 RUN = "run-1"
 CLAIMER = Path(__file__).parent.parent / "helpers" / "ledger_claimer.py"
@@ -41,8 +41,8 @@ CLAIMER = Path(__file__).parent.parent / "helpers" / "ledger_claimer.py"
 
 async def sql(ledger: Ledger, statement: str, *args: Any) -> list[tuple[Any, ...]]:
     """Run raw SQL in one of the ledger's own transactions (either dialect)."""
-    assert isinstance(ledger, SqlLedger), "the SQL schema: mark the test durable"
-    async with ledger._transaction() as tx:
+    assert isinstance(ledger.store, SqlStore), "the SQL schema: mark the test durable"
+    async with ledger.store.connection() as tx:
         return await tx.fetch(statement, *args)
 
 
@@ -555,28 +555,66 @@ async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> Non
     from contextlib import asynccontextmanager
 
     from campaignkit.ledger._schema import TransactionConflict
+    from campaignkit.ledger._sqlite import SqliteStore
 
-    class Conflicting(SqliteLedger):
+    class Conflicting(SqliteStore):
         conflicts = 0
 
         @asynccontextmanager
-        async def _transaction(self) -> Any:
-            async with super()._transaction() as tx:
+        async def connection(self) -> Any:
+            async with super().connection() as tx:
                 yield tx
                 if self.conflicts:
                     self.conflicts -= 1
                     raise TransactionConflict("deadlock detected")
 
-    ledger = Conflicting(tmp_path / "ledger.db")
+    store = Conflicting(tmp_path / "ledger.db")
+    ledger = Ledger(store)
     async with ledger:
         await ledger.start_run(RUN, "poll-1")
         await ledger.plan(RUN, "c1", people(2))
         claim = await claimed(ledger, "c1")
-        ledger.conflicts = 2
+        store.conflicts = 2
         await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
-        assert ledger.conflicts == 0
+        assert store.conflicts == 0
         assert (await ledger.counts(RUN))[ACCEPTED] == 2
-        ledger.conflicts = 10
+        store.conflicts = 10
         with pytest.raises(TransactionConflict):
             await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
-        assert ledger.conflicts == 4  # six tries, then the conflict is the caller's
+        assert store.conflicts == 4  # six tries, then the conflict is the caller's
+
+
+async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_use(
+    tmp_path: Path,
+) -> None:
+    """Each index of the recipients is rewritten at every move of one (plan,
+    claim, settle): one is kept, and a claim's recipients (a settle, the
+    daily limit's count) are found through it, never by reading them all.
+    A ledger made with the two older indexes loses them when opened."""
+    from campaignkit.ledger._sql import _TAKEN
+
+    path = tmp_path / "ledger.db"
+    async with SqliteLedger(path) as ledger:
+        await sql(
+            ledger,
+            "CREATE INDEX campaignkit_recipients_state ON campaignkit_recipients (run, state)",
+        )
+    async with SqliteLedger(path) as ledger:
+        indexes = await sql(
+            ledger,
+            "SELECT name FROM sqlite_master WHERE type = 'index'"
+            " AND tbl_name = 'campaignkit_recipients' AND name NOT LIKE 'sqlite_autoindex%'",
+        )
+        assert indexes == [("campaignkit_recipients_chunk",)]
+        settle = (
+            "UPDATE campaignkit_recipients SET state = 'accepted' WHERE run = ?"
+            " AND chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND claim IN (?))"
+            " AND claim IN (?)"
+        )
+        counted = f"SELECT COUNT(DISTINCT r.phone){_TAKEN} AND r.state IN ('accepted')"
+        for statement, args in [(settle, ("r", "r", "c", "c")), (counted, (0.0,))]:
+            steps = [row[-1] for row in await sql(ledger, "EXPLAIN QUERY PLAN " + statement, *args)]
+            assert any("campaignkit_recipients_chunk" in step for step in steps), steps
+            assert not any(
+                step.startswith(("SCAN r", "SCAN campaignkit_recipients")) for step in steps
+            )

@@ -21,8 +21,7 @@ from campaignkit.ledger import (
     SqliteLedger,
     StatusRow,
 )
-from campaignkit.ledger._outcome_store import RUN_OF_PHONE
-from campaignkit.ledger._store import SqlLedger
+from campaignkit.ledger._sql import RUN_OF_PHONE, SqlStore
 from campaignkit.webhooks import parse_event
 
 pytestmark = pytest.mark.timeout(30)
@@ -194,8 +193,8 @@ async def test_a_ledger_of_the_earlier_schema_opens_and_gains_outcomes(
 ) -> None:
     async with new_ledger() as ledger:
         await accept(ledger, RUN, "c1", range(1), "L1")
-        assert isinstance(ledger, SqlLedger)
-        async with ledger._transaction() as tx:  # as a ledger of an earlier release is
+        assert isinstance(ledger.store, SqlStore)
+        async with ledger.store.connection() as tx:  # as a ledger of an earlier release is
             await tx.execute("DROP TABLE campaignkit_outcomes")
             await tx.execute("DROP TABLE campaignkit_followed")
     async with new_ledger() as reopened:
@@ -208,8 +207,8 @@ async def test_an_event_finds_its_run_without_reading_every_recipient(tmp_path: 
     # every recipient (a join of runs and recipients scanned them all).
     async with SqliteLedger(tmp_path / "ledger.db") as ledger:
         await accept(ledger, RUN, "c1", range(3), "L1")
-        async with ledger._transaction() as tx:
-            plan = await tx.fetch("EXPLAIN QUERY PLAN " + RUN_OF_PHONE, "+573000000001")
+        async with ledger.store.connection() as tx:
+            plan = await tx.fetch("EXPLAIN QUERY PLAN " + RUN_OF_PHONE, "+573000000001", "accepted")
     steps = [row[-1] for row in plan]
     assert any("USING INDEX" in step and "(run=? AND phone=?)" in step for step in steps), steps
     assert not any(step.startswith("SCAN r") for step in steps), steps

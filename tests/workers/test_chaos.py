@@ -40,7 +40,7 @@ from campaignkit.ledger import (
     Ledger,
     PostgresLedger,
 )
-from campaignkit.ledger._store import SqlLedger
+from campaignkit.ledger._sql import SqlStore
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(180)
@@ -71,8 +71,8 @@ async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout: fl
 async def senders(ledger: Ledger, run: str, since: float) -> set[int]:
     """The pids of the workers holding claims in flight taken after ``since``
     (UNIX seconds; owners are host:pid:random)."""
-    assert isinstance(ledger, SqlLedger)
-    async with ledger._transaction() as tx:
+    assert isinstance(ledger.store, SqlStore)
+    async with ledger.store.connection() as tx:
         rows = await tx.fetch(
             "SELECT owner FROM campaignkit_claims"
             " WHERE run = ? AND state = 'in_flight' AND claimed > ?",

@@ -1,0 +1,655 @@
+"""The store of the SQL ledgers, in SQL that SQLite and PostgreSQL both run.
+
+A dialect (:mod:`._sqlite`, :mod:`._postgres`) supplies only a connection:
+:meth:`SqlStore.connection` yields a :class:`~._schema.Transaction` whose
+statements use ``?`` placeholders (the PostgreSQL driver numbers them) and
+whose ``any_of`` spells "column is one of these values" in its dialect. Each
+primitive is one statement a set (``executemany`` for rows, ``IN`` lists of
+at most :data:`~._schema.BATCH` values).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from itertools import repeat
+from operator import add, itemgetter
+from typing import Any, Final
+
+from .._funnel import OutcomeGroup
+from ._outcomes import FACTS, RecipientOutcome, StatusRow
+from ._records import Recipients, Record, RunInfo, Skipped
+from ._schema import BATCH, Transaction, create_schema
+from ._store import ClaimRow, Where
+from ._suppression import Suppression
+
+_RECORD: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
+_RUNS: Final = (
+    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass"
+    " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+)
+_SUPPRESSION: Final = "phone, reason, source, added"
+# Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
+_LISTED_ROWS: Final = 1000
+_OUTCOME: Final = (
+    "phone, launch_request_id, conversation_id, status, status_at,"
+    " delivered_at, read_at, replied_at, answer, opted_out_at"
+)
+# A status replaces the one held only when it differs: following a launch
+# again (after an interruption) sees the same statuses, and keeps their times.
+_STATUS_UPSERT: Final = (
+    "INSERT INTO campaignkit_outcomes"
+    " (run, phone, launch_request_id, conversation_id, status, status_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run, phone) DO UPDATE SET launch_request_id = excluded.launch_request_id,"
+    " conversation_id = excluded.conversation_id, status = excluded.status,"
+    " status_at = excluded.status_at"
+    " WHERE campaignkit_outcomes.status IS NULL"
+    " OR campaignkit_outcomes.status <> excluded.status"
+)
+# Run by run, newest first, each a lookup of the recipients' primary key: no
+# index of phones across runs, and few runs beside many recipients (a join
+# let SQLite scan every recipient of every run).
+RUN_OF_PHONE: Final = (
+    "SELECT u.run FROM campaignkit_runs u WHERE EXISTS (SELECT 1"
+    " FROM campaignkit_recipients r WHERE r.run = u.run AND r.phone = ?"
+    " AND r.state = ?) ORDER BY u.created DESC, u.run DESC LIMIT 1"
+)
+"""The most recent run holding a phone in a state."""
+# Recipients taken by a claim made after a time, in some states: each
+# claim's found through its chunk (the recipients' one secondary index).
+# CROSS JOIN: SQLite reads the claims first (PostgreSQL plans it freely).
+_TAKEN: Final = (
+    " FROM campaignkit_claims c CROSS JOIN campaignkit_recipients r"
+    " WHERE r.run = c.run AND r.chunk = c.chunk AND r.claim = c.claim AND c.claimed > ?"
+)
+# The columns a move or a claim update may set: never a caller's text.
+_RECIPIENT_FIELDS: Final = frozenset({"detail", "launch_request_id", "claim"})
+_CLAIM_FIELDS: Final = frozenset({"ack", "detail"})
+_RUN_FIELDS: Final = frozenset({"input_pass", "total", "input_done"})
+
+
+def _in(values: Collection[str]) -> str:
+    """``IN`` of literal states (never a caller's text: the ledger's constants)."""
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+def _sets(fields: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
+    if not fields.keys() <= allowed:
+        raise ValueError(f"not columns a store sets: {sorted(fields.keys() - allowed)}")
+    return "".join(f", {name} = ?" for name in fields), list(fields.values())
+
+
+def _batches(values: Sequence[Any]) -> list[list[Any]]:
+    """``values`` in lists of at most :data:`BATCH` (one, empty, if there are none)."""
+    return [list(values[start : start + BATCH]) for start in range(0, len(values), BATCH)] or [[]]
+
+
+class SqlStore(abc.ABC):
+    """The store of a ledger in an SQL database; a dialect gives the connection."""
+
+    @abc.abstractmethod
+    async def _connect(self) -> None: ...
+
+    @abc.abstractmethod
+    async def _lock_schema(self, tx: Transaction) -> None:
+        """Serialise schema creation between processes."""
+
+    @abc.abstractmethod
+    def connection(self) -> AbstractAsyncContextManager[Transaction]:
+        """One transaction of the connection: committed durably on success,
+        rolled back on error."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None: ...
+
+    async def open(self) -> bool:
+        """Connect, create the tables if missing (re-key an older ledger's
+        phones); whether the ledger is new.
+
+        ``CREATE INDEX IF NOT EXISTS`` locks its table even when the index
+        exists: against other processes' claims, it may deadlock (the ledger
+        runs it again).
+        """
+        await self._connect()
+        async with self.connection() as tx:
+            await self._lock_schema(tx)
+            return await create_schema(tx)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlTx]:
+        async with self.connection() as tx:
+            yield SqlTx(tx)
+
+    async def records(
+        self, run: str, states: Sequence[str], page_size: int
+    ) -> AsyncIterator[Record]:
+        position, phone = -1, ""
+        while True:
+            async with self.connection() as tx:
+                condition, args = tx.any_of("state", list(states))
+                rows = await tx.fetch(
+                    f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ?"
+                    f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
+                    " ORDER BY position, phone LIMIT ?",
+                    *(run, position, position, phone),
+                    *args,
+                    page_size,
+                )
+            for row in rows:
+                yield Record(*row)
+            if len(rows) < page_size:
+                return
+            phone, position = rows[-1][0], rows[-1][1]
+
+    async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
+        after = ""
+        while True:
+            async with self.connection() as tx:
+                rows = await tx.fetch(
+                    f"SELECT {_SUPPRESSION} FROM campaignkit_suppressions WHERE phone > ?"
+                    " ORDER BY phone LIMIT ?",
+                    after,
+                    page_size,
+                )
+            for row in rows:
+                yield Suppression(*row)
+            if len(rows) < page_size:
+                return
+            after = rows[-1][0]
+
+
+class SqlTx:
+    """The store's primitives in one SQL transaction (see :class:`~._store.StoreTx`)."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self.sql = tx
+
+    # -- the ledger and its runs
+
+    async def identity(self) -> str | None:
+        rows = await self.sql.fetch("SELECT identity FROM campaignkit_ledger")
+        return str(rows[0][0]) if rows else None
+
+    async def set_identity(self, identity: str, created: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_ledger (identity, created) VALUES (?, ?)", identity, created
+        )
+
+    async def run(self, run: str) -> tuple[RunInfo, str] | None:
+        rows = await self.sql.fetch(f"{_RUNS} WHERE r.run = ?", run)
+        return (_run_of(rows[0]), rows[0][6]) if rows else None
+
+    async def runs(self) -> list[RunInfo]:
+        return [
+            _run_of(row) for row in await self.sql.fetch(f"{_RUNS} ORDER BY r.created DESC, r.run")
+        ]
+
+    async def add_run(self, run: str, poll: str, created: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_runs (run, poll, created) VALUES (?, ?, ?)"
+            " ON CONFLICT (run) DO NOTHING",
+            *(run, poll, created),
+        )
+
+    async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
+        values = {k: int(v) if k == "input_done" else v for k, v in fields.items()}
+        sets, args = _sets(values, _RUN_FIELDS)
+        await self.sql.execute(f"UPDATE campaignkit_runs SET {sets[2:]} WHERE run = ?", *args, run)
+
+    async def stop_run(self, run: str, detail: str, stopped: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_run_stops (run, detail, stopped)"
+            " SELECT run, ?, ? FROM campaignkit_runs WHERE run = ? ON CONFLICT (run) DO NOTHING",
+            *(detail, stopped, run),
+        )
+
+    async def clear_stop(self, run: str) -> None:
+        await self.sql.execute("DELETE FROM campaignkit_run_stops WHERE run = ?", run)
+
+    async def save_options(self, run: str, options: str, saved: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_run_options (run, options, saved) VALUES (?, ?, ?)"
+            " ON CONFLICT (run) DO UPDATE SET options = excluded.options, saved = excluded.saved",
+            *(run, options, saved),
+        )
+
+    async def options(self, run: str) -> str | None:
+        rows = await self.sql.fetch(
+            "SELECT options FROM campaignkit_run_options WHERE run = ?", run
+        )
+        return str(rows[0][0]) if rows else None
+
+    async def lock(self, name: str) -> None:
+        # The row's lock is held to the end of the transaction (SQLite's
+        # BEGIN IMMEDIATE already serialises writers).
+        await self.sql.execute(
+            "INSERT INTO campaignkit_locks (name, taken) VALUES (?, 0)"
+            " ON CONFLICT (name) DO UPDATE SET taken = campaignkit_locks.taken + 1",
+            name,
+        )
+
+    # -- chunks, skipped inputs, claims
+
+    async def add_chunk(self, run: str, chunk: str, size: int, created: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_chunks (run, chunk, size, created) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (run, chunk) DO NOTHING",
+            *(run, chunk, size, created),
+        )
+
+    async def mark_enqueued(self, run: str, chunk: str) -> None:
+        await self.sql.execute(
+            "UPDATE campaignkit_chunks SET enqueued = 1 WHERE run = ? AND chunk = ?", run, chunk
+        )
+
+    async def unenqueued_chunks(self, run: str, state: str) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT c.chunk FROM campaignkit_chunks c WHERE c.run = ? AND c.enqueued = 0"
+            " AND EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = c.run"
+            " AND r.chunk = c.chunk AND r.state = ?) ORDER BY c.created",
+            *(run, state),
+        )
+        return [row[0] for row in rows]
+
+    async def add_skipped(self, run: str, input_pass: str, items: Sequence[Skipped]) -> None:
+        await self.sql.executemany(
+            "INSERT INTO campaignkit_skipped"
+            " (run, input_pass, position, kind, phone, reason, line, item)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, input_pass, position) DO NOTHING",
+            [
+                (run, input_pass, s.position, s.kind, s.phone, s.reason, s.line, s.item)
+                for s in items
+            ],
+        )
+
+    async def skipped(self, run: str, input_pass: str) -> list[Skipped]:
+        rows = await self.sql.fetch(
+            "SELECT position, kind, phone, reason, line, item FROM campaignkit_skipped"
+            " WHERE run = ? AND input_pass = ? ORDER BY position",
+            *(run, input_pass),
+        )
+        return [Skipped(*row) for row in rows]
+
+    async def add_claim(
+        self,
+        run: str,
+        claim: str,
+        chunk: str,
+        owner: str,
+        size: int,
+        claimed: float,
+        expires: float,
+    ) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_claims"
+            " (run, claim, chunk, owner, size, claimed, expires, state)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')"
+            " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size",
+            *(run, claim, chunk, owner, size, claimed, expires),
+        )
+
+    async def update_claims(
+        self,
+        run: str,
+        to: str,
+        states: Collection[str],
+        *,
+        claim: str | None = None,
+        expired_before: float | None = None,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> list[str]:
+        sets, args = _sets(fields or {}, _CLAIM_FIELDS)
+        where, more = "", list[Any]()
+        if claim is not None:
+            where, more = where + " AND claim = ?", [*more, claim]
+        if expired_before is not None:
+            where, more = where + " AND expires < ?", [*more, expired_before]
+        rows = await self.sql.fetch(
+            f"UPDATE campaignkit_claims SET state = ?{sets}"
+            f" WHERE run = ? AND state IN {_in(states)}{where} RETURNING claim",
+            *(to, *args, run, *more),
+        )
+        return [row[0] for row in rows]
+
+    async def claims(self, run: str) -> list[ClaimRow]:
+        rows = await self.sql.fetch(
+            "SELECT claim, chunk, state, ack, detail FROM campaignkit_claims"
+            " WHERE run = ? ORDER BY claimed, claim",
+            run,
+        )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    # -- recipients
+
+    async def upsert(
+        self,
+        run: str,
+        chunk: str,
+        recipients: Recipients,
+        state: str,
+        detail: str | None,
+        replace: Collection[str],
+        now: float,
+    ) -> list[Record]:
+        kept: list[Record] = []
+        for phones in _batches(recipients.phones):
+            condition, args = self.sql.any_of("phone", phones)
+            rows = await self.sql.fetch(
+                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
+                f" AND state NOT IN {_in(replace)} AND {condition}",
+                *(run, chunk, *args),
+            )
+            kept += (Record(*row) for row in rows)
+        await self.sql.executemany(
+            "INSERT INTO campaignkit_recipients"
+            " (run, phone, position, chunk, state, detail, user_wire, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+            " position = excluded.position, user_wire = excluded.user_wire,"
+            " state = excluded.state, claim = NULL, detail = excluded.detail,"
+            " updated = excluded.updated"
+            f" WHERE campaignkit_recipients.state IN {_in(replace)}",
+            [
+                (run, phone, position, chunk, state, detail, user, now)
+                for phone, position, user in zip(
+                    recipients.phones, recipients.positions, recipients.users, strict=True
+                )
+            ],
+        )
+        return kept
+
+    async def take(
+        self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
+    ) -> Recipients:
+        rows = await self.sql.fetch(
+            "UPDATE campaignkit_recipients SET state = ?, claim = ?, updated = ?"
+            f" WHERE run = ? AND chunk = ?"
+            f" AND (state IN {_in(states)} OR (state = ? AND claim = ?))"
+            " RETURNING phone, position, user_wire",
+            *(to, claim, now, run, chunk, to, claim),
+        )
+        rows.sort(key=itemgetter(1))  # in input order, as the request will carry them
+        return Recipients([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+    async def move(
+        self,
+        run: str,
+        where: Where,
+        to: str,
+        now: float,
+        fields: Mapping[str, str | None] | None = None,
+    ) -> int:
+        sets, args = _sets(fields or {}, _RECIPIENT_FIELDS)
+        condition, more = f"run = ? AND state IN {_in(where.states)}", [run]
+        if where.chunk is not None:
+            condition, more = condition + " AND chunk = ?", [*more, where.chunk]
+        column, values = (
+            ("claim", where.claims) if where.phones is None else ("phone", where.phones)
+        )
+        moved = 0
+        for batch in [None] if values is None else _batches(values):
+            selected, chosen = ("1 = 1", ()) if batch is None else self.sql.any_of(column, batch)
+            if column == "claim" and batch is not None:
+                # Through the claims' chunks: the recipients' one secondary index.
+                claims, more_claims = self.sql.any_of("claim", batch)
+                selected = (
+                    f"chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND {claims})"
+                    f" AND {selected}"
+                )
+                chosen = (run, *more_claims, *chosen)
+            moved += await self.sql.execute(
+                f"UPDATE campaignkit_recipients SET state = ?{sets}, updated = ?"
+                f" WHERE {condition} AND {selected}",
+                *(to, *args, now, *more, *chosen),
+            )
+        return moved
+
+    async def phones_in(self, run: str, chunk: str, state: str) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT phone FROM campaignkit_recipients WHERE run = ? AND chunk = ?"
+            " AND state = ? ORDER BY position",
+            *(run, chunk, state),
+        )
+        return [row[0] for row in rows]
+
+    async def listed_in(
+        self, run: str, chunk: str, state: str
+    ) -> list[tuple[str, Suppression, float]]:
+        rows = await self.sql.fetch(
+            "SELECT s.phone, s.reason, s.source, s.added, r.updated"
+            " FROM campaignkit_recipients r JOIN campaignkit_suppressions s ON s.phone = r.phone"
+            " WHERE r.run = ? AND r.chunk = ? AND r.state = ?",
+            *(run, chunk, state),
+        )
+        return [(row[0], Suppression(*row[:4]), float(row[4])) for row in rows]
+
+    async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
+        used, oldest = (
+            await self.sql.fetch(
+                f"SELECT COUNT(DISTINCT r.phone), MIN(c.claimed){_TAKEN}"
+                f" AND r.state IN {_in(states)}",
+                since,
+            )
+        )[0]
+        return int(used), None if oldest is None else float(oldest)
+
+    async def counted_among(
+        self, since: float, states: Collection[str], phones: Sequence[str]
+    ) -> set[str]:
+        counted: set[str] = set()
+        for batch in _batches(phones):
+            condition, args = self.sql.any_of("r.phone", batch)
+            rows = await self.sql.fetch(
+                f"SELECT DISTINCT r.phone{_TAKEN} AND r.state IN {_in(states)} AND {condition}",
+                since,
+                *args,
+            )
+            counted.update(row[0] for row in rows)
+        return counted
+
+    async def counts(self, run: str) -> dict[str, int]:
+        rows = await self.sql.fetch(
+            "SELECT state, COUNT(*) FROM campaignkit_recipients WHERE run = ? GROUP BY state", run
+        )
+        return {state: int(n) for state, n in rows}
+
+    async def skipped_counts(self, run: str, input_pass: str) -> dict[str, int]:
+        rows = await self.sql.fetch(
+            "SELECT kind, COUNT(*) FROM campaignkit_skipped WHERE run = ? AND input_pass = ?"
+            " GROUP BY kind",
+            *(run, input_pass),
+        )
+        return {kind: int(n) for kind, n in rows}
+
+    async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
+        held: dict[str, tuple[Record, float | None]] = {}
+        for batch in _batches(phones):
+            condition, args = self.sql.any_of("r.phone", batch)
+            rows = await self.sql.fetch(
+                "SELECT r.phone, r.position, r.state, r.launch_request_id, r.detail,"
+                " r.user_wire, r.claim, c.claimed FROM campaignkit_recipients r"
+                " LEFT JOIN campaignkit_claims c ON c.run = r.run AND c.claim = r.claim"
+                f" WHERE r.run = ? AND {condition}",
+                run,
+                *args,
+            )
+            held.update((row[0], (Record(*row[:7]), row[7])) for row in rows)
+        return held
+
+    async def last_update(self, run: str) -> float | None:
+        rows = await self.sql.fetch(
+            "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
+        )
+        return None if rows[0][0] is None else float(rows[0][0])
+
+    # -- sending lines
+
+    async def lines_of(self, phones: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for batch in _batches(phones):
+            condition, args = self.sql.any_of("phone", batch)
+            rows = await self.sql.fetch(
+                f"SELECT phone, line FROM campaignkit_lines WHERE {condition}", *args
+            )
+            found.update(rows)
+        return found
+
+    async def line_load(self, lines: Sequence[str]) -> dict[str, int]:
+        condition, args = self.sql.any_of("line", list(lines))
+        rows = await self.sql.fetch(
+            f"SELECT line, people FROM campaignkit_line_load WHERE {condition}", *args
+        )
+        return {line: int(people) for line, people in rows}
+
+    async def set_lines(self, assigned: Mapping[str, str], now: float) -> None:
+        await self.sql.executemany(
+            "INSERT INTO campaignkit_lines (phone, line, assigned) VALUES (?, ?, ?)"
+            " ON CONFLICT (phone) DO UPDATE SET line = excluded.line, assigned = excluded.assigned",
+            [(phone, line, now) for phone, line in assigned.items()],
+        )
+
+    async def add_line_load(self, changes: Mapping[str, int]) -> None:
+        await self.sql.executemany(
+            "INSERT INTO campaignkit_line_load (line, people) VALUES (?, ?)"
+            " ON CONFLICT (line) DO UPDATE"
+            " SET people = campaignkit_line_load.people + excluded.people",
+            list(changes.items()),
+        )
+
+    # -- the suppression list
+
+    async def suppressions_of(self, phones: Sequence[str]) -> dict[str, Suppression]:
+        found: dict[str, Suppression] = {}
+        for batch in _batches(phones):
+            condition, args = self.sql.any_of("phone", batch)
+            rows = await self.sql.fetch(
+                f"SELECT {_SUPPRESSION} FROM campaignkit_suppressions WHERE {condition}", *args
+            )
+            found.update((row[0], Suppression(*row)) for row in rows)
+        return found
+
+    async def add_suppressions(
+        self, phones: Sequence[str], reason: str, source: str | None, added: float
+    ) -> int:
+        new = 0
+        # In one order whoever adds them: two writers of overlapping numbers
+        # wait for each other rather than deadlock.
+        phones = sorted(phones)
+        for start in range(0, len(phones), _LISTED_ROWS):
+            batch = phones[start : start + _LISTED_ROWS]
+            rows = await self.sql.fetch(
+                f"INSERT INTO campaignkit_suppressions ({_SUPPRESSION}) VALUES "
+                + ", ".join(["(?, ?, ?, ?)"] * len(batch))
+                + " ON CONFLICT (phone) DO NOTHING RETURNING phone",
+                *(value for phone in batch for value in (phone, reason, source, added)),
+            )
+            new += len(rows)
+        return new
+
+    async def remove_suppressions(self, phones: Sequence[str]) -> int:
+        removed = 0
+        for batch in _batches(phones):
+            condition, args = self.sql.any_of("phone", batch)
+            removed += await self.sql.execute(
+                f"DELETE FROM campaignkit_suppressions WHERE {condition}", *args
+            )
+        return removed
+
+    # -- webhook deliveries
+
+    async def add_seen(self, namespace: str, key: str, seen: float) -> bool:
+        return bool(
+            await self.sql.execute(
+                "INSERT INTO campaignkit_seen (namespace, key, seen) VALUES (?, ?, ?)"
+                " ON CONFLICT (namespace, key) DO NOTHING",
+                *(namespace, key, seen),
+            )
+        )
+
+    async def prune_seen(self, namespace: str, before: float) -> int:
+        return await self.sql.execute(
+            "DELETE FROM campaignkit_seen WHERE namespace = ? AND seen < ?", namespace, before
+        )
+
+    async def forget_seen(self, namespace: str, key: str) -> None:
+        await self.sql.execute(
+            "DELETE FROM campaignkit_seen WHERE namespace = ? AND key = ?", namespace, key
+        )
+
+    # -- outcomes
+
+    async def upsert_statuses(self, run: str, rows: Sequence[StatusRow]) -> None:
+        # Each row's values after the run's, joined in C (benchmarks row 15).
+        await self.sql.executemany(_STATUS_UPSERT, map(add, repeat((run,)), rows))
+
+    async def add_final(self, run: str, launches: Sequence[str], at: float) -> None:
+        await self.sql.executemany(
+            "INSERT INTO campaignkit_followed (run, launch_request_id, final_at)"
+            " VALUES (?, ?, ?) ON CONFLICT (run, launch_request_id) DO NOTHING",
+            [(run, launch, at) for launch in launches],
+        )
+
+    async def final_launches(self, run: str) -> set[str]:
+        rows = await self.sql.fetch(
+            "SELECT launch_request_id FROM campaignkit_followed WHERE run = ?", run
+        )
+        return {row[0] for row in rows}
+
+    async def run_of_accepted(self, phone: str, state: str) -> str | None:
+        rows = await self.sql.fetch(RUN_OF_PHONE, phone, state)
+        return str(rows[0][0]) if rows else None
+
+    async def set_fact(
+        self,
+        run: str,
+        phone: str,
+        fact: str,
+        at: float,
+        conversation_id: str | None,
+        answer: str | None,
+    ) -> None:
+        if fact not in FACTS.values():
+            raise ValueError(f"not a fact a ledger records: {fact!r}")
+        await self.sql.execute(
+            f"INSERT INTO campaignkit_outcomes (run, phone, conversation_id, {fact}, answer)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, phone) DO UPDATE SET"
+            f" {fact} = COALESCE(campaignkit_outcomes.{fact}, excluded.{fact}),"
+            " conversation_id ="
+            " COALESCE(campaignkit_outcomes.conversation_id, excluded.conversation_id),"
+            " answer = COALESCE(campaignkit_outcomes.answer, excluded.answer)",
+            *(run, phone, conversation_id, at, answer),
+        )
+
+    async def launch_phones(
+        self, run: str, state: str, launches: Collection[str]
+    ) -> dict[str, list[str]]:
+        # A row per launch, its phones (never a space in them) joined: half
+        # the time of a row per phone (benchmarks row 15).
+        rows = await self.sql.fetch(
+            f"SELECT launch_request_id, {self.sql.spaced('phone')} FROM campaignkit_recipients"
+            " WHERE run = ? AND state = ? GROUP BY launch_request_id",
+            *(run, state),
+        )
+        return {launch: joined.split(" ") for launch, joined in rows if launch in launches}
+
+    async def outcomes(self, run: str) -> list[RecipientOutcome]:
+        rows = await self.sql.fetch(
+            f"SELECT {_OUTCOME} FROM campaignkit_outcomes WHERE run = ? ORDER BY phone", run
+        )
+        return [RecipientOutcome.of_row(*row) for row in rows]
+
+    async def outcome_groups(self, run: str) -> list[OutcomeGroup]:
+        rows = await self.sql.fetch(
+            "SELECT status, delivered_at IS NOT NULL, read_at IS NOT NULL,"
+            " replied_at IS NOT NULL, opted_out_at IS NOT NULL, COUNT(*)"
+            " FROM campaignkit_outcomes WHERE run = ? GROUP BY 1, 2, 3, 4, 5",
+            run,
+        )
+        return [(s, bool(d), bool(r), bool(a), bool(o), int(n)) for s, d, r, a, o, n in rows]
+
+
+def _run_of(row: tuple[Any, ...]) -> RunInfo:
+    name, poll, created, total, done, stopped = row[:6]
+    return RunInfo(name, poll, created, total, bool(done), stopped)
