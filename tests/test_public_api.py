@@ -193,6 +193,7 @@ CLIENT_METHODS = [
     "list_polls",
     "track",
     "send_bulk",
+    "with_options",
 ]
 
 
