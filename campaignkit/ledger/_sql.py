@@ -333,16 +333,7 @@ class SqlTx:
         replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        kept: list[Record] = []
-        for phones in _batches(recipients.phones):
-            condition, args = self.sql.any_of("phone", phones)
-            rows = await self.sql.fetch(
-                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
-                f" AND state NOT IN {_in(replace)} AND {condition}",
-                *(run, chunk, *args),
-            )
-            kept += (Record(*row) for row in rows)
-        await self.sql.executemany(
+        changed = await self.sql.executemany(
             "INSERT INTO campaignkit_recipients"
             " (run, phone, position, chunk, state, detail, user_wire, updated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -358,6 +349,18 @@ class SqlTx:
                 )
             ],
         )
+        if changed == len(recipients):
+            return []  # each one new to the run or replaced: none kept
+        # Those kept are still in their chunk (the others are in this one).
+        kept: list[Record] = []
+        for phones in _batches(recipients.phones):
+            condition, args = self.sql.any_of("phone", phones)
+            rows = await self.sql.fetch(
+                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
+                f" AND state NOT IN {_in(replace)} AND {condition}",
+                *(run, chunk, *args),
+            )
+            kept += (Record(*row) for row in rows)
         return kept
 
     async def take(
