@@ -76,6 +76,7 @@ def _in(values: Collection[str]) -> str:
 
 
 def _sets(fields: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
+    """``column = ?`` for each of ``fields``, each after a comma, and their values."""
     if not fields.keys() <= allowed:
         raise ValueError(f"not columns a store sets: {sorted(fields.keys() - allowed)}")
     return "".join(f", {name} = ?" for name in fields), list(fields.values())
@@ -196,7 +197,9 @@ class SqlTx:
     async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
         values = {k: int(v) if k == "input_done" else v for k, v in fields.items()}
         sets, args = _sets(values, _RUN_FIELDS)
-        await self.sql.execute(f"UPDATE campaignkit_runs SET {sets[2:]} WHERE run = ?", *args, run)
+        await self.sql.execute(
+            f"UPDATE campaignkit_runs SET run = run{sets} WHERE run = ?", *args, run
+        )
 
     async def stop_run(self, run: str, detail: str, stopped: float) -> None:
         await self.sql.execute(
