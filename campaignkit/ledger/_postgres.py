@@ -216,7 +216,7 @@ class _PostgresTransaction:
         return int(count) if count.isdigit() else 0
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        await self._conn.executemany(_numbered(sql), rows)
+        await self._conn.executemany(_numbered(sql), rows)  # asyncpg does not count
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *args)]

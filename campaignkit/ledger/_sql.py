@@ -76,6 +76,7 @@ def _in(values: Collection[str]) -> str:
 
 
 def _sets(fields: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
+    """``column = ?`` for each of ``fields``, each after a comma, and their values."""
     if not fields.keys() <= allowed:
         raise ValueError(f"not columns a store sets: {sorted(fields.keys() - allowed)}")
     return "".join(f", {name} = ?" for name in fields), list(fields.values())
@@ -196,7 +197,9 @@ class SqlTx:
     async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
         values = {k: int(v) if k == "input_done" else v for k, v in fields.items()}
         sets, args = _sets(values, _RUN_FIELDS)
-        await self.sql.execute(f"UPDATE campaignkit_runs SET {sets[2:]} WHERE run = ?", *args, run)
+        await self.sql.execute(
+            f"UPDATE campaignkit_runs SET run = run{sets} WHERE run = ?", *args, run
+        )
 
     async def stop_run(self, run: str, detail: str, stopped: float) -> None:
         await self.sql.execute(
@@ -333,16 +336,7 @@ class SqlTx:
         replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        kept: list[Record] = []
-        for phones in _batches(recipients.phones):
-            condition, args = self.sql.any_of("phone", phones)
-            rows = await self.sql.fetch(
-                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
-                f" AND state NOT IN {_in(replace)} AND {condition}",
-                *(run, chunk, *args),
-            )
-            kept += (Record(*row) for row in rows)
-        await self.sql.executemany(
+        changed = await self.sql.executemany(
             "INSERT INTO campaignkit_recipients"
             " (run, phone, position, chunk, state, detail, user_wire, updated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -358,6 +352,18 @@ class SqlTx:
                 )
             ],
         )
+        if changed == len(recipients):
+            return []  # each one new to the run or replaced: none kept
+        # Those kept are still in their chunk (the others are in this one).
+        kept: list[Record] = []
+        for phones in _batches(recipients.phones):
+            condition, args = self.sql.any_of("phone", phones)
+            rows = await self.sql.fetch(
+                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
+                f" AND state NOT IN {_in(replace)} AND {condition}",
+                *(run, chunk, *args),
+            )
+            kept += (Record(*row) for row in rows)
         return kept
 
     async def take(

@@ -329,8 +329,11 @@ class _SqliteTransaction:
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
         return self._conn.execute(sql, args).rowcount
 
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        await self._ledger._call(self._conn.executemany, sql, rows)
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        return await self._ledger._call(self._executemany, sql, rows)
+
+    def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        return self._conn.executemany(sql, rows).rowcount
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return await self._ledger._call(self._fetch, sql, args)
