@@ -61,18 +61,20 @@ from .._report import (
 )
 from ..progress import ProgressUpdate
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
-from ._options import bulk_problems
-from ._pacing import PROGRESS_INTERVAL
-from ._planner import PlannedChunk, Planner
-from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_preparer
-from ._send import (
+from ._options import (
     DEFAULT_CHUNK_SIZE,
+    BulkOptions,
+    BulkOptionsDict,
     JournalPath,
     ProgressCallback,
-    UserInput,
-    default_run,
-    send_bulk,
+    bulk_problems,
+    checked_options,
 )
+from ._pacing import PROGRESS_INTERVAL
+from ._pipeline import ChunkSender, Handed, HandOver, Producer, Sent, worker_name
+from ._planner import PlannedChunk, Planner
+from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_preparer
+from ._send import UserInput, default_run, send_bulk
 from ._sender import ClaimOutcome, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
 from ._windows import SendWindow
@@ -84,9 +86,14 @@ __all__ = [
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
+    "BulkOptions",
+    "BulkOptionsDict",
     "BulkReport",
+    "ChunkSender",
     "ClaimOutcome",
     "DuplicateUser",
+    "HandOver",
+    "Handed",
     "InvalidInput",
     "InvalidUser",
     "JournalPath",
@@ -94,13 +101,16 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "Producer",
     "SendRules",
     "SendWindow",
+    "Sent",
     "SuppressedUser",
     "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
+    "checked_options",
     "default_run",
     "follow_run",
     "reject_unsent",
@@ -108,6 +118,7 @@ __all__ = [
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "worker_name",
     "zone_deferral",
     "zone_preparer",
 ]

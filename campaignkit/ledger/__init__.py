@@ -49,6 +49,7 @@ import os
 from typing import TypeAlias
 
 from .._funnel import Funnel
+from ._errors import error_detail, error_from_detail
 from ._identity import LedgerNotFound, WrongLedger
 from ._memory import MemoryLedger
 from ._outcomes import RecipientOutcome, StatusRow
@@ -66,11 +67,13 @@ from ._records import (
     SUPPRESSED,
     Claim,
     Recipient,
+    Recipients,
     Record,
     RunInfo,
     Skipped,
     Stall,
 )
+from ._schema import LedgerUnavailable
 from ._sqlite import SqliteLedger
 from ._suppression import (
     MANUAL,
@@ -99,9 +102,11 @@ __all__ = [
     "Journal",
     "Ledger",
     "LedgerNotFound",
+    "LedgerUnavailable",
     "MemoryLedger",
     "PostgresLedger",
     "Recipient",
+    "Recipients",
     "RecipientOutcome",
     "Record",
     "RunInfo",
@@ -111,6 +116,8 @@ __all__ = [
     "Suppression",
     "StatusRow",
     "WrongLedger",
+    "error_detail",
+    "error_from_detail",
     "ledger_from",
     "suppression_reason",
 ]
