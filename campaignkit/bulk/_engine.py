@@ -21,6 +21,7 @@ from ..ledger import (
     AMBIGUOUS,
     IN_FLIGHT,
     PLANNED,
+    SUPPRESSED,
     Claim,
     Ledger,
     Record,
@@ -29,7 +30,7 @@ from ..models import User
 from ._options import BulkOptions
 from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter, logger
 from ._pipeline import ChunkSender, Handed, Producer
-from ._planner import SeenPhones
+from ._planner import PlannedChunk, SeenPhones
 from ._seam import BulkClient
 from ._sender import is_fatal
 from ._stopping import until_done
@@ -79,14 +80,21 @@ class BulkSend:
         self.reader: asyncio.Task[None] | None = None
         self.errors: dict[str, CampaignKitError | None] = {}
         """The live error of each claim this call settled, by its token."""
+        self.suppressed: dict[str, User] = {}
+        """The users suppressed when this call planned them, as given, by phone."""
         self.kept: dict[str, tuple[User, ...]] = {}
         """The users of each claim this call had accepted, with ``keep_accepted_users``."""
         self._input_error: BaseException | None = None
 
     # -- reading
 
-    def _count_held(self, held: Sequence[Record]) -> None:
+    def _count_held(self, planned: PlannedChunk, held: Sequence[Record]) -> None:
         self.progress.advance(_by_state(held))
+        if any(record.state == SUPPRESSED for record in held):
+            index = {phone: i for i, phone in enumerate(planned.phones)}
+            self.suppressed.update(
+                (r.phone, planned.users[index[r.phone]]) for r in held if r.state == SUPPRESSED
+            )
 
     def _count_read(self) -> None:
         self.progress.advance()
@@ -185,8 +193,8 @@ class BulkSend:
 
     async def _report(self, elapsed: float) -> BulkReport:
         """The run's report from the ledger, as this call sees it: what it sent
-        itself is not ``resumed`` and keeps the error it met; the invalid and
-        repeated inputs are the items as given."""
+        itself is not ``resumed`` and keeps the error it met; the invalid,
+        repeated and suppressed inputs are the items as given."""
         report = await self.ledger.report(self.run_name)
         live = dict(self.errors)
         live.update((claim.token, self.producer.fatal) for claim in self.producer.rejected)
@@ -203,6 +211,10 @@ class BulkSend:
                 chunks[i] = chunk
         planner = self.producer.planner
         report.invalid, report.duplicates = planner.invalid, planner.duplicates
+        report.suppressed = [
+            attrs.evolve(item, user=self.suppressed.get(item.phone, item.user))
+            for item in report.suppressed
+        ]
         report.keeps_accepted_users = self.options.keep_accepted_users
         report.elapsed = elapsed
         if report.fatal is not None:  # as this call met it, if it did

@@ -74,7 +74,7 @@ class Producer:
         *,
         input_pass: str,
         seen: SeenPhones | None = None,
-        on_held: Callable[[Sequence[Record]], object] | None = None,
+        on_held: Callable[[PlannedChunk, Sequence[Record]], object] | None = None,
         on_read: Callable[[], object] | None = None,
     ) -> None:
         self.ledger, self.run_name, self.options = ledger, run, options
@@ -127,7 +127,7 @@ class Producer:
             deferred=planned.deferred,
         )
         if held and self._on_held is not None:
-            self._on_held(held)
+            self._on_held(planned, held)
         if len(held) == len(planned.phones):
             return
         # A fatal answer (any sender's) ends the run: nothing more is handed over.

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Self
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
-from .._report import BulkReport, DuplicateUser, InvalidUser
+from .._report import BulkReport, DuplicateUser, InvalidUser, SuppressedUser
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, requests_of, suppressed_of, user_of
+from ._build import Request, build_report, requests_of, suppressed_of, user_of
 from ._errors import error_from_detail
 from ._outcomes import RecipientOutcome, StatusRow, failure_statuses
 from ._records import (
@@ -216,8 +216,7 @@ class Ledger(SendingRules, SuppressionList):
         if info is None:
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        records = [record async for record in self.records(run)]
-        requests = requests_of(records, acks)
+        requests, suppressed = await self.report_groups(run, acks)
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -233,7 +232,7 @@ class Ledger(SendingRules, SuppressionList):
             requests,
             invalid=invalid,
             duplicates=duplicates,
-            suppressed=suppressed_of(records),
+            suppressed=suppressed,
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )
@@ -241,6 +240,15 @@ class Ledger(SendingRules, SuppressionList):
         if info.stopped is not None:
             report.fatal = error_from_detail(info.stopped)
         return report
+
+    async def report_groups(
+        self, run: str, acks: Mapping[str, str]
+    ) -> tuple[list[Request], list[SuppressedUser]]:
+        """What :meth:`report` is built of: the run's recipients grouped by
+        claim and state (see :func:`requests_of`), and its suppressed ones.
+        A ledger that keeps them grouped answers without a record each."""
+        records = [record async for record in self.records(run)]
+        return requests_of(records, acks), suppressed_of(records)
 
     # -- outcomes: what became of each accepted recipient
 
