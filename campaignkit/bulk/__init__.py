@@ -29,12 +29,16 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 
 Every recipient is filed in a delivery ledger (:mod:`campaignkit.ledger`;
 without ``journal=``, a :class:`~campaignkit.ledger.MemoryLedger`) and
-claimed before its request leaves: one pipeline (plan, claim, send, settle)
-whatever the ledger, and one report builder. With a durable ``journal=``,
-the claim is committed to disk first, and
-a rerun of the same run skips whoever the ledger holds as in flight, accepted
-or ambiguous, whatever the input order, the chunk size, or users added or
-removed. :mod:`campaignkit.workers` spreads one run over many processes.
+claimed before its request leaves: one pipeline whatever the ledger, in
+process and across workers (:mod:`campaignkit.workers`) alike: a
+:class:`Producer` plans the input into the ledger chunk by chunk and hands
+each chunk over, a :class:`ChunkSender` claims, sends and settles it. The
+report is the ledger's (``ledger.report(run)``): the whole run's, this
+call's own chunks marked not ``resumed``. With a durable ``journal=``, the
+claim is committed to disk first, and a rerun of the same run skips whoever
+the ledger holds as in flight, accepted or ambiguous, whatever the input
+order, the chunk size, or users added or removed. The options are one
+value, :class:`BulkOptions` (or its fields as keywords).
 
 Memory: the seen-phone set (about 16 bytes a phone) and the ledger's records
 (a memory ledger: about 40 bytes a recipient, see benchmarks/README.md) grow
