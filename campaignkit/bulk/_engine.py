@@ -164,8 +164,7 @@ class BulkSend:
     async def run(self, poll: str, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
         ledger, run = self.ledger, self.run_name
-        await ledger.start_run(run, poll, input_pass=self.input_pass)
-        await ledger.save_run_options(run, self.options.rules.options())
+        await self.producer.start(poll)
         try:
             await until_done(self, self._work(users))
         except asyncio.CancelledError:

@@ -92,6 +92,13 @@ class Producer:
         self._on_held = on_held
         self._on_read = on_read
 
+    async def start(self, poll: str) -> None:
+        """Start (or resume) the run for ``poll`` as a new pass over its
+        input, with the send window, daily limit and lines of the options
+        kept for every sender of the run."""
+        await self.ledger.start_run(self.run_name, poll, input_pass=self.input_pass)
+        await self.ledger.save_run_options(self.run_name, self.options.rules.options())
+
     async def run(self, users: Iterable[Any] | AsyncIterable[Any], hand_over: HandOver) -> None:
         """Plan ``users`` and ``await hand_over(handed)`` for each chunk with
         recipients to send; then record the input as finished (``total`` items)."""

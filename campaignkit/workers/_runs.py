@@ -145,9 +145,8 @@ async def submit_run(
     segment, options = checked_options(poll_id, users, options, keywords)
     options.refuse(IN_PROCESS_ONLY, "applies to send_bulk in one process, not to a submit")
     name = options.run or default_run(segment)
-    input_pass = uuid.uuid4().hex[:8]
-    await ledger.start_run(name, segment, input_pass=input_pass)
-    await ledger.save_run_options(name, options.rules.options())
+    producer = Producer(ledger, name, options, input_pass=uuid.uuid4().hex[:8])
+    await producer.start(segment)
 
     async def hand_over(chunk: str) -> None:
         await enqueue(name, chunk)
@@ -159,5 +158,5 @@ async def submit_run(
     async def hand_over_planned(handed: Handed) -> None:
         await hand_over(handed.chunk)
 
-    await Producer(ledger, name, options, input_pass=input_pass).run(users, hand_over_planned)
+    await producer.run(users, hand_over_planned)
     return name

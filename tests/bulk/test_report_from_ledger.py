@@ -55,8 +55,7 @@ def view(report: BulkReport) -> dict[str, Any]:
         "counts": report.counts,
         "total": report.total,
         "chunks": [
-            (c.chunk_id, c.outcome, c.size, list(c.positions), c.ack, type(c.error))
-            for c in chunks
+            (c.chunk_id, c.outcome, c.size, list(c.positions), c.ack, type(c.error)) for c in chunks
         ],
         "invalid": [(i.position, i.reason) for i in report.invalid],
         "duplicates": [(d.position, d.phone) for d in report.duplicates],
