@@ -4,7 +4,7 @@ in the right number (``1 user``, ``2 users``), and a name with its article
 
 from __future__ import annotations
 
-__all__ = ["article", "counted"]
+__all__ = ["article", "counted", "listed"]
 
 # Capitals whose letter name starts with a vowel sound: "an HTTPError".
 _VOWEL_LETTER_NAMES = frozenset("AEFHILMNORSX")
@@ -13,11 +13,19 @@ _VOWEL_LETTER_NAMES = frozenset("AEFHILMNORSX")
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, plural unless one: ``1 launch``, ``3 launches``
     (``plural`` for the irregular ones)."""
-    if count == 1:
-        return f"1 {noun}"
-    if plural is None:
-        plural = noun + ("es" if noun.endswith(("s", "sh", "ch", "x", "z")) else "s")
-    return f"{count} {plural}"
+    return f"{count} {noun if count == 1 else _plural(noun, plural)}"
+
+
+def listed(noun: str, names: list[str], plural: str | None = None) -> str:
+    """``noun`` in the number of ``names``, then the names: ``field: email``,
+    ``fields: email, phone``."""
+    return f"{noun if len(names) == 1 else _plural(noun, plural)}: {', '.join(names)}"
+
+
+def _plural(noun: str, plural: str | None) -> str:
+    if plural is not None:
+        return plural
+    return noun + ("es" if noun.endswith(("s", "sh", "ch", "x", "z")) else "s")
 
 
 def article(word: str) -> str:

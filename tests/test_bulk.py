@@ -192,7 +192,7 @@ async def test_invalid_and_duplicate_users_reported_not_sent(
     reasons = [i.reason for i in report.invalid]
     assert "users[1].country_code" in reasons[0]
     assert "users[1].cellphone" in reasons[0]
-    assert "unknown field(s): email" in reasons[1]
+    assert "unknown field: email" in reasons[1]
     assert "expected a User or a dict, got str" in reasons[2]
     assert reasons[3] == "line 9: broken"
     assert "users[9].deployment_eta" in reasons[4]
@@ -755,7 +755,7 @@ def test_users_from_csv_bad_header(tmp_path: Path) -> None:
     text = str(info.value)
     assert "'country_code'" in text
     assert "'cellphone'" in text
-    assert "repeats column(s): name" in text
+    assert "repeats column: name" in text
 
 
 async def test_send_bulk_from_csv_async(

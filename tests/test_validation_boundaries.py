@@ -19,7 +19,7 @@ from campaignkit._input.validation import (
     user_wire,
     users_tuple,
 )
-from campaignkit._words import article, counted
+from campaignkit._words import article, counted, listed
 from campaignkit.bulk import InvalidInput
 
 
@@ -143,3 +143,13 @@ def test_what_was_given_is_said_with_its_article() -> None:
 def test_a_count_takes_its_noun_in_the_right_number(count: int, noun: str, said: str) -> None:
     plural = "people" if noun == "person" else None
     assert counted(count, noun, plural) == said
+
+
+def test_names_are_listed_under_their_noun_in_its_number() -> None:
+    """Say "unknown field: email", never "field(s)"."""
+    assert listed("field", ["email"]) == "field: email"
+    assert listed("field", ["email", "phone"]) == "fields: email, phone"
+    assert listed("batch", ["a", "b"]) == "batches: a, b"
+    assert listed("person", ["a", "b"], "people") == "people: a, b"
+    assert counted(2, "late key") == "2 late keys"
+    assert counted(1, "late key") == "1 late key"

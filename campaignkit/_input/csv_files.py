@@ -15,6 +15,7 @@ from typing import Final
 
 import attrs
 
+from .._words import listed
 from ..models import SessionKey, User
 from .users import RUN_FACTS, RUN_FIELD, InvalidInput, build_user
 from .validation import Problems, raise_problems, user_wire
@@ -96,7 +97,7 @@ def _csv_layout(header: list[str], eta_column: str, delimiter: str) -> _CsvLayou
         problems.append(("header", "has an empty column name"))
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        problems.append(("header", f"repeats column(s): {', '.join(repeated)}"))
+        problems.append(("header", f"repeats {listed('column', repeated)}"))
     raise_problems(problems)
     fixed = {"country_code", "cellphone", eta_column, *RUN_COLUMNS}
     return _CsvLayout(

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import attrs
 
+from .._words import listed
 from ..models import SessionKey, User
 
 _USER_FIELDS: Final = frozenset(
@@ -84,10 +85,10 @@ def as_user(item: Any) -> tuple[User | None, str | None]:
         return None, f"expected a User or a dict, got {type(item).__name__}"
     if not _READ_FIELDS.issuperset(item):
         unknown = sorted(str(name) for name in item if name not in _READ_FIELDS)
-        return None, f"unknown field(s): {', '.join(unknown)}"
+        return None, f"unknown {listed('field', unknown)}"
     missing = [name for name in ("cellphone", "country_code") if name not in item]
     if missing:
-        return None, f"missing field(s): {', '.join(missing)}"
+        return None, f"missing {listed('field', missing)}"
     keys = item.get("user_session_keys", ())
     if isinstance(keys, list | tuple):
         converted: list[Any] = []

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shlex
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -82,9 +84,12 @@ def next_steps() -> str:
     may not be on PATH: ``make demo`` does not activate the virtualenv)."""
     me = program()
     text = f"Next: `{me} sandbox` to keep a sandbox running, `{me} --help` for the real service."
-    activate = os.path.join(os.path.dirname(me), "activate")
+    # The interpreter's directory, not the program's printed form (quoted
+    # where its path holds a space): the virtualenv's bin holds both.
+    activate = os.path.join(os.path.dirname(sys.executable), "activate")
     if me != "campaignkit" and os.path.isfile(activate):
-        text += f"\n(`campaignkit` alone works once `. {activate}` has put it on PATH.)"
+        sourced = f". {shlex.quote(activate)}"
+        text += f"\n(`campaignkit` alone works once `{sourced}` has put it on PATH.)"
     return text
 
 

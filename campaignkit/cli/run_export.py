@@ -18,6 +18,7 @@ import orjson
 
 from .._input.csv_files import RUN_COLUMNS, spreadsheet_cell
 from .._input.users import RUN_FIELD
+from .._words import listed
 from ..errors import ValidationError
 from ..ledger import AMBIGUOUS, DEFERRED, REJECTED, SUPPRESSED, Record
 from ..ledger._outcomes import RecipientOutcome, failure_statuses
@@ -68,8 +69,8 @@ async def export_run(
     taken = sorted(set(keys).intersection([*_USER_COLUMNS, *run_columns]))
     if taken:
         raise UsageError(
-            f"session variable(s) {', '.join(map(repr, taken))} of run {run} are named as "
-            "the export's own columns: export them as JSON Lines (--format jsonl)"
+            f"run {run} has {listed('session variable', [repr(name) for name in taken])}, "
+            "named as the export's own columns: export them as JSON Lines (--format jsonl)"
         )
     columns = [*_USER_COLUMNS, *keys, *run_columns]
 

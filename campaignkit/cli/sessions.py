@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from .._input.csv_files import spreadsheet_cell
 from .._words import counted
 from ..client import CampaignClient
 from ..models import SessionMeta
@@ -92,15 +93,14 @@ async def write_sessions(
     with Progress(ctx.err, "sessions", enabled=not ctx.args.quiet and not to_terminal) as progress:
         async for s in sessions:
             if writer is not None:
-                writer.writerow(
-                    (
-                        s.id,
-                        _iso(s.created_at),
-                        _iso(s.finished_at),
-                        s.user.country_code,
-                        s.user.cellphone,
-                    )
+                cells = (
+                    s.id,
+                    _iso(s.created_at),
+                    _iso(s.finished_at),
+                    s.user.country_code,
+                    s.user.cellphone,
                 )
+                writer.writerow(map(spreadsheet_cell, cells))
             else:
                 f.write(orjson.dumps(session_record(s)).decode() + "\n")
             count += 1

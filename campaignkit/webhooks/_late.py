@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from .._redaction import sdk_logger
+from .._words import counted
 
 logger = sdk_logger("campaignkit.webhooks")
 
@@ -23,5 +24,5 @@ async def cancel_late(tasks: set[asyncio.Task[Any]], grace: float, what: str) ->
     for task in late:
         task.cancel()
     if late:
-        logger.warning("webhook: cancelled %d late %s call(s) at shutdown", len(late), what)
+        logger.warning("webhook: cancelled %s at shutdown", counted(len(late), f"late {what} call"))
         await asyncio.gather(*late, return_exceptions=True)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import orjson
 
 from .._redaction import register, sdk_logger
+from .._words import counted
 from ..errors import ValidationError
 from ..models import SessionKey
 from ._answers import Answer, as_keys, keys_answer, refusal
@@ -223,11 +224,14 @@ class Receiver:
             return
         if event.session_id is None:
             logger.warning(
-                "webhook: %d late key(s) dropped: no session id to send them to", len(keys)
+                "webhook: %s dropped: no session id to send them to",
+                counted(len(keys), "late key"),
             )
             return
         if self._client is None:
-            logger.warning("webhook: %d late key(s) dropped: no client= to send them", len(keys))
+            logger.warning(
+                "webhook: %s dropped: no client= to send them", counted(len(keys), "late key")
+            )
             return
         update = asyncio.get_running_loop().create_task(self._update(event.session_id, keys))
         self._tasks.add(update)

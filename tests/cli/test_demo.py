@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
+from pathlib import Path
 
+import pytest
 from helpers.cli import (
     subprocess,
 )
 from helpers.processes import run_process
+
+from campaignkit.cli.demo import next_steps
 
 # A shell where `make demo` left the virtualenv inactive: its bin is not on PATH.
 BARE_PATH = {"PATH": os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])}
@@ -46,3 +51,20 @@ async def test_demo_end_to_end() -> None:
     helped = await run_process(*shlex.split(command), env={**os.environ, **BARE_PATH}, timeout=30)
     assert helped.code == 0, helped.err
     assert "usage: campaignkit" in helped.out
+
+
+def test_next_steps_quote_a_virtualenv_under_a_path_with_spaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint to activate the virtualenv is a command a shell runs as it is,
+    even where the virtualenv's path holds a space."""
+    bin_dir = tmp_path / "my project" / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("activate", "campaignkit", "python"):
+        (bin_dir / name).write_text("")
+    monkeypatch.setattr(sys, "argv", [str(bin_dir / "campaignkit"), "demo"])
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", "/bin"]))
+    hint = next_steps().splitlines()[1]
+    command = re.findall(r"`([^`]+)`", hint)[1]
+    assert shlex.split(command) == [".", str(bin_dir / "activate")]

@@ -94,15 +94,15 @@ async def test_json_users_are_read_as_send_bulk_reads_dicts(sb: Sandbox, tmp_pat
     path.write_text("\n".join(orjson.dumps(user).decode() for user in users))  # JSON Lines
     one = await run(sb, "send", str(poll), str(path))
     assert one.code == 2
-    assert "line 2: unknown field(s): phone" in one.err
+    assert "line 2: unknown field: phone" in one.err
     bulk = await run(sb, "send", str(poll), str(path), "--bulk")
     assert bulk.code == 6, bulk.err
-    assert "invalid: line 2: unknown field(s): phone" in bulk.err
+    assert "invalid: line 2: unknown field: phone" in bulk.err
     # An array's items by their number, named once (not again as users[2]).
     path.write_bytes(orjson.dumps(users))
     array = await run(sb, "send", str(poll), str(path), "--bulk")
     assert array.code == 6, array.err
-    assert "invalid: input #2: unknown field(s): phone" in array.err
+    assert "invalid: input #2: unknown field: phone" in array.err
     assert "invalid: input #3: country_code: must be '+' and 1 to 4 digits" in array.err
 
 

@@ -197,7 +197,7 @@ async def test_a_session_variable_named_as_a_column_is_refused_in_csv(tmp_path: 
         await fill(ledger, [wire(0, {"run.state": "mine"})])
     refused = await run(None, "runs", RUN, "--journal", str(journal), "--export", "all")
     assert refused.code == 2
-    assert "'run.state'" in refused.err
+    assert f"run {RUN} has session variable: 'run.state', named as" in refused.err
     assert "--format jsonl" in refused.err
     kept = await run(
         None, "runs", RUN, "--journal", str(journal), "--export", "all", "--format", "jsonl"

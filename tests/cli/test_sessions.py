@@ -12,6 +12,7 @@ from helpers.cli import (
     run,
 )
 
+from campaignkit._input.csv_files import as_written
 from campaignkit.sandbox import Sandbox
 
 
@@ -60,3 +61,18 @@ async def test_sessions_bad_range_is_usage_error(sb: Sandbox) -> None:
     assert "--until" in result.err
     result = await run(sb, "sessions", "1", "--since", "yesterday")
     assert result.code == 2
+
+
+async def test_sessions_csv_is_safe_to_open_in_a_spreadsheet(sb: Sandbox) -> None:
+    """A country code such as ``+57`` is a formula to a spreadsheet: the CSV
+    writes it as the run export does (``'+57``), which ``as_written`` undoes."""
+    poll = await first_poll(sb)
+    await sb.add_sessions(poll, 3)
+    result = await run(sb, "sessions", str(poll), "--format", "csv")
+    assert result.code == 0, result.err
+    rows = list(csv.DictReader(io.StringIO(result.out)))
+    assert rows
+    for row in rows:
+        assert row["country_code"].startswith("'+"), row
+        assert as_written(row["country_code"]).startswith("+")
+        assert not any(cell[:1] in "=+-@" for cell in row.values()), row
