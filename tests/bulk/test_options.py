@@ -136,8 +136,9 @@ async def test_send_bulk_takes_the_value_or_the_keywords_not_both(tmp_path: Path
         with pytest.raises(ValidationError, match="options") as raised:
             await c.send_bulk(7, read_nothing(), options=BulkOptions(), chunk_size=2)
         assert raised.value.problems[0][0] == "options"
+        bad: dict[str, Any] = {"concurrency": 0}
         with pytest.raises(ValidationError) as raised:
-            await c.send_bulk(7, read_nothing(), options=BulkOptions(), **{"concurrency": 0})
+            await c.send_bulk(7, read_nothing(), options=BulkOptions(), **bad)
         assert raised.value.problems[0][0] == "options"
         # A bad poll id and a bad option: both named, nothing read.
         with pytest.raises(ValidationError) as raised:
