@@ -7,6 +7,7 @@ from ._funnel import Funnel
 from ._input.phones import Phone
 from ._version import __version__
 from .bulk import (
+    BulkOptions,
     BulkReport,
     InvalidInput,
     SendWindow,
@@ -64,6 +65,7 @@ __all__ = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
+    "BulkOptions",
     "BulkReport",
     "CampaignAck",
     "CampaignClient",

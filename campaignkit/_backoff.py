@@ -5,6 +5,7 @@ brokers' and the ledger's callers."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import tenacity
 from tenacity.wait import WaitBaseT
@@ -27,6 +28,29 @@ class RetryAfter(tenacity.wait.wait_base):
             if retry_after is not None:
                 return min(float(retry_after), self.cap)
         return float(self.schedule(retry_state))
+
+
+def reconnecting(
+    lost: type[BaseException],
+    stop: tenacity.stop.StopBaseT,
+    say: Callable[[BaseException | None, float, int], object],
+) -> tenacity.AsyncRetrying:
+    """Tenacity's loop for a call made again while its connection is lost
+    (it raises ``lost``): :func:`reconnect_delay`'s waits until ``stop``,
+    ``say(error, delay, attempt)`` before each wait, the last error raised."""
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        error = None if state.outcome is None else state.outcome.exception()
+        delay = 0.0 if state.next_action is None else state.next_action.sleep
+        say(error, delay, state.attempt_number)
+
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(lost),
+        wait=tenacity.wait_random_exponential(multiplier=0.1, max=5.0),
+        stop=stop,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
 
 
 def reconnect_delay(attempt: int, *, first: float = 0.1, cap: float = 5.0) -> float:

@@ -7,7 +7,7 @@ import contextlib
 import copy
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 import aiohttp
 import attrs
@@ -469,52 +469,13 @@ class CampaignClient(AsyncClosing):
         poll_id: str | int,
         users: _bulk.UserInput,
         *,
-        chunk_size: int = _bulk.DEFAULT_CHUNK_SIZE,
-        concurrency: int = 4,
-        rate_limit: float | None = None,
-        journal: _bulk.JournalPath | None = None,
-        run: str | None = None,
-        retry_rejected: bool = False,
-        ignore_suppression: bool = False,
-        on_progress: _bulk.ProgressCallback | None = None,
-        keep_accepted_users: bool = False,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        interrupt_grace: float = _bulk.DEFAULT_INTERRUPT_GRACE,
-        send_window: _bulk.SendWindow | None = None,
-        daily_limit: int | None = None,
-        lines: Sequence[str] | None = None,
-        tz_for: _bulk.TzFor | None = None,
-        default_tz: str | None = None,
-        follow: bool = False,
-        follow_timeout: float | None = None,
+        options: _bulk.BulkOptions | None = None,
+        **keywords: Unpack[_bulk.BulkOptionsDict],
     ) -> _bulk.BulkReport:
-        """Stream ``users`` to ``poll_id`` in chunks, each user at most once;
-        see :func:`campaignkit.bulk.send_bulk`."""
-        return await _bulk.send_bulk(
-            self,
-            poll_id,
-            users,
-            chunk_size=chunk_size,
-            concurrency=concurrency,
-            rate_limit=rate_limit,
-            journal=journal,
-            run=run,
-            retry_rejected=retry_rejected,
-            ignore_suppression=ignore_suppression,
-            on_progress=on_progress,
-            keep_accepted_users=keep_accepted_users,
-            timeout=timeout,
-            max_retries=max_retries,
-            interrupt_grace=interrupt_grace,
-            send_window=send_window,
-            daily_limit=daily_limit,
-            lines=lines,
-            tz_for=tz_for,
-            default_tz=default_tz,
-            follow=follow,
-            follow_timeout=follow_timeout,
-        )
+        """Stream ``users`` to ``poll_id`` in chunks, each user at most once,
+        with ``options=BulkOptions(...)`` or its fields as keywords; see
+        :func:`campaignkit.bulk.send_bulk`."""
+        return await _bulk.send_bulk(self, poll_id, users, options=options, **keywords)
 
     # -- tracking (campaignkit.tracker) ---------------------------------------
 

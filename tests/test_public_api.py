@@ -90,6 +90,7 @@ ALL = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
+    "BulkOptions",
     "BulkReport",
     "CampaignAck",
     "CampaignClient",

@@ -29,12 +29,16 @@ Every input ends in exactly one bucket of the :class:`BulkReport`:
 
 Every recipient is filed in a delivery ledger (:mod:`campaignkit.ledger`;
 without ``journal=``, a :class:`~campaignkit.ledger.MemoryLedger`) and
-claimed before its request leaves: one pipeline (plan, claim, send, settle)
-whatever the ledger, and one report builder. With a durable ``journal=``,
-the claim is committed to disk first, and
-a rerun of the same run skips whoever the ledger holds as in flight, accepted
-or ambiguous, whatever the input order, the chunk size, or users added or
-removed. :mod:`campaignkit.workers` spreads one run over many processes.
+claimed before its request leaves: one pipeline whatever the ledger, in
+process and across workers (:mod:`campaignkit.workers`) alike: a
+:class:`Producer` plans the input into the ledger chunk by chunk and hands
+each chunk over, a :class:`ChunkSender` claims, sends and settles it. The
+report is the ledger's (``ledger.report(run)``): the whole run's, this
+call's own chunks marked not ``resumed``. With a durable ``journal=``, the
+claim is committed to disk first, and a rerun of the same run skips whoever
+the ledger holds as in flight, accepted or ambiguous, whatever the input
+order, the chunk size, or users added or removed. The options are one
+value, :class:`BulkOptions` (or its fields as keywords).
 
 Memory: the seen-phone set (about 16 bytes a phone) and the ledger's records
 (a memory ledger: about 40 bytes a recipient, see benchmarks/README.md) grow
@@ -61,18 +65,20 @@ from .._report import (
 )
 from ..progress import ProgressUpdate
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
-from ._options import bulk_problems
-from ._pacing import PROGRESS_INTERVAL
-from ._planner import PlannedChunk, Planner
-from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_preparer
-from ._send import (
+from ._options import (
     DEFAULT_CHUNK_SIZE,
+    BulkOptions,
+    BulkOptionsDict,
     JournalPath,
     ProgressCallback,
-    UserInput,
-    default_run,
-    send_bulk,
+    bulk_problems,
+    checked_options,
 )
+from ._pacing import PROGRESS_INTERVAL
+from ._pipeline import ChunkSender, Handed, HandOver, Producer, Sent, worker_name
+from ._planner import PlannedChunk, Planner
+from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_preparer
+from ._send import UserInput, default_run, send_bulk
 from ._sender import ClaimOutcome, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
 from ._windows import SendWindow, zone_named
@@ -84,9 +90,14 @@ __all__ = [
     "OUTCOMES",
     "PROGRESS_INTERVAL",
     "BulkChunk",
+    "BulkOptions",
+    "BulkOptionsDict",
     "BulkReport",
+    "ChunkSender",
     "ClaimOutcome",
     "DuplicateUser",
+    "HandOver",
+    "Handed",
     "InvalidInput",
     "InvalidUser",
     "JournalPath",
@@ -94,13 +105,16 @@ __all__ = [
     "PlannedChunk",
     "Planner",
     "ProgressCallback",
+    "Producer",
     "SendRules",
     "SendWindow",
+    "Sent",
     "SuppressedUser",
     "TzFor",
     "UserInput",
     "ausers_from_csv",
     "bulk_problems",
+    "checked_options",
     "default_run",
     "follow_run",
     "reject_unsent",
@@ -108,6 +122,7 @@ __all__ = [
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "worker_name",
     "zone_deferral",
     "zone_named",
     "zone_preparer",

@@ -1,260 +1,159 @@
-"""The engine of ``send_bulk``: a reader planning chunks, senders sending them."""
+"""``send_bulk``'s pipeline in one process: the :class:`Producer` and
+``concurrency`` :class:`ChunkSender` tasks over an asyncio queue, and the
+report read from the ledger."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
-from array import array
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterable, Iterable, Sequence
+from typing import Any, Final
 
 import attrs
 import orjson
 
-from .._report import BulkReport
+from .._input.users import as_user
+from .._report import BulkChunk, BulkReport
 from ..errors import CampaignKitError, LedgerError
-from ..ledger import ACCEPTED, IN_FLIGHT, Ledger, Record
-from ..ledger._build import OUTCOME, Request, build_report
-from ..ledger._errors import error_detail
+from ..ledger import (
+    ACCEPTED,
+    AMBIGUOUS,
+    IN_FLIGHT,
+    PLANNED,
+    SUPPRESSED,
+    Claim,
+    Ledger,
+    Record,
+)
 from ..models import User
-from ..progress import ProgressUpdate
-from ._held import lost_record, settle_held
+from ._options import BulkOptions
 from ._pacing import OUTCOME_STATE, ProgressReporter, RateLimiter, logger
-from ._planner import PlannedChunk, Planner, SeenPhones
-from ._rules import NO_RULES, SendRules
+from ._pipeline import ChunkSender, Handed, Producer
+from ._planner import PlannedChunk, SeenPhones
 from ._seam import BulkClient
-from ._sender import ClaimOutcome, is_fatal, reject_unsent, send_claim
-from ._stopping import DEFAULT_INTERRUPT_GRACE, until_done
+from ._sender import is_fatal
+from ._stopping import until_done
+
+TWIN_PATIENCE: Final = 30.0
+"""Seconds a send waits at its end for the requests another sender of its run
+(a twin) took during it and still has under way, to report their outcome."""
 
 
-# Not slotted: the state built from the options is set in __attrs_post_init__.
-@attrs.define(slots=False)
 class BulkSend:
-    client: BulkClient
-    poll_id: str
-    segment: str
-    chunk_size: int
-    concurrency: int
-    rate_limit: float | None
-    ledger: Ledger
-    run_name: str
-    retry_rejected: bool
-    ignore_suppression: bool
-    on_progress: Callable[[ProgressUpdate], object] | None
-    keep_accepted_users: bool
-    timeout: float | None
-    max_retries: int | None
-    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE
-    seen: SeenPhones | None = None
-    """The planner's dedupe set, when the ledger offers one (a memory ledger's run)."""
-    rules: SendRules = NO_RULES
-    prepare: Callable[[User], tuple[User | None, str | None]] | None = None
-    defer: Callable[[str, User], str | None] | None = None
+    """One ``send_bulk`` call: its producer, its senders and its progress."""
 
-    def __attrs_post_init__(self) -> None:
-        rate, transport = self.rate_limit, self.client.transport
-        self.limiter = RateLimiter(rate, transport.sleep, transport.clock) if rate else None
-        self.sender_id = uuid.uuid4().hex
-        self.requests: list[Request] = []
-        self.planner = Planner(
-            self.chunk_size, seen=self.seen, prepare=self.prepare, defer=self.defer
+    def __init__(
+        self,
+        client: BulkClient,
+        ledger: Ledger,
+        run: str,
+        options: BulkOptions,
+        *,
+        seen: SeenPhones | None = None,
+    ) -> None:
+        self.ledger, self.run_name, self.options = ledger, run, options
+        self.concurrency, self.interrupt_grace = options.concurrency, options.interrupt_grace
+        self.input_pass = uuid.uuid4().hex
+        self.producer = Producer(
+            ledger,
+            run,
+            options,
+            input_pass=self.input_pass,
+            seen=seen,
+            on_held=self._count_held,
+            on_read=self._count_read,
         )
-        self.queue: asyncio.Queue[PlannedChunk | None] = asyncio.Queue(maxsize=self.concurrency)
-        self.fatal: CampaignKitError | None = None
-        self.acks: dict[str, str] = {}
-        self.progress = ProgressReporter(self.on_progress, self.planner)
-        self._input_error: BaseException | None = None
+        self.sender = ChunkSender(
+            client,
+            ledger,
+            owner=self.input_pass,
+            timeout=options.timeout,
+            max_retries=options.max_retries,
+        )
+        self.progress = ProgressReporter(options.on_progress, self.producer.planner)
+        transport = client.transport
+        rate = options.rate_limit
+        self.limiter = RateLimiter(rate, transport.sleep, transport.clock) if rate else None
+        self.queue: asyncio.Queue[Handed | None] = asyncio.Queue(maxsize=self.concurrency)
         self.stopping = False  # interrupted: no new request starts
         self.reader: asyncio.Task[None] | None = None
+        self.errors: dict[str, CampaignKitError | None] = {}
+        """The live error of each claim this call settled, by its token."""
+        self.suppressed: dict[str, User] = {}
+        """The users suppressed when this call planned them, as given, by phone."""
+        self.kept: dict[str, tuple[User, ...]] = {}
+        """The users of each claim this call had accepted, with ``keep_accepted_users``."""
+        self._input_error: BaseException | None = None
 
     # -- reading
 
+    def _count_held(self, planned: PlannedChunk, held: Sequence[Record]) -> None:
+        self.progress.advance(_by_state(held))
+        if any(record.state == SUPPRESSED for record in held):
+            index = {phone: i for i, phone in enumerate(planned.phones)}
+            self.suppressed.update(
+                (r.phone, planned.users[index[r.phone]]) for r in held if r.state == SUPPRESSED
+            )
+
+    def _count_read(self) -> None:
+        self.progress.advance()
+
     async def read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
         try:
-            await self._read(users)
+            await self.producer.run(users, self.queue.put)
+        except CampaignKitError:
+            raise  # the ledger failed: the send fails
         except Exception as exc:
-            # Send what is queued, then re-raise from run().
+            # The input raised: send what is queued, then re-raise from run().
             self._input_error = exc
         # Not in a finally: once cancelled, a put on a full queue would hang.
         for _ in range(self.concurrency):
             await self.queue.put(None)
 
-    async def _read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
-        # The per-user work is synchronous (Planner.take); the loop awaits only
-        # to hand over a full chunk, and now and then so a long input cannot
-        # starve it.
-        # After a fatal answer the whole input is still read: the senders file
-        # its chunks rejected with that answer, unsent, so the run accounts
-        # for every input.
-        planner, put = self.planner, self.queue.put
-        if isinstance(users, AsyncIterable):
-            async for item in users:
-                if (chunk := planner.take(item)) is not None:
-                    await put(chunk)
-                elif not planner.total & 511:
-                    self.progress.advance()
-                    await asyncio.sleep(0)
-        else:
-            for item in users:
-                if (chunk := planner.take(item)) is not None:
-                    await put(chunk)
-                elif not planner.total & 511:
-                    self.progress.advance()
-                    await asyncio.sleep(0)
-        if (chunk := planner.flush()) is not None:
-            await put(chunk)
-
     # -- sending
 
     async def send(self) -> None:
         # Interrupted, the queue holds only the Nones that send the senders home.
-        while (chunk := await self.queue.get()) is not None:
-            await self._send_chunk(chunk)
+        while (handed := await self.queue.get()) is not None:
+            # Paced only while requests still leave: after a fatal answer none does.
+            if self.limiter is not None and self.producer.fatal is None:
+                await self.limiter.wait()
+            if not self.stopping:  # interrupted: left planned, for the run's next send
+                await self._send(handed)
 
-    async def _send_chunk(self, chunk: PlannedChunk) -> None:
-        """Plan, claim, send and settle one chunk."""
-        ledger = self.ledger
-        chunk_id = f"{self.run_name}/{self.sender_id}/{chunk.index}"
-        held = await ledger.plan(
-            self.run_name,
-            chunk_id,
-            chunk.recipients,
-            retry_rejected=self.retry_rejected,
-            ignore_suppression=self.ignore_suppression,
-            deferred=chunk.deferred,
-        )
-        if held:
-            self._report_held(chunk, held)
-        if len(held) == len(chunk.users):
-            return
-        # Paced only while requests still leave: after a fatal answer none does.
-        if self.limiter is not None and self.fatal is None:
-            await self.limiter.wait()
-        if self.stopping:
-            return  # interrupted: left planned, for the run's next send to take
-        # Committed (durably) before the request leaves.
-        claim = await ledger.claim(self.run_name, chunk_id, owner=self.sender_id)
-        count = len(chunk.phones)
-        if claim is not None and len(claim.recipients) == count:
-            # The whole chunk (a claim is of its recipients, in input order): no
-            # work a recipient to match them (row 6n).
-            claimed: Sequence[int] = range(count)
-        else:
-            by_phone = {phone: i for i, phone in enumerate(chunk.phones)}
-            claimed = [] if claim is None else [by_phone[r.phone] for r in claim.recipients]
-            accounted = {by_phone[r.phone] for r in held}.union(claimed)
-            lost = [i for i in range(count) if i not in accounted]
-            if lost:  # deferred by the daily limit, or taken by another sender of the run
-                found = await ledger.held(self.run_name, [chunk.phones[i] for i in lost])
-                self._report_held(
-                    chunk, [lost_record(found, chunk.phones[i], chunk.positions[i]) for i in lost]
-                )
+    async def _send(self, handed: Handed) -> None:
+        claim = await self.sender.claim(self.run_name, handed.chunk)
+        planned = handed.planned
+        whole = claim is not None and len(claim.recipients) == len(planned.phones)
+        if not whole:  # deferred by the daily limit, suppressed, or a twin's
+            await self._count_lost(handed, claim)
         if claim is None:
             return
-        users = (
-            chunk.users
-            if len(claimed) == len(chunk.users)
-            else tuple(chunk.users[i] for i in claimed)
-        )
-        self.progress.advance({IN_FLIGHT: len(users)})
-        if self.fatal is not None:
-            result = await reject_unsent(ledger, self.run_name, claim, self.fatal)
-        else:
-            try:
-                result = await send_claim(
-                    self.client,
-                    ledger,
-                    self.run_name,
-                    self.segment,
-                    claim,
-                    users=users,
-                    rules=self.rules,
-                    timeout=self.timeout,
-                    max_retries=self.max_retries,
-                )
-            except asyncio.CancelledError as cancelled:
-                self.progress.cancelled(len(users), cancelled)
-                raise
-        positions = (
-            chunk.positions
-            if len(claimed) == len(chunk.positions)
-            else array("Q", [chunk.positions[i] for i in claimed])
-        )
-        self._finish(chunk, users, positions, result, claim.token)
-
-    def _report_held(self, chunk: PlannedChunk, records: Sequence[Record]) -> None:
-        """Report recipients of ``chunk`` the ledger already holds (not sent
-        again) or has suppressed (grouped by reason)."""
-        index = {phone: i for i, phone in enumerate(chunk.phones)}
-        groups: dict[tuple[str | None, str, str | None], list[Record]] = {}
-        for record in records:
-            groups.setdefault((record.claim, record.state, record.detail), []).append(record)
-        for (claim, state, detail), group in groups.items():
-            rows = [index[record.phone] for record in group]
-            self._file(
-                claim,
-                state,
-                [chunk.positions[i] for i in rows],
-                [chunk.users[i] for i in rows],
-                detail=detail,
-                ack=self.acks.get(claim or "") if state == ACCEPTED else None,
-                resumed=True,
+        count = len(claim.recipients)
+        self.progress.advance({IN_FLIGHT: count})
+        try:
+            sent = await self.sender.deliver(self.run_name, claim, planned.users if whole else None)
+        except asyncio.CancelledError as cancelled:
+            self.progress.cancelled(count, cancelled)
+            raise
+        self.errors[claim.token] = sent.result.error
+        if self.options.keep_accepted_users and sent.result.outcome == "accepted":
+            self.kept[claim.token] = (
+                planned.users if whole else tuple(_user(r.user) for r in claim.recipients)
             )
+        self.progress.advance({OUTCOME_STATE[sent.result.outcome]: count, IN_FLIGHT: -count})
 
-    def _finish(
-        self,
-        chunk: PlannedChunk,
-        users: Sequence[User],
-        positions: Sequence[int],
-        result: ClaimOutcome,
-        claim: str | None = None,
-    ) -> None:
-        if self.fatal is None and is_fatal(result.error):
-            self.fatal = result.error  # the chunks after it are not sent
-        ack = None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode()
-        detail = None if result.error is None else error_detail(result.error)
-        self._file(
-            claim,
-            OUTCOME_STATE[result.outcome],
-            positions,
-            users,
-            detail=detail,
-            ack=ack,
-            error=result.error,
-        )
+    async def _count_lost(self, handed: Handed, claim: Claim | None) -> None:
+        taken = {record.phone for record in handed.held}
+        if claim is not None:
+            taken.update(recipient.phone for recipient in claim.recipients)
+        lost = [phone for phone in handed.planned.phones if phone not in taken]
+        if lost:
+            found = await self.ledger.held(self.run_name, lost)
+            self.progress.advance(_by_state([record for record, _ in found.values()]))
 
-    def _file(
-        self,
-        claim: str | None,
-        state: str,
-        positions: Sequence[int],
-        users: Sequence[User],
-        *,
-        detail: str | None,
-        ack: str | None,
-        resumed: bool = False,
-        error: CampaignKitError | None = None,
-    ) -> None:
-        """Keep what became of these users, as the ledger keeps it, for the report
-        (suppressed ones are no request's: the report lists them one by one)."""
-        outcome = OUTCOME.get(state, state)
-        keep = outcome != "accepted" or self.keep_accepted_users
-        self.requests.append(
-            Request(
-                claim,
-                state,
-                positions,
-                users if keep else None,
-                detail=detail,
-                ack=ack,
-                resumed=resumed,
-                error=error,
-            )
-        )
-        moved = {OUTCOME_STATE[outcome]: len(positions)}
-        # Not resumed: our own claim's users, in flight until now.
-        self.progress.advance(moved if resumed else {**moved, IN_FLIGHT: -len(positions)})
+    # -- the call
 
     async def _work(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
         async with asyncio.TaskGroup() as group:
@@ -262,13 +161,10 @@ class BulkSend:
             for _ in range(self.concurrency):
                 group.create_task(self.send())
 
-    async def run(self, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
+    async def run(self, poll: str, users: Iterable[Any] | AsyncIterable[Any]) -> BulkReport:
         started, since = time.monotonic(), time.time()
-        await self.ledger.start_run(self.run_name, self.segment, input_pass=self.sender_id)
-        await self.ledger.save_run_options(self.run_name, self.rules.options())
-        for claim, _, state, ack, _ in await self.ledger.claims(self.run_name):
-            if state == ACCEPTED and ack:
-                self.acks[claim] = ack
+        ledger, run = self.ledger, self.run_name
+        await self.producer.start(poll)
         try:
             await until_done(self, self._work(users))
         except asyncio.CancelledError:
@@ -276,33 +172,100 @@ class BulkSend:
             # run's too, for its report read from the ledger. The interrupt
             # goes on whatever the ledger does.
             try:
-                await self.ledger.skip(self.run_name, self.planner.drain_skipped())
+                await self.producer.skip_read()
             except LedgerError:
                 logger.exception("send_bulk: the inputs skipped were not recorded")
             raise
-        # Users a twin sender of the run had in flight: what became of them.
-        requests = await settle_held(
-            self.requests, self.ledger, self.run_name, since=since, advance=self.progress.advance
-        )
-        report = build_report(
-            self.poll_id,
-            requests,
-            invalid=self.planner.invalid,
-            duplicates=self.planner.duplicates,
-            total=self.planner.total,
-            elapsed=time.monotonic() - started,
-            keep_accepted_users=self.keep_accepted_users,
-        )
-        report.fatal = self.fatal
-        if self._input_error is None:
-            await self.ledger.skip(self.run_name, self.planner.drain_skipped())
-            await self.ledger.finish_input(self.run_name, report.total)
-        await self.progress.finish()
         if self._input_error is not None:
+            await self.progress.finish()
             error = self._input_error
             error.add_note(
-                f"send_bulk: the input raised after {report.total} items; the full chunks "
-                "read before it were sent (see the ledger, if any), the partial one was not"
+                f"send_bulk: the input raised after {self.producer.planner.total} items; the "
+                "full chunks read before it were sent (see the ledger, if any), the partial "
+                "one was not"
             )
             raise error
+        await wait_for_twins(ledger, run, since=since)
+        report = await self._report(time.monotonic() - started)
+        await self.progress.finish(report)
         return report
+
+    async def _report(self, elapsed: float) -> BulkReport:
+        """The run's report from the ledger, as this call sees it: what it sent
+        itself is not ``resumed`` and keeps the error it met; the invalid,
+        repeated and suppressed inputs are the items as given."""
+        report = await self.ledger.report(self.run_name)
+        live = dict(self.errors)
+        live.update((claim.token, self.producer.fatal) for claim in self.producer.rejected)
+        keep = self.options.keep_accepted_users
+        users = await self._accepted_users(report) if keep else {}
+        for outcome in ("accepted", "rejected", "ambiguous"):
+            chunks: list[BulkChunk] = getattr(report, outcome)
+            for i, chunk in enumerate(chunks):
+                if chunk.chunk_id in live:
+                    error = live[chunk.chunk_id] or chunk.error
+                    chunk = attrs.evolve(chunk, resumed=False, error=error)
+                if outcome == "accepted" and users:
+                    chunk = attrs.evolve(chunk, users=users.get(chunk.chunk_id or "", ()))
+                chunks[i] = chunk
+        planner = self.producer.planner
+        report.invalid, report.duplicates = planner.invalid, planner.duplicates
+        report.suppressed = [
+            attrs.evolve(item, user=self.suppressed.get(item.phone, item.user))
+            for item in report.suppressed
+        ]
+        report.keeps_accepted_users = self.options.keep_accepted_users
+        report.elapsed = elapsed
+        if report.fatal is not None:  # as this call met it, if it did
+            report.fatal = next((e for e in self.errors.values() if is_fatal(e)), report.fatal)
+        return report
+
+    async def _accepted_users(self, report: BulkReport) -> dict[str, tuple[User, ...]]:
+        """The users of the run's accepted recipients, by claim: this call's
+        as it sent them, the others' as the ledger keeps them."""
+        if all(chunk.chunk_id in self.kept for chunk in report.accepted):
+            return self.kept
+        users: dict[str, list[User]] = {}
+        async for record in self.ledger.records(self.run_name, (ACCEPTED,)):
+            if record.claim not in self.kept and record.user is not None:
+                users.setdefault(record.claim or "", []).append(_user(record.user))
+        return {**self.kept, **{claim: tuple(kept) for claim, kept in users.items()}}
+
+
+def _user(wire: str) -> User:
+    user, reason = as_user(orjson.loads(wire))
+    if user is None:
+        raise LedgerError(f"a user in the ledger cannot be read: {reason}")
+    return user
+
+
+def _by_state(records: Sequence[Record]) -> dict[str, int]:
+    """Progress increments for recipients the ledger holds: someone else's
+    planned or in flight ones count ambiguous until the end's reading."""
+    counts: dict[str, int] = {}
+    for record in records:
+        state = AMBIGUOUS if record.state in (PLANNED, IN_FLIGHT) else record.state
+        counts[state] = counts.get(state, 0) + 1
+    return counts
+
+
+async def wait_for_twins(
+    ledger: Ledger, run: str, *, since: float, patience: float = TWIN_PATIENCE
+) -> None:
+    """Wait, up to ``patience`` seconds, while another sender of the run (a
+    twin) has recipients planned, or in claims taken since ``since`` (the
+    send's start), so that the report says what became of them; older claims
+    (a sender that died) are not waited for, and stay ambiguous."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        counts = await ledger.counts(run)
+        if not counts[PLANNED] and not counts[IN_FLIGHT]:
+            return
+        phones = [r.phone async for r in ledger.records(run, (PLANNED, IN_FLIGHT))]
+        held = await ledger.held(run, phones)
+        if not any(
+            record.state == PLANNED or (claimed is not None and claimed >= since)
+            for record, claimed in held.values()
+        ):
+            return
+        await asyncio.sleep(0.1)

@@ -13,6 +13,7 @@ import attrs
 from .._io.transport import Sleep
 from .._io.unsent import cancelled_unsent
 from .._redaction import sdk_logger
+from .._report import BulkReport
 from ..ledger import ACCEPTED, AMBIGUOUS, DEFERRED, IN_FLIGHT, PLANNED, REJECTED, SUPPRESSED
 from ..progress import Eta, ProgressUpdate, run_update
 from ._planner import Planner
@@ -48,6 +49,7 @@ class ProgressReporter:
         self._started = self._last = time.monotonic()
         self._eta = Eta()
         self._callbacks: set[asyncio.Future[Any]] = set()
+        self._total: int | None = None
 
     def advance(
         self,
@@ -80,7 +82,8 @@ class ProgressReporter:
         counts = {**self._counts, "invalid": len(planner.invalid)}
         counts["duplicate"] = len(planner.duplicates)
         # Read and not sent (yet): planned, or still in the queue.
-        counts = {PLANNED: planner.total - sum(counts.values()), **counts}
+        total = planner.total if self._total is None else self._total
+        counts = {PLANNED: total - sum(counts.values()), **counts}
         # Done (DONE) when every input read is settled; an interrupt may leave some.
         settled = finished and not counts[PLANNED] and not counts[IN_FLIGHT]
         update = run_update(counts, None, settled)
@@ -94,8 +97,14 @@ class ProgressReporter:
         planned again if it never left, else ambiguous."""
         self.advance({IN_FLIGHT: -users, AMBIGUOUS: 0 if cancelled_unsent(cancelled) else users})
 
-    async def finish(self) -> None:
-        """The last call, then wait for the async calls still running."""
+    async def finish(self, report: BulkReport | None = None) -> None:
+        """The last call (with the counts of ``report``, the run's read from
+        its ledger, when there is one), then wait for the async calls still
+        running."""
+        if report is not None:
+            counts = report.counts
+            self._counts = {IN_FLIGHT: 0, **{s: counts[o] for o, s in OUTCOME_STATE.items()}}
+            self._total = report.total
         self.advance(force=True, finished=True)
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)

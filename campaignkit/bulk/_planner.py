@@ -14,8 +14,7 @@ from .._input.users import InvalidInput, as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
 from .._wire.body import user_wire_at
-from ..ledger import Skipped
-from ..ledger._records import Recipients
+from ..ledger import Recipients, Skipped
 from ..models import User
 
 

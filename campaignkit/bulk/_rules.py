@@ -15,10 +15,8 @@ import attrs
 import orjson
 
 from .._input.validation import Problems
-from ..ledger import Claim, Ledger
-from ..ledger._records import Recipients
+from ..ledger import Claim, Ledger, Recipients
 from ..models import DEPLOYMENT_SQUAD, DEPLOYMENT_SQUAD_PREFIX, SessionKey, User
-from ._options import count_problems
 from ._windows import (
     TZ_KEY,
     NoOpening,
@@ -82,6 +80,22 @@ class SendRules:
 
 
 NO_RULES: Final = SendRules()
+
+
+MAX_COUNT: Final = 2**63 - 1
+"""The largest count a ledger stores (a signed 64-bit integer)."""
+
+
+def count_problems(name: str, value: object, *, most: int = MAX_COUNT) -> Problems:
+    """The problem of a count option unless it is an int from 1 to ``most``."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most:
+        return []
+    # A huge int has no repr past 4300 digits, and says nothing more with one.
+    if isinstance(value, int) and value.bit_length() > 64:
+        shown = f"an int of {value.bit_length()} bits"
+    else:
+        shown = repr(value)
+    return [(name, f"must be an int from 1 to {most}, got {shown}")]
 
 
 def rules_problems(

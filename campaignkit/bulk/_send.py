@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import AsyncIterable, Iterable, Mapping
+from typing import Any, TypeAlias, Unpack
 
 from .._input.users import InvalidInput
 from .._input.validation import raise_problems
 from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
-from ..progress import ProgressUpdate
 from ._engine import BulkSend
-from ._follow import follow_sent, follow_timeout_problems
-from ._options import bulk_problems
-from ._rules import TzFor, rules_problems, zone_deferral, zone_preparer
+from ._follow import follow_sent
+from ._options import BulkOptions, BulkOptionsDict, checked_options
 from ._seam import BulkClient
-from ._stopping import DEFAULT_INTERRUPT_GRACE
-from ._windows import SendWindow
-
-DEFAULT_CHUNK_SIZE: Final = 1000
-"""Users per request. The spec states no maximum users per campaign request;
-1000 keeps a body near 100 KB and a lost chunk small."""
-
 
 UserInput: TypeAlias = (
     Iterable[User | Mapping[str, Any] | InvalidInput]
     | AsyncIterable[User | Mapping[str, Any] | InvalidInput]
 )
 """What ``send_bulk`` reads: Users, wire-shaped dicts or :class:`InvalidInput`."""
-JournalPath: TypeAlias = "str | os.PathLike[str] | Ledger"
-ProgressCallback: TypeAlias = Callable[[ProgressUpdate], Awaitable[None] | None]
 
 
 def default_run(poll_id: str | int) -> str:
@@ -44,27 +32,13 @@ async def send_bulk(
     poll_id: str | int,
     users: UserInput,
     *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    concurrency: int = 4,
-    rate_limit: float | None = None,
-    journal: JournalPath | None = None,
-    run: str | None = None,
-    retry_rejected: bool = False,
-    ignore_suppression: bool = False,
-    on_progress: ProgressCallback | None = None,
-    keep_accepted_users: bool = False,
-    timeout: float | None = None,
-    max_retries: int | None = None,
-    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
-    send_window: SendWindow | None = None,
-    daily_limit: int | None = None,
-    lines: Sequence[str] | None = None,
-    tz_for: TzFor | None = None,
-    default_tz: str | None = None,
-    follow: bool = False,
-    follow_timeout: float | None = None,
+    options: BulkOptions | None = None,
+    **keywords: Unpack[BulkOptionsDict],
 ) -> BulkReport:
     """Send ``users`` to ``poll_id`` in chunks; see :mod:`campaignkit.bulk`.
+
+    The options: ``options=BulkOptions(...)``, or its fields as keywords
+    (not both); a bad one raises :class:`ValidationError` naming it.
 
     ``users``: any iterable or async iterable of :class:`User` or wire-shaped
     dicts (``cellphone``, ``country_code``, ``user_session_keys`` as a list of
@@ -123,23 +97,10 @@ async def send_bulk(
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
     """
-    segment, problems = bulk_problems(
-        poll_id,
-        users,
-        chunk_size=chunk_size,
-        concurrency=concurrency,
-        rate_limit=rate_limit,
-        run=run,
-        interrupt_grace=interrupt_grace,
-    )
-    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for, default_tz)
-    problems += rule_problems
-    if journal is None and (run is not None or retry_rejected):
-        problems.append(("journal", "run= and retry_rejected= need a journal (a ledger)"))
-    if not isinstance(follow, bool):
-        problems.append(("follow", f"must be True or False, got {follow!r}"))
-    problems += follow_timeout_problems(follow_timeout)
-    raise_problems(problems)
+    segment, options = checked_options(poll_id, users, options, keywords)
+    journal = options.journal
+    if journal is None and (options.run is not None or options.retry_rejected):
+        raise_problems([("journal", "run= and retry_rejected= need a journal (a ledger)")])
     # Without a journal, the same pipeline runs over a ledger in memory, whose
     # index of the run's phones is also the planner's dedupe set.
     memory: MemoryLedger | None = None
@@ -148,35 +109,15 @@ async def send_bulk(
     else:
         ledger = ledger_from(journal)
     owned = ledger is not journal
-    run_name = run or default_run(segment)
+    run_name = options.run or default_run(segment)
     try:
         await ledger.open()
         seen = None if memory is None else memory.seen_phones(run_name)
-        bulk = BulkSend(
-            client,
-            str(poll_id),
-            segment,
-            chunk_size=chunk_size,
-            concurrency=concurrency,
-            rate_limit=rate_limit,
-            ledger=ledger,
-            run_name=run_name,
-            retry_rejected=retry_rejected,
-            ignore_suppression=ignore_suppression,
-            on_progress=on_progress,
-            keep_accepted_users=keep_accepted_users,
-            timeout=timeout,
-            max_retries=max_retries,
-            interrupt_grace=interrupt_grace,
-            seen=seen,
-            rules=rules,
-            prepare=zone_preparer(rules, tz_for),
-            defer=zone_deferral(rules),
-        )
-        report = await bulk.run(users)
-        if follow:
-            await follow_sent(client, ledger, run_name, follow_timeout)
-        report.funnel = await ledger.funnel(run_name)
+        bulk = BulkSend(client, ledger, run_name, options, seen=seen)
+        report = await bulk.run(segment, users)
+        if options.follow:
+            await follow_sent(client, ledger, run_name, options.follow_timeout)
+            report.funnel = await ledger.funnel(run_name)
         return report
     finally:
         if owned:

@@ -12,7 +12,7 @@ from typing import Literal
 import attrs
 import orjson
 
-from .._backoff import reconnect_delay
+from .._backoff import reconnecting
 from .._input.users import as_user
 from .._io import telemetry
 from .._io.unsent import cancelled_unsent, note_unsent
@@ -26,9 +26,15 @@ from ..errors import (
     NotFoundError,
     ResponseError,
 )
-from ..ledger import ACCEPTED, AMBIGUOUS, REJECTED, Claim, Ledger
-from ..ledger._errors import error_detail
-from ..ledger._schema import LedgerUnavailable
+from ..ledger import (
+    ACCEPTED,
+    AMBIGUOUS,
+    REJECTED,
+    Claim,
+    Ledger,
+    LedgerUnavailable,
+    error_detail,
+)
 from ..models import CampaignAck, User
 from ._rules import NO_RULES, SendRules, request_body, utc_now
 from ._seam import BulkClient
@@ -192,31 +198,30 @@ async def _settle_until_expiry(
     ledger: Ledger, run: str, claim: Claim, result: ClaimOutcome
 ) -> None:
     """``ledger.settle``, run again while the ledger stays lost, until ``claim`` expires."""
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await ledger.settle(
-                run,
-                claim.token,
-                _LEDGER_STATE[result.outcome],
-                launch_request_id=None if result.ack is None else result.ack.launch_request_id,
-                ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
-                detail=None if result.error is None else error_detail(result.error),
-            )
-        except LedgerUnavailable as lost:
-            if time.time() >= claim.expires:
-                log.warning(
-                    "%s: claim %s of run %s (%s) expired before it was settled (attempt %d)",
-                    *(lost, claim.token, run, result.outcome, attempt),
-                )
-                raise
-            delay = reconnect_delay(attempt)
-            log.warning(
-                "%s: settling claim %s of run %s (%s) again in %.1f s (attempt %d)",
-                *(lost, claim.token, run, result.outcome, delay, attempt),
-            )
-            await asyncio.sleep(delay)
+    retrying = reconnecting(
+        LedgerUnavailable,
+        lambda state: time.time() >= claim.expires,
+        lambda lost, delay, attempt: log.warning(
+            "%s: settling claim %s of run %s (%s) again in %.1f s (attempt %d)",
+            *(lost, claim.token, run, result.outcome, delay, attempt),
+        ),
+    )
+    try:
+        await retrying(
+            ledger.settle,
+            run,
+            claim.token,
+            _LEDGER_STATE[result.outcome],
+            launch_request_id=None if result.ack is None else result.ack.launch_request_id,
+            ack=None if result.ack is None else orjson.dumps(attrs.asdict(result.ack)).decode(),
+            detail=None if result.error is None else error_detail(result.error),
+        )
+    except LedgerUnavailable as lost:
+        log.warning(
+            "%s: claim %s of run %s (%s) expired before it was settled (attempt %d)",
+            *(lost, claim.token, run, result.outcome, retrying.statistics["attempt_number"]),
+        )
+        raise
 
 
 async def release_claim(ledger: Ledger, run: str, token: str) -> None:

@@ -5,7 +5,7 @@ build their report here, so they agree, errors' classes included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal
 
 import attrs
@@ -74,7 +74,7 @@ class Request:
     error: CampaignKitError | None = None
 
 
-def requests_of(records: Iterable[Record], acks: dict[str, str]) -> list[Request]:
+def requests_of(records: Iterable[Record], acks: Mapping[str, str]) -> list[Request]:
     """``records`` grouped by claim and state (deferred ones by their
     reason's detail too), in order of first appearance (suppressed ones are
     no request's: see :func:`suppressed_of`)."""

@@ -22,7 +22,7 @@ from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, requests_of, suppressed_of, user_of
+from ._build import build_report, user_of
 from ._errors import error_from_detail
 from ._identity import new_identity
 from ._outcomes import RecipientOutcome, StatusRow, fact_of, failure_statuses
@@ -466,7 +466,7 @@ class Ledger(abc.ABC):
         if info is None:
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        records = [record async for record in self.records(run)]
+        requests, suppressed = await self.store.report_groups(run, acks)
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -479,10 +479,10 @@ class Ledger(abc.ABC):
         last = await self.last_update(run)
         report = build_report(
             info.poll,
-            requests_of(records, acks),
+            requests,
             invalid=invalid,
             duplicates=duplicates,
-            suppressed=suppressed_of(records),
+            suppressed=suppressed,
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )

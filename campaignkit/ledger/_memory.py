@@ -18,12 +18,14 @@ from typing import Any
 import attrs
 
 from .._funnel import OutcomeGroup
+from .._report import SuppressedUser
 from ..errors import LedgerError
+from ._build import Request, user_of
 from ._identity import new_identity
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
-from ._memory_runs import ClaimState, OutcomeRow, RunState, claimed, live
+from ._memory_runs import Batch, ClaimState, OutcomeRow, RunState, claimed, live
 from ._outcomes import RecipientOutcome, StatusRow
-from ._records import Recipients, Record, RunInfo, Skipped
+from ._records import ACCEPTED, DEFERRED, SUPPRESSED, Recipients, Record, RunInfo, Skipped
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
@@ -144,6 +146,27 @@ class MemoryStore:
                 if (entry := kept.get(phone)) is not None:  # not removed meanwhile
                     yield entry
             await asyncio.sleep(0)
+
+    async def report_groups(
+        self, run: str, acks: Mapping[str, str]
+    ) -> tuple[list[Request], list[SuppressedUser]]:
+        # Batch by batch, not a record each: a report of 1,000,000 recipients
+        # costs no more than its chunks (row 6n).
+        self._check_open()
+        state = self.runs_.get(run)
+        groups: dict[tuple[str | None, str, str | None], list[Batch]] = {}
+        suppressed: list[SuppressedUser] = []
+        for batch in () if state is None else state.batches:
+            if batch.state == SUPPRESSED:
+                suppressed += _suppressed(batch)
+            elif batch.live:
+                why = batch.detail if batch.state == DEFERRED else None
+                groups.setdefault((batch.claim, batch.state, why), []).append(batch)
+        requests = [
+            _request(claim, state, batches, acks.get(claim or "") if state == ACCEPTED else None)
+            for (claim, state, _), batches in groups.items()
+        ]
+        return requests, suppressed
 
     # -- the ledger and its runs
 
@@ -490,3 +513,30 @@ class MemoryStore:
             ).outcomes.values()
         )
         return [(*key, n) for key, n in groups.items()]
+
+
+def _request(claim: str | None, state: str, batches: Sequence[Batch], ack: str | None) -> Request:
+    """``batches`` (one claim's, in one state) as one request of a report."""
+    if len(batches) == 1 and not batches[0].dead:
+        batch = batches[0]
+        users = None if batch.recipients is None else batch.recipients.users
+        return Request(claim, state, batch.positions, users, detail=batch.detail, ack=ack)
+    rows = sorted(
+        (batch.positions[i], None if batch.recipients is None else batch.recipients.users[i])
+        for batch in batches
+        for i in range(batch.size)
+        if i not in batch.dead
+    )
+    users = None if any(user is None for _, user in rows) else [user or "{}" for _, user in rows]
+    detail = batches[0].detail
+    return Request(claim, state, [position for position, _ in rows], users, detail=detail, ack=ack)
+
+
+def _suppressed(batch: Batch) -> list[SuppressedUser]:
+    recipients = batch.recipients
+    assert recipients is not None, "a suppressed batch keeps its recipients"
+    return [
+        SuppressedUser(batch.positions[i], recipients.phones[i], batch.detail or "", user_of(user))
+        for i, user in enumerate(recipients.users)
+        if i not in batch.dead
+    ]

@@ -18,8 +18,10 @@ from operator import add, itemgetter
 from typing import Any, Final
 
 from .._funnel import OutcomeGroup
+from .._report import SuppressedUser
+from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import Recipients, Record, RunInfo, Skipped
+from ._records import STATES, Recipients, Record, RunInfo, Skipped
 from ._schema import BATCH, Transaction, create_schema
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
@@ -143,6 +145,12 @@ class SqlStore(abc.ABC):
             if len(rows) < page_size:
                 return
             phone, position = rows[-1][0], rows[-1][1]
+
+    async def report_groups(
+        self, run: str, acks: Mapping[str, str]
+    ) -> tuple[list[Request], list[SuppressedUser]]:
+        records = [record async for record in self.records(run, STATES, 10_000)]
+        return requests_of(records, acks), suppressed_of(records)
 
     async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
         after = ""

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 import attrs
 
 from .._funnel import OutcomeGroup
+from .._report import SuppressedUser
+from ._build import Request
 from ._outcomes import RecipientOutcome, StatusRow
 from ._records import Recipients, Record, RunInfo, Skipped
 from ._suppression import Suppression
@@ -270,3 +272,10 @@ class Store(Protocol):
 
     def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
         """Every entry of the suppression list, in phone order (page by page)."""
+
+    async def report_groups(
+        self, run: str, acks: Mapping[str, str]
+    ) -> tuple[list[Request], list[SuppressedUser]]:
+        """The run's recipients as its report counts them: grouped by claim
+        and state (see :func:`~._build.requests_of`), and its suppressed ones.
+        A store that keeps them grouped answers without a record each."""

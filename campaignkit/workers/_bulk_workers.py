@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Sequence,
-)
-from typing import Final
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Final, Unpack
 
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, Context, TaskiqDepends, TaskiqEvents
 
 from .._input.validation import raise_problems
-from ..bulk import (
-    DEFAULT_CHUNK_SIZE,
-    BulkReport,
-    SendWindow,
-    TzFor,
-    UserInput,
-)
+from ..bulk import BulkOptions, BulkOptionsDict, BulkReport, UserInput
 from ..client import CampaignClient
 from ..errors import LedgerError
 from ..ledger import IN_FLIGHT, PLANNED
 from ..progress import ProgressUpdate, check_every, run_update, throttled
-from ._chunks import ChunkSender, LedgerSide, LedgerSource
-from ._runs import submit_run
+from ._chunks import ChunkTask, LedgerSide, LedgerSource
+from ._runs import IN_PROCESS_ONLY, submit_run
 
 TASK_NAME: Final = "campaignkit.send_chunk"
 
@@ -41,8 +30,9 @@ class BulkWorkers:
     path (processes of one machine), or a function making a ledger; each
     process opens its own and closes it. A ledger object is shared and never
     closed here. ``client``: makes each worker's :class:`CampaignClient`
-    (default: configured from the ``CAMPAIGNKIT_*`` variables); ``timeout``
-    and ``max_retries`` apply to each chunk's request. Worker-side state is
+    (default: configured from the ``CAMPAIGNKIT_*`` variables); the options
+    (``options=BulkOptions(...)`` or its fields as keywords) ``timeout`` and
+    ``max_retries`` apply to each chunk's request. Worker-side state is
     opened on the broker's ``WORKER_STARTUP`` event and closed on
     ``WORKER_SHUTDOWN``.
     """
@@ -53,13 +43,20 @@ class BulkWorkers:
         ledger: LedgerSource,
         *,
         client: Callable[[], CampaignClient] = CampaignClient,
-        timeout: float | None = None,
-        max_retries: int | None = None,
         task_name: str = TASK_NAME,
+        options: BulkOptions | None = None,
+        **keywords: Unpack[BulkOptionsDict],
     ) -> None:
         self.broker = broker
         self._producer = LedgerSide(ledger)
-        self._worker = ChunkSender(ledger, client, timeout=timeout, max_retries=max_retries)
+        options = BulkOptions.of(options, keywords)
+        options.refuse(
+            [name for name in IN_PROCESS_ONLY if name not in ("timeout", "max_retries")],
+            "applies to send_bulk in one process, not to the workers",
+        )
+        self._worker = ChunkTask(
+            ledger, client, timeout=options.timeout, max_retries=options.max_retries
+        )
         self.task: AsyncTaskiqDecoratedTask[..., Awaitable[str | None]]
 
         # The message: (run, chunk) and the identity of the producer's ledger
@@ -125,15 +122,8 @@ class BulkWorkers:
         poll_id: int | str,
         users: UserInput,
         *,
-        run: str | None = None,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        retry_rejected: bool = False,
-        ignore_suppression: bool = False,
-        send_window: SendWindow | None = None,
-        daily_limit: int | None = None,
-        lines: Sequence[str] | None = None,
-        tz_for: TzFor | None = None,
-        default_tz: str | None = None,
+        options: BulkOptions | None = None,
+        **keywords: Unpack[BulkOptionsDict],
     ) -> str:
         """Plan ``users`` into the ledger and enqueue one message per chunk; the
         run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it.
@@ -146,19 +136,7 @@ class BulkWorkers:
             return await self.task.kiq(run, chunk, ledger_identity=ledger.identity)
 
         return await submit_run(
-            ledger,
-            poll_id,
-            users,
-            enqueue=enqueue,
-            run=run,
-            chunk_size=chunk_size,
-            retry_rejected=retry_rejected,
-            ignore_suppression=ignore_suppression,
-            send_window=send_window,
-            daily_limit=daily_limit,
-            lines=lines,
-            tz_for=tz_for,
-            default_tz=default_tz,
+            ledger, poll_id, users, enqueue=enqueue, options=options, **keywords
         )
 
     async def progress(

@@ -10,15 +10,15 @@ import time
 from collections.abc import Callable
 from typing import TypeAlias
 
+import tenacity
 from taskiq import Context, TaskiqState
 
-from .._backoff import reconnect_delay
+from .._backoff import reconnect_delay, reconnecting
 from .._redaction import sdk_logger
+from ..bulk import ChunkSender, Sent, worker_name
 from ..client import CampaignClient
 from ..errors import ConfigurationError
-from ..ledger import Journal, Ledger, WrongLedger, ledger_from
-from ..ledger._schema import LedgerUnavailable
-from ._runs import send_chunk, worker_name
+from ..ledger import Journal, Ledger, LedgerUnavailable, WrongLedger, ledger_from
 
 log = sdk_logger("campaignkit.workers")
 
@@ -48,9 +48,10 @@ class LedgerSide:
             await ledger.aclose()
 
 
-class ChunkSender:
+class ChunkTask:
     """What one worker process holds between ``WORKER_STARTUP`` and
-    ``WORKER_SHUTDOWN``, and the chunk task it runs."""
+    ``WORKER_SHUTDOWN`` (its client, its ledger and its
+    :class:`~campaignkit.bulk.ChunkSender`), and the chunk task it runs."""
 
     def __init__(
         self,
@@ -63,17 +64,25 @@ class ChunkSender:
         self._ledger = LedgerSide(ledger)
         self._client_factory = client
         self._client: CampaignClient | None = None
+        self._sender: ChunkSender | None = None
         self._timeout, self._max_retries = timeout, max_retries
         self.owner = ""
         self._said_left: set[tuple[str, str | None]] = set()
 
     async def startup(self, state: TaskiqState) -> None:
         self.owner = worker_name()
-        await self._ledger.get()
+        ledger = await self._ledger.get()
         self._client = self._client_factory()
+        self._sender = ChunkSender(
+            self._client,
+            ledger,
+            owner=self.owner,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        )
 
     async def shutdown(self, state: TaskiqState) -> None:
-        client, self._client = self._client, None
+        client, self._client, self._sender = self._client, None, None
         try:
             if client is not None:
                 await client.aclose()
@@ -137,35 +146,23 @@ class ChunkSender:
     async def _send(
         self, run: str, chunk: str, ledger_identity: str | None
     ) -> tuple[str | None, int]:
-        if self._client is None:
+        if self._sender is None:
             raise ConfigurationError(
                 "the campaignkit chunk task ran before its worker started: run it in a "
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
-        ledger = await self._ledger.get()
-        attempt = 0
-        while True:
-            try:
-                result = await send_chunk(
-                    self._client,
-                    ledger,
-                    run,
-                    chunk,
-                    owner=self.owner,
-                    timeout=self._timeout,
-                    max_retries=self._max_retries,
-                    ledger_identity=ledger_identity,
-                )
-            except LedgerUnavailable as lost:
-                # Lost for longer than the ledger waits: a failed task would be
-                # acknowledged and its chunk stay planned for good. Run again, it
-                # never sends anyone twice (what it sent is claimed, not planned).
-                attempt += 1
-                delay = reconnect_delay(attempt)
-                log.warning(
-                    "run %s chunk %s: %s: trying the chunk again in %.1f s (attempt %d)",
-                    *(run, chunk, lost, delay, attempt),
-                )
-                await asyncio.sleep(delay)
-                continue
-            return (None, 0) if result is None else (result.outcome, result.users)
+        # Lost for longer than the ledger waits, a failed task would be
+        # acknowledged and its chunk stay planned for good: the chunk is tried
+        # again, which never sends anyone twice (what it sent is claimed, not planned).
+        retrying = reconnecting(
+            LedgerUnavailable,
+            tenacity.stop_never,
+            lambda lost, delay, attempt: log.warning(
+                "run %s chunk %s: %s: trying the chunk again in %.1f s (attempt %d)",
+                *(run, chunk, lost, delay, attempt),
+            ),
+        )
+        sent: Sent | None = await retrying(
+            self._sender.send, run, chunk, ledger_identity=ledger_identity
+        )
+        return (None, 0) if sent is None else (sent.result.outcome, len(sent.claim.recipients))

@@ -6,46 +6,44 @@ the coroutine a worker's task runs, claims one chunk, sends it and settles it.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import socket
-import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, Unpack
 
 import attrs
 
-from .._backoff import reconnect_delay
-from .._input.validation import raise_problems
-from .._redaction import sdk_logger
 from ..bulk import (
-    DEFAULT_CHUNK_SIZE,
-    PlannedChunk,
-    Planner,
-    SendRules,
-    SendWindow,
-    TzFor,
+    BulkOptions,
+    BulkOptionsDict,
+    ChunkSender,
+    Handed,
+    Producer,
     UserInput,
-    bulk_problems,
+    checked_options,
     default_run,
-    reject_unsent,
-    rules_problems,
-    send_claim,
-    zone_deferral,
-    zone_preparer,
 )
 from ..client import CampaignClient
 from ..errors import CampaignKitError
-from ..ledger import Claim, Ledger, WrongLedger
-from ..ledger._errors import error_from_detail
-from ..ledger._schema import LedgerUnavailable
+from ..ledger import Ledger
 from ..models import CampaignAck
-
-log = sdk_logger("campaignkit.workers")
 
 Enqueue = Callable[[str, str], Awaitable[object]]
 """``enqueue(run, chunk)``: give one chunk of a run to the workers (a task message)."""
+
+IN_PROCESS_ONLY = (
+    "concurrency",
+    "rate_limit",
+    "journal",
+    "on_progress",
+    "keep_accepted_users",
+    "timeout",
+    "max_retries",
+    "interrupt_grace",
+    "follow",
+    "follow_timeout",
+)
+"""The options of a send in one process that a submit does not take (the
+workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`')."""
 
 
 @attrs.frozen
@@ -58,11 +56,6 @@ class ChunkResult:
     users: int
     ack: CampaignAck | None = None
     error: CampaignKitError | None = attrs.field(default=None, repr=False)
-
-
-def worker_name() -> str:
-    """A name for this process's claims: host, pid and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 async def send_chunk(
@@ -109,61 +102,12 @@ async def send_chunk(
     recorded on the run (:meth:`~campaignkit.ledger.Ledger.stop_run`), and
     every chunk claimed after it is filed rejected with that error, unsent.
     """
-    if ledger_identity is not None and ledger_identity != ledger.identity:
-        raise WrongLedger(
-            f"run {run} chunk {chunk} belongs to ledger {ledger_identity}, and this worker's "
-            f"ledger {ledger!r} is ledger {ledger.identity}"
-        )
-    info = await ledger.run_info(run)
-    if info is None:
-        raise WrongLedger(
-            f"run {run} chunk {chunk}: no run named {run!r} in this worker's ledger {ledger!r} "
-            f"(ledger {ledger.identity}): is it the producer's ledger?"
-        )
-    # The producer's send window and lines, as it stored them with the run
-    # (read before the claim: a claim is never left in flight by a failure here).
-    rules = SendRules.from_options(await ledger.run_options(run))
-    claim = await _claim(ledger, run, chunk, owner or worker_name())
-    if claim is None:
+    sender = ChunkSender(client, ledger, owner=owner, timeout=timeout, max_retries=max_retries)
+    sent = await sender.send(run, chunk, ledger_identity=ledger_identity)
+    if sent is None:
         return None
-    # Read after the claim, as late as can be before the request would leave:
-    # once any worker's fatal answer ended the run, nobody sends for it again.
-    stopped = (await ledger.run_info(run) or info).stopped
-    if stopped is not None:
-        outcome = await reject_unsent(ledger, run, claim, error_from_detail(stopped))
-    else:
-        outcome = await send_claim(
-            client,
-            ledger,
-            run,
-            info.poll,
-            claim,
-            rules=rules,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-    return ChunkResult(outcome.outcome, len(claim.recipients), outcome.ack, outcome.error)
-
-
-async def _claim(ledger: Ledger, run: str, chunk: str, owner: str) -> Claim | None:
-    """``ledger.claim``, tried again while the ledger's connection is lost (for
-    its ``reconnect_timeout``) rather than fail the task: an engine would
-    acknowledge a failed task, and its chunk would stay planned. A claim is
-    atomic: one that committed before its connection was lost leaves nothing
-    to claim again (its recipients are reported ambiguous once it expires),
-    never a chunk claimed twice."""
-    deadline = time.monotonic() + getattr(ledger, "reconnect_timeout", 0.0)
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await ledger.claim(run, chunk, owner=owner)
-        except LedgerUnavailable as lost:
-            if time.monotonic() >= deadline:
-                raise
-            delay = reconnect_delay(attempt)
-            log.warning("%s: claiming %s again in %.1f s (attempt %d)", lost, chunk, delay, attempt)
-            await asyncio.sleep(delay)
+    result = sent.result
+    return ChunkResult(result.outcome, len(sent.claim.recipients), result.ack, result.error)
 
 
 async def submit_run(
@@ -172,15 +116,8 @@ async def submit_run(
     users: UserInput,
     *,
     enqueue: Enqueue,
-    run: str | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    retry_rejected: bool = False,
-    ignore_suppression: bool = False,
-    send_window: SendWindow | None = None,
-    daily_limit: int | None = None,
-    lines: Sequence[str] | None = None,
-    tz_for: TzFor | None = None,
-    default_tz: str | None = None,
+    options: BulkOptions | None = None,
+    **keywords: Unpack[BulkOptionsDict],
 ) -> str:
     """Plan ``users`` into ``ledger`` (open) and ``await enqueue(run, chunk)``
     for each chunk, for the workers' :func:`send_chunk`; the run's name.
@@ -199,19 +136,17 @@ async def submit_run(
     ``send_window``, ``daily_limit``, ``lines``, ``tz_for`` and
     ``default_tz`` are those of ``send_bulk``: stored with the run, the
     workers apply them (recipients the window cannot be held for are filed
-    deferred here, as they are planned). Let your task message carry
+    deferred here, as they are planned). The options: ``options=BulkOptions(...)``
+    or its fields as keywords; those only a send in one process takes
+    (``concurrency``, ``follow``...) are refused. Let your task message carry
     ``ledger.identity`` too, for :func:`send_chunk`'s ``ledger_identity``: a
     worker on another ledger then leaves it.
     """
-    segment, problems = bulk_problems(poll_id, users, chunk_size=chunk_size, run=run)
-    rules, rule_problems = rules_problems(send_window, daily_limit, lines, tz_for, default_tz)
-    raise_problems(problems + rule_problems)
-    name = run or default_run(segment)
-    # Chunk names are new to each producer: a re-read input never joins an older chunk.
-    input_pass = uuid.uuid4().hex[:8]
-    prefix = f"{input_pass}-"
-    await ledger.start_run(name, segment, input_pass=input_pass)
-    await ledger.save_run_options(name, rules.options())
+    segment, options = checked_options(poll_id, users, options, keywords)
+    options.refuse(IN_PROCESS_ONLY, "applies to send_bulk in one process, not to a submit")
+    name = options.run or default_run(segment)
+    producer = Producer(ledger, name, options, input_pass=uuid.uuid4().hex[:8])
+    await producer.start(segment)
 
     async def hand_over(chunk: str) -> None:
         await enqueue(name, chunk)
@@ -219,47 +154,9 @@ async def submit_run(
 
     for chunk in await ledger.unenqueued_chunks(name):
         await hand_over(chunk)
-    planner = Planner(chunk_size, prepare=zone_preparer(rules, tz_for), defer=zone_deferral(rules))
 
-    fatal: CampaignKitError | None = None
+    async def hand_over_planned(handed: Handed) -> None:
+        await hand_over(handed.chunk)
 
-    async def plan(planned: PlannedChunk | None) -> None:
-        await ledger.skip(name, planner.drain_skipped())
-        if planned is None:
-            return
-        chunk = f"{prefix}{planned.index:06d}"
-        held = await ledger.plan(
-            name,
-            chunk,
-            planned.recipients,
-            retry_rejected=retry_rejected,
-            ignore_suppression=ignore_suppression,
-            deferred=planned.deferred,
-        )
-        if len(held) == len(planned.recipients):
-            return
-        if fatal is None:
-            await hand_over(chunk)
-        elif (claim := await ledger.claim(name, chunk, owner=f"submit:{input_pass}")) is not None:
-            # As send_bulk does: the run's rest filed rejected, for retry_rejected to resend.
-            await reject_unsent(ledger, name, claim, fatal)
-
-    async for item in _items(users):
-        if (planned := planner.take(item)) is not None:
-            await plan(planned)
-            # A worker's fatal answer ends the run: nothing more is handed over.
-            if fatal is None and (info := await ledger.run_info(name)) is not None and info.stopped:
-                log.warning("submit %s: stopped by a fatal answer: %s", name, info.stopped)
-                fatal = error_from_detail(info.stopped)
-    await plan(planner.flush())
-    await ledger.finish_input(name, planner.total)
+    await producer.run(users, hand_over_planned)
     return name
-
-
-async def _items(users: UserInput) -> AsyncIterator[Any]:
-    if isinstance(users, AsyncIterable):
-        async for item in users:
-            yield item
-    else:
-        for item in users:
-            yield item

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignkit import CampaignClient, User, ValidationError
-from campaignkit.bulk._options import MAX_CONCURRENCY, MAX_COUNT, bulk_problems
-from campaignkit.bulk._rules import rules_problems
+from campaignkit.bulk._options import MAX_CONCURRENCY, bulk_problems
+from campaignkit.bulk._rules import MAX_COUNT, rules_problems
 from campaignkit.ledger import SqliteLedger
 from campaignkit.workers import submit_run
 

@@ -33,7 +33,7 @@ from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import broker_from, submit_run
 from campaignkit.workers._brokers import pause
-from campaignkit.workers._chunks import ChunkSender
+from campaignkit.workers._chunks import ChunkTask
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -157,7 +157,7 @@ async def test_a_ledger_lost_for_longer_than_it_waits_strands_no_chunk(
     async def enqueue(run: str, chunk: str) -> None:
         chunks.append(chunk)
 
-    sender = ChunkSender(impatient, sb.client, timeout=None, max_retries=None)
+    sender = ChunkTask(impatient, sb.client, timeout=None, max_retries=None)
     async with PostgresLedger(postgres_dsn) as ledger:
         run = await submit_run(
             ledger, await first_poll(sb), make_users(100), enqueue=enqueue, chunk_size=50
