@@ -182,25 +182,6 @@ def test_no_private_names_imported(module: str) -> None:
     assert private_names_imported(MODULES, module) == []
 
 
-# Crossings other work is cutting; the list only shrinks (see the test after).
-CROSSINGS_LEFT = {
-    # cut by the ledger/pipeline work
-    "campaignkit.bulk._engine": {"campaignkit.ledger._build", "campaignkit.ledger._errors"},
-    # cut by the ledger/pipeline work
-    "campaignkit.bulk._held": {"campaignkit.ledger._build"},
-    # cut by the ledger/pipeline work
-    "campaignkit.bulk._planner": {"campaignkit.ledger._records"},
-    # cut by the ledger/pipeline work
-    "campaignkit.bulk._rules": {"campaignkit.ledger._records"},
-    # cut by the ledger/pipeline work
-    "campaignkit.bulk._sender": {"campaignkit.ledger._errors", "campaignkit.ledger._schema"},
-    # cut by the ledger/pipeline work
-    "campaignkit.workers._chunks": {"campaignkit.ledger._schema"},
-    # cut by the ledger/pipeline work
-    "campaignkit.workers._runs": {"campaignkit.ledger._errors", "campaignkit.ledger._schema"},
-}
-
-
 @pytest.mark.parametrize("module", list(MODULES))
 def test_no_private_module_of_another_package_imported(module: str) -> None:
     """``pkg._x`` (and what is under it) is imported only from inside ``pkg``,
@@ -212,14 +193,7 @@ def test_no_private_module_of_another_package_imported(module: str) -> None:
     the ledger's own: not for ``bulk/``, ``cli/`` or ``workers/``. Every import
     counts: relative, absolute, inside a function, under ``TYPE_CHECKING``."""
     crossed = set(private_modules_crossed(TYPED_GRAPH, module))
-    assert sorted(crossed - CROSSINGS_LEFT.get(module, set())) == []
-
-
-@pytest.mark.parametrize("module", list(CROSSINGS_LEFT))
-def test_every_crossing_left_is_still_there(module: str) -> None:
-    """An entry of ``CROSSINGS_LEFT`` goes once its import is cut."""
-    assert module in MODULES
-    assert CROSSINGS_LEFT[module] <= set(private_modules_crossed(TYPED_GRAPH, module))
+    assert sorted(crossed) == []
 
 
 WIRE = [module for module in MODULES if module.startswith("campaignkit._wire")]
