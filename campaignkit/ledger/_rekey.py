@@ -1,5 +1,7 @@
-"""Ledgers written before people were keyed by their :class:`Phone`, re-keyed
-when first opened: every promise they hold is kept under the new keys.
+"""The schema made or brought up to date when a ledger opens
+(:func:`create_schema`): ledgers written before people were keyed by their
+:class:`Phone` are re-keyed, and every promise they hold is kept under the
+new keys.
 
 Earlier releases filed a person as the country code and the cellphone's
 digits as given, so one person could be there twice (``+4407700900123`` and
@@ -12,14 +14,13 @@ over one merely planned, so nobody of a run is sent again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import orjson
 
 from .._input.phones import Phone, read_text
-
-if TYPE_CHECKING:
-    from ._schema import Transaction
+from ..errors import LedgerError
+from ._schema import SCHEMA, SCHEMA_VERSION, Transaction
 
 _WEIGHT: Final = {
     state: weight
@@ -162,3 +163,23 @@ async def _lines(tx: Transaction) -> None:
                 "UPDATE campaignkit_lines SET phone = ? WHERE phone = ?", phone.key, old
             )
             lines[phone.key] = lines[old]
+
+
+async def create_schema(tx: Transaction) -> bool:
+    """Create the tables if missing, re-key an older ledger's phones; refuse
+    a schema newer than this code. Whether the ledger is new (it had no schema)."""
+    for statement in SCHEMA:
+        await tx.execute(statement)
+    rows = await tx.fetch("SELECT version FROM campaignkit_schema")
+    if not rows:
+        await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
+        return True
+    if rows[0][0] < SCHEMA_VERSION:
+        await rekey_phones(tx)
+        await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
+    elif rows[0][0] > SCHEMA_VERSION:
+        raise LedgerError(
+            f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
+            f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
+        )
+    return False

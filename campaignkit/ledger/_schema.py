@@ -12,7 +12,6 @@ import tenacity
 from .._redaction import sdk_logger
 from ..errors import LedgerError
 from ._outcomes import OUTCOME_TABLES
-from ._rekey import rekey_phones
 
 
 class Transaction(Protocol):
@@ -221,23 +220,3 @@ def retried(
     ``reconnect_timeout``), run again after a lost conflict or connection;
     its signature kept for type checkers."""
     return cast("Callable[P, Coroutine[Any, Any, T]]", _retrying(operation))
-
-
-async def create_schema(tx: Transaction) -> bool:
-    """Create the tables if missing, re-key an older ledger's phones; refuse
-    a schema newer than this code. Whether the ledger is new (it had no schema)."""
-    for statement in SCHEMA:
-        await tx.execute(statement)
-    rows = await tx.fetch("SELECT version FROM campaignkit_schema")
-    if not rows:
-        await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
-        return True
-    if rows[0][0] < SCHEMA_VERSION:
-        await rekey_phones(tx)
-        await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
-    elif rows[0][0] > SCHEMA_VERSION:
-        raise LedgerError(
-            f"the ledger's schema is version {rows[0][0]}, newer than this campaignkit "
-            f"reads ({SCHEMA_VERSION}): upgrade campaignkit"
-        )
-    return False

@@ -22,7 +22,8 @@ from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
 from ._records import STATES, Recipients, Record, RunInfo, Skipped
-from ._schema import BATCH, Transaction, create_schema
+from ._rekey import create_schema
+from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
