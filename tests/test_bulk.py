@@ -40,7 +40,7 @@ from campaignkit.testing import FakeTime, Request
 
 pytestmark = pytest.mark.timeout(20)
 
-KEY = "sk_test_bulk_secret_0123456789"
+KEY = "sk_Qz7Wv4Xp9Rm2Lk8Jh5Tn3Bc6"
 SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/(?P<poll>[^/?]+)$")
 
 Responder = Callable[[int, list[dict[str, Any]]], Any]

@@ -56,7 +56,7 @@ from campaignkit import (
 from campaignkit._wire.sansio import Request
 from campaignkit.testing import FakeTime
 
-KEY = "sk_test_client_abcdef"
+KEY = "sk_tst_client_abcdef"
 BASE = "https://main.example.com/api"
 CAMPAIGN = "https://campaigns.example.com"
 AGENTS = "https://agents.example.com"

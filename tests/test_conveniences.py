@@ -25,7 +25,7 @@ from campaignkit import (
 from campaignkit.sandbox import Sandbox
 from campaignkit.testing import Answer, FakeTime, MockExchange
 
-KEY = "sk_test_conveniences_0123456789"
+KEY = "sk_tst_conveniences_0123456789"
 BASE = "https://main.test"
 POLLS = [{"id": 1, "name": "One"}]
 ACK = {

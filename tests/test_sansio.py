@@ -23,7 +23,7 @@ from campaignkit._wire import sansio as wire
 from campaignkit.config import ClientConfig
 from campaignkit.models import CampaignAck, Poll
 
-KEY = "sk_test_wire_0123456789"
+KEY = "sk_tst_wire_0123456789"
 
 
 def make_config(**overrides: object) -> ClientConfig:

@@ -125,7 +125,7 @@ def log_texts(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def secret_parts(key: str) -> list[str]:
     """The key and every 12-character slice of its secret part."""
-    secret = key.removeprefix("sk_test_")
+    secret = key.removeprefix("sk_tst_")
     return [key] + [secret[i : i + 12] for i in range(0, len(secret) - 11, 6)]
 
 

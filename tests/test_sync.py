@@ -15,7 +15,7 @@ from campaignkit.sandbox import Sandbox
 from campaignkit.sync import CampaignClient
 from campaignkit.testing import Answer, FakeTime, MockExchange
 
-KEY = "sk_test_sync_0123456789"
+KEY = "sk_tst_sync_0123456789"
 BASE = "https://main.test"
 POLLS = [{"id": 1, "name": "One"}]
 ANA = User(country_code="+57", cellphone="3001234567")

@@ -11,7 +11,7 @@ from campaignkit.errors import AmbiguousSendError, ConnectionError
 from campaignkit.testing import Answer, Exchange, FakeTime, MockExchange, Request
 
 BASE = "https://main.test/api"
-KEY = "sk_test_testing_1"
+KEY = "sk_tst_testing_1"
 POLLS = [{"id": 1, "name": "One"}, {"id": 2, "name": "Two"}]
 
 

@@ -64,7 +64,7 @@ async def test_an_interrupt_settles_a_request_by_where_it_was(
     updates: list[ProgressUpdate] = []
     async with (
         CampaignClient(
-            "sk_test_cancel_0123456789", campaign_url="http://campaign.test", exchange=mocked
+            "sk_tst_cancel_0123456789", campaign_url="http://campaign.test", exchange=mocked
         ) as client,
         new_ledger() as ledger,
     ):
@@ -135,7 +135,7 @@ async def test_an_interrupt_starts_no_retry_even_within_the_grace(
     mocked.post(SEND, status=202, payload=ACK)  # what a retry would get
     async with (
         CampaignClient(
-            "sk_test_cancel_0123456789", campaign_url="http://campaign.test", exchange=mocked
+            "sk_tst_cancel_0123456789", campaign_url="http://campaign.test", exchange=mocked
         ) as client,
         new_ledger() as ledger,
     ):

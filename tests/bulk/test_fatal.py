@@ -66,7 +66,7 @@ def mocked() -> ScriptedExchange:
 @pytest.fixture
 async def client(mocked: ScriptedExchange) -> AsyncIterator[CampaignClient]:
     async with CampaignClient(
-        "sk_test_fatal_0123456789", campaign_url="http://campaign.test", exchange=mocked
+        "sk_tst_fatal_0123456789", campaign_url="http://campaign.test", exchange=mocked
     ) as c:
         FakeTime().install(c)
         yield c

@@ -22,7 +22,7 @@ from campaignkit.bulk._rules import MAX_COUNT, rules_problems
 from campaignkit.ledger import SqliteLedger
 from campaignkit.workers import submit_run
 
-KEY = "sk_test_bounds_0123456789"
+KEY = "sk_tst_bounds_0123456789"
 USERS = [User(cellphone="3001234567", country_code="+57")]
 MOST = {"chunk_size": MAX_COUNT, "concurrency": MAX_CONCURRENCY, "daily_limit": MAX_COUNT}
 

@@ -25,7 +25,7 @@ from campaignkit.workers import BulkWorkers, submit_run
 
 pytestmark = pytest.mark.timeout(30)
 
-KEY = "sk_test_H3nR8cW5yJ1qF6dB"
+KEY = "sk_tst_H3nR8cW5yJ1qF6dB"
 SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/7$")
 
 # For each field, values it refuses.

@@ -19,7 +19,7 @@ from campaignkit.errors import AmbiguousSendError, BadRequestError
 
 pytestmark = pytest.mark.timeout(60)
 
-KEY = "sk_test_Q9vX2pL7mZ4rT8wK"
+KEY = "sk_tst_Q9vX2pL7mZ4rT8wK"
 SEND = re.compile(r"^http://campaign\.test/v2/send-campaign/7$")
 
 

@@ -64,7 +64,7 @@ async def test_a_wrong_path_prefix_is_told_apart_from_an_unknown_id() -> None:
     # A server without the service's routes: aiohttp's own bare 404.
     async with serving(web.Application()) as url:
         result = await run(
-            None, "--api-key", "sk_test_x", "--base-url", f"{url}/wrong-prefix", "polls"
+            None, "--api-key", "sk_tst_x", "--base-url", f"{url}/wrong-prefix", "polls"
         )
     assert result.code == 1
     assert result.err.count("\n") == 1

@@ -19,7 +19,7 @@ from helpers.exchange import ScriptedExchange
 from helpers.servers import serving
 
 S = DeploymentStatus
-KEY = "sk_test_tracker_123456"
+KEY = "sk_tst_tracker_123456"
 CAMPAIGN = "https://campaigns.example.com"
 URL = f"{CAMPAIGN}/v2/send-campaign/lr-1"
 ACK = CampaignAck("queued", "12", "b-1", "lr-1", "/v2/send-campaign/lr-1")

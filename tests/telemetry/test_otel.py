@@ -25,7 +25,7 @@ from campaignkit.testing import FakeTime
 
 pytestmark = pytest.mark.timeout(30)
 
-KEY = "sk_test_otel_secret_0123456789"
+KEY = "sk_tst_otel_secret_0123456789"
 BASE = "http://main.test"
 CAMPAIGN = "http://campaign.test"
 _SPANS = InMemorySpanExporter()
