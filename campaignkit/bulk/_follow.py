@@ -201,7 +201,8 @@ async def follow_run(
     recipient's outcome into the ledger, and return the run's :class:`Funnel`.
 
     ``journal`` is the run's ledger (an SQLite path, a ``postgresql://`` DSN
-    or a ledger object, left open for its owner). ``concurrency`` launches
+    or a ledger object, left open for its owner; a path or DSN of no ledger is
+    :class:`~campaignkit.ledger.LedgerNotFound`, and nothing is created). ``concurrency`` launches
     are tracked at once; ``poll_interval``, ``max_interval``, ``timeout``
     (per launch) and ``not_found_grace`` are those of
     :meth:`CampaignClient.track`. A launch that cannot be followed (the
@@ -228,7 +229,7 @@ async def follow_run(
     if problems:
         raise ValidationError(problems)
     options = TrackOptions("settled", poll_interval, max_interval, timeout, not_found_grace)
-    ledger = ledger_from(journal)
+    ledger = ledger_from(journal, create=False)  # following reads a run: never a new ledger
     owned = ledger is not journal
     try:
         await ledger.open()

@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -26,7 +27,14 @@ from campaignkit.bulk._launch_phones import LaunchPhones
 from campaignkit.bulk._outcome_writer import LaunchOutcomes
 from campaignkit.errors import LedgerError, NotFoundError, ValidationError
 from campaignkit.errors import TimeoutError as CampaignKitTimeoutError
-from campaignkit.ledger import ACCEPTED, Ledger, MemoryLedger, Recipient, StatusRow
+from campaignkit.ledger import (
+    ACCEPTED,
+    Ledger,
+    LedgerNotFound,
+    MemoryLedger,
+    Recipient,
+    StatusRow,
+)
 from campaignkit.ledger._outcomes import failure_statuses
 from campaignkit.sandbox import Sandbox
 from campaignkit.sandbox._outcomes import STATUSES
@@ -134,6 +142,16 @@ async def test_follow_run_tracks_only_launches_not_yet_settled(
 async def test_follow_run_of_an_unknown_run(client: CampaignClient, ledger: Ledger) -> None:
     with pytest.raises(LedgerError, match="no run 'nope'"):
         await follow_run(client, ledger, "nope")
+
+
+async def test_follow_run_of_a_missing_ledger_creates_none(
+    client: CampaignClient, tmp_path: Path
+) -> None:
+    """Following reads a run: a mistyped path is refused, not made a new ledger."""
+    missing = tmp_path / "mistyped.db"
+    with pytest.raises(LedgerNotFound):
+        await follow_run(client, missing, "spring")
+    assert not missing.exists()
 
 
 async def test_a_follow_up_run_resends_to_the_chosen_failures_only(
