@@ -6,7 +6,8 @@ plus row 6n: 1,000,000 users through ``send_bulk(journal=None)`` to the
 sandbox, wall time and peak RSS growth against a raw aiohttp chunked sender
 reading the same generator, each side in a fresh process.
 
-``python -m benchmarks.bench_bulk --port N`` runs the stub (202 to any send);
+``python -m benchmarks.bench_bulk --port N`` runs the stub (it parses each
+send's body and answers 202);
 ``python -m benchmarks.bench_bulk --memory URL COUNT`` runs one memory probe;
 ``python -m benchmarks.bench_bulk --probe SIDE URL KEY POLL COUNT OFFSET`` one
 side of row 6n.
@@ -437,7 +438,8 @@ def stub_app() -> web.Application:
 
     async def send(request: web.Request) -> web.Response:
         nonlocal counter
-        await request.read()
+        if not orjson.loads(await request.read())["users"]:  # parsed, as the service does
+            return web.Response(status=400)
         counter += 1
         body = {
             "message": "queued",

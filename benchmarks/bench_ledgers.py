@@ -1,10 +1,9 @@
 """Row 17: ``send_bulk`` of 100,000 users over each ledger (memory, SQLite,
 PostgreSQL) against a raw aiohttp chunked sender (chunks of 1,000,
 concurrency 4), side by side in one run, all to one local server that parses
-each body and answers as the service does (``python -m
-benchmarks.bench_ledgers --serve``, its own process). Throughput ratios,
-higher is better; the issue's budgets: memory >= 0.40x, SQLite >= 0.20x,
-PostgreSQL >= 0.15x.
+each body and answers as the service does (``bench_bulk``'s stub, its own
+process). Throughput ratios, higher is better; the issue's budgets: memory
+>= 0.40x, SQLite >= 0.20x, PostgreSQL >= 0.15x.
 
 The PostgreSQL row needs ``CAMPAIGNKIT_TEST_POSTGRES_DSN`` (default: the
 local server, database ``test``); without a server it is left out, said in
@@ -12,7 +11,6 @@ one line."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
@@ -23,62 +21,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiohttp
-import orjson
-from aiohttp import web
-
 from campaignkit import CampaignClient, User
 from campaignkit.ledger import Ledger, MemoryLedger, PostgresLedger, SqliteLedger
 
 from ._floor_server import running
 from ._harness import Row, Timing, throughput_ratio
+from .bench_bulk import CHUNK, CONCURRENCY, _raw_stream, make_users
 
-CHUNK = 1000
-CONCURRENCY = 4
 KEY = "bench-key"
 POLL = "bench-poll"
 DSN = os.environ.get("CAMPAIGNKIT_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 BUDGETS = {"memory": 0.40, "sqlite": 0.20, "postgres": 0.15}
-
-
-def users(count: int, offset: int) -> list[User]:
-    return [
-        User(cellphone=f"3{i:09d}", country_code="+57", user_session_keys={"n": str(i)})
-        for i in range(offset, offset + count)
-    ]
-
-
-def raw_dict(user: User) -> dict[str, object]:
-    return {
-        "cellphone": user.cellphone,
-        "country_code": user.country_code,
-        "user_session_keys": [{"key": k.key, "value": k.value} for k in user.user_session_keys],
-    }
-
-
-async def raw_chunked(url: str, batch: list[User]) -> None:
-    """The floor: the same users POSTed in chunks with raw aiohttp, no checks."""
-    headers = {"Authorization": KEY, "Content-Type": "application/json"}
-    queue: asyncio.Queue[list[User] | None] = asyncio.Queue(CONCURRENCY)
-    async with aiohttp.ClientSession() as raw:
-
-        async def reader() -> None:
-            for start in range(0, len(batch), CHUNK):
-                await queue.put(batch[start : start + CHUNK])
-            for _ in range(CONCURRENCY):
-                await queue.put(None)
-
-        async def sender() -> None:
-            while (chunk := await queue.get()) is not None:
-                body = orjson.dumps({"users": [raw_dict(u) for u in chunk]})
-                async with raw.post(
-                    f"{url}/v2/send-campaign/{POLL}", data=body, headers=headers
-                ) as r:
-                    orjson.loads(await r.read())
-                    if r.status != 202:
-                        raise RuntimeError(f"raw send answered {r.status}")
-
-        await asyncio.gather(reader(), *(sender() for _ in range(CONCURRENCY)))
 
 
 @asynccontextmanager
@@ -139,10 +92,10 @@ async def measure(url: str, total: int, rounds: int) -> dict[str, list[float]]:
             for round_ in range(rounds + 1):  # the first round warms up every path
                 for side in samples:
                     offset += total
-                    batch = users(total, offset)
+                    batch = make_users(total, offset)
                     started = time.perf_counter()
                     if side == "raw":
-                        await raw_chunked(url, batch)
+                        await _raw_stream(f"{url}/v2/send-campaign/{POLL}", KEY, iter(batch))
                     else:
                         await sdk(side, round_, batch)
                     if round_:
@@ -153,7 +106,7 @@ async def measure(url: str, total: int, rounds: int) -> dict[str, list[float]]:
 def run(quick: bool) -> list[Row]:
     total = 2_000 if quick else 100_000
     rounds = 1 if quick else 3
-    with running("--serve", module="benchmarks.bench_ledgers") as url:
+    with running(module="benchmarks.bench_bulk") as url:
         samples = asyncio.run(measure(url, total, rounds))
     raw = Timing.of(samples.pop("raw"))
     names = {
@@ -175,38 +128,7 @@ def run(quick: bool) -> list[Row]:
     ]
 
 
-def app() -> web.Application:
-    """Answers a send as the service does, after parsing its body."""
-    launches = 0
-
-    async def send(request: web.Request) -> web.Response:
-        nonlocal launches
-        users = orjson.loads(await request.read())["users"]
-        if not users:
-            return web.Response(status=400)
-        launches += 1
-        body = {
-            "message": "queued",
-            "id": request.match_info["poll_id"],
-            "batch_id": f"b{launches}",
-            "launch_request_id": f"l{launches}",
-            "status_url": f"/v2/send-campaign/l{launches}",
-        }
-        return web.Response(body=orjson.dumps(body), status=202, content_type="application/json")
-
-    served = web.Application(client_max_size=64 * 1024 * 1024)
-    served.router.add_post("/v2/send-campaign/{poll_id}", send)
-    return served
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--serve", action="store_true")
-    parser.add_argument("--port", type=int)
-    args = parser.parse_args()
-    if args.serve:
-        web.run_app(app(), host="127.0.0.1", port=args.port, print=None, access_log=None)
-        return
     for row in run(quick=False):
         print(row.name, f"{row.ratio:.3f}x", row.figures)
 
