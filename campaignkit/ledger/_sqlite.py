@@ -275,7 +275,14 @@ class SqliteStore(SqlStore):
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         async with self._lock:
-            await self._call(self._begin, self._conn)
+            try:
+                await self._call(self._begin, self._conn)
+            except asyncio.CancelledError:
+                # Cancelled while the thread began it, the transaction is open all
+                # the same: end it there (after the BEGIN: the thread is one), or
+                # every later transaction fails to begin.
+                await asyncio.shield(self._call(self._rollback_open, self._conn))
+                raise
             try:
                 yield _SqliteTransaction(self)
             except BaseException:
@@ -283,6 +290,11 @@ class SqliteStore(SqlStore):
                 await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
                 raise
             await asyncio.shield(self._commit())
+
+    @staticmethod
+    def _rollback_open(conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         """``BEGIN IMMEDIATE``, on the file opened only (a stat: microseconds).
