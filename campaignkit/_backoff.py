@@ -4,6 +4,7 @@ brokers' and the ledger's callers."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 
@@ -31,21 +32,34 @@ class RetryAfter(tenacity.wait.wait_base):
 
 
 def reconnecting(
-    lost: type[BaseException],
+    lost: type[BaseException] | Callable[[BaseException], bool],
     stop: tenacity.stop.StopBaseT,
     say: Callable[[BaseException | None, float, int], object],
 ) -> tenacity.AsyncRetrying:
     """Tenacity's loop for a call made again while its connection is lost
-    (it raises ``lost``): :func:`reconnect_delay`'s waits until ``stop``,
-    ``say(error, delay, attempt)`` before each wait, the last error raised."""
+    (it raises ``lost``, or an error ``lost(error)`` holds true of):
+    :func:`reconnect_delay`'s waits until ``stop``, ``say(error, delay,
+    attempt)`` before each wait, the last error raised.
+
+    A task being cancelled is never kept waiting: on Python 3.11 a read's
+    timeout can turn the cancellation into the very error retried here, and
+    a task told to stop would go on retrying for ever.
+    """
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = None if state.outcome is None else state.outcome.exception()
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError from error
         delay = 0.0 if state.next_action is None else state.next_action.sleep
         say(error, delay, state.attempt_number)
 
     return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(lost),
+        retry=(
+            tenacity.retry_if_exception_type(lost)
+            if isinstance(lost, type)
+            else tenacity.retry_if_exception(lost)
+        ),
         wait=tenacity.wait_random_exponential(multiplier=0.1, max=5.0),
         stop=stop,
         before_sleep=before_sleep,

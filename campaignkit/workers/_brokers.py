@@ -9,9 +9,10 @@ import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import tenacity
 from taskiq import AsyncBroker
 
-from .._backoff import reconnect_delay
+from .._backoff import reconnecting
 from .._redaction import sdk_logger
 from ..errors import ConfigurationError
 
@@ -69,26 +70,16 @@ def broker_from(
     return broker
 
 
-async def pause(what: str, exc: BaseException, attempt: int) -> None:
-    """Wait before reconnection ``attempt`` after losing the broker (one warning).
+def warning(what: str) -> Callable[[BaseException | None, float, int], None]:
+    """What a worker says before reconnecting to the broker (one warning an attempt)."""
 
-    A task being cancelled is not kept: on Python 3.11 a read's timeout can
-    turn the cancellation into the very timeout error that brought us here,
-    and a worker told to stop would go on reading for ever.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError from exc
-    delay = reconnect_delay(attempt)
-    log.warning(
-        "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
-        what,
-        type(exc).__name__,
-        exc,
-        delay,
-        attempt,
-    )
-    await asyncio.sleep(delay)
+    def say(exc: BaseException | None, delay: float, attempt: int) -> None:
+        log.warning(
+            "lost the broker %s (%s: %s): reconnecting in %.1f s (attempt %d)",
+            *(what, type(exc).__name__, exc, delay, attempt),
+        )
+
+    return say
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -111,14 +102,16 @@ def _redis_streams() -> type[RedisStreamBroker]:
             isinstance(exc, ResponseError) and str(exc).startswith(("UNBLOCKED", "MASTERDOWN"))
         )
 
-    async def reconnecting(what: str, call: Callable[[], Awaitable[None]]) -> None:
-        for attempt in range(1, _ATTEMPTS + 1):
-            try:
-                return await call()
-            except (*lost, ResponseError) as exc:
-                if attempt == _ATTEMPTS or not (isinstance(exc, lost) or failing_over(exc)):
-                    raise
-                await pause(what, exc, attempt)
+    def retried(exc: BaseException) -> bool:
+        return isinstance(exc, lost) or failing_over(exc)
+
+    async def a_few_times(what: str, call: Callable[[], Awaitable[None]]) -> None:
+        """``call()``, made again a few times while the broker is lost."""
+
+        async def attempt() -> None:  # a coroutine function, which tenacity awaits
+            await call()
+
+        await reconnecting(retried, tenacity.stop_after_attempt(_ATTEMPTS), warning(what))(attempt)
 
     class RedisStreams(RedisStreamBroker):
         """taskiq-redis's streams broker, with ``listen`` rewritten (which is
@@ -137,29 +130,36 @@ def _redis_streams() -> type[RedisStreamBroker]:
         """
 
         async def listen(self) -> AsyncGenerator[AckableMessage, None]:
-            attempt = 0
             while True:
-                try:
-                    async with Redis(connection_pool=self.connection_pool) as conn:
-                        while True:
-                            batch = await self._fetch_or_stop(conn)
-                            attempt = 0
-                            for message_id, fields in batch:
-                                if fields:  # None: deleted from the stream meanwhile
-                                    yield AckableMessage(
-                                        data=fields[b"data"], ack=self._ack(message_id)
-                                    )
-                except (*lost, ResponseError) as exc:
-                    lost_group = isinstance(exc, ResponseError) and "NOGROUP" in str(exc)
-                    if isinstance(exc, ResponseError) and not (lost_group or failing_over(exc)):
-                        raise
-                    attempt += 1
-                    await pause("while reading", exc, attempt)
-                    if failing_over(exc):
-                        # Its idle connections too: the name may lead to the new primary now.
-                        await self.connection_pool.disconnect(inuse_connections=False)
-                    if lost_group:
-                        await self._declare_consumer_group()
+                for message_id, fields in await self._read():
+                    if fields:  # None: deleted from the stream meanwhile
+                        yield AckableMessage(data=fields[b"data"], ack=self._ack(message_id))
+
+        async def _read(self) -> list[tuple[bytes, Any]]:
+            """The next messages, the broker reconnected for as long as it is
+            lost (each read starts its backoff anew), its consumer group
+            declared again if the server lost it with its data."""
+            repairs: list[Callable[[], Awaitable[object]]] = []
+
+            def retried_read(exc: BaseException) -> bool:
+                if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                    repairs.append(self._declare_consumer_group)
+                    return True
+                if failing_over(exc):
+                    # Its idle connections too: the name may lead to the new primary now.
+                    repairs.append(lambda: self.connection_pool.disconnect(inuse_connections=False))
+                return retried(exc)
+
+            async def read() -> list[tuple[bytes, Any]]:
+                while repairs:
+                    await repairs[0]()
+                    del repairs[0]
+                async with Redis(connection_pool=self.connection_pool) as conn:
+                    return await self._fetch_or_stop(conn)
+
+            return await reconnecting(retried_read, tenacity.stop_never, warning("while reading"))(
+                read
+            )
 
         async def _fetch_or_stop(self, conn: Redis) -> list[tuple[bytes, Any]]:
             """:meth:`_fetch`, in a task of its own: a worker told to stop cancels
@@ -205,7 +205,7 @@ def _redis_streams() -> type[RedisStreamBroker]:
 
             async def acknowledge() -> None:
                 try:
-                    await reconnecting("acknowledging a message", ack)
+                    await a_few_times("acknowledging a message", ack)
                 except (*lost, ResponseError) as exc:
                     if not (isinstance(exc, lost) or failing_over(exc)):
                         raise
@@ -220,11 +220,11 @@ def _redis_streams() -> type[RedisStreamBroker]:
         async def _declare_consumer_group(self) -> None:
             # Also run by startup(), after the worker said it was ready: a
             # connection dropped there ended the worker.
-            await reconnecting("declaring its consumer group", super()._declare_consumer_group)
+            await a_few_times("declaring its consumer group", super()._declare_consumer_group)
 
         async def kick(self, message: BrokerMessage) -> None:
             # Sent twice after a connection lost mid-command: harmless, the
             # second delivery finds nothing left to claim.
-            await reconnecting("sending a message", lambda: super(RedisStreams, self).kick(message))
+            await a_few_times("sending a message", lambda: super(RedisStreams, self).kick(message))
 
     return RedisStreams

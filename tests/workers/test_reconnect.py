@@ -16,6 +16,7 @@ import asyncpg
 import pytest
 import redis.asyncio
 import redis.exceptions
+import tenacity
 from helpers.bulk_child import expected_phones, make_users
 from helpers.real_servers import require_program
 from helpers.workers import (
@@ -29,10 +30,10 @@ from helpers.workers import (
 from taskiq import TaskiqState
 from taskiq_redis import RedisStreamBroker
 
+from campaignkit._backoff import reconnecting
 from campaignkit.ledger import PostgresLedger
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import broker_from, submit_run
-from campaignkit.workers._brokers import pause
 from campaignkit.workers._chunks import ChunkTask
 
 pytestmark = pytest.mark.timeout(90)
@@ -224,16 +225,22 @@ async def test_a_cancelled_reader_does_not_reconnect() -> None:
     lost connection raises. Reconnecting then kept the stopped worker reading
     for ever: the cancellation wins."""
 
+    reads = 0
+
     async def read_cancelled_into_a_timeout() -> None:
+        nonlocal reads
+        reads += 1
         with contextlib.suppress(asyncio.CancelledError):  # what the read's timeout did
             await asyncio.sleep(10)
-        await pause("while reading", TimeoutError("Timeout reading from redis"), 1)
+        raise TimeoutError("Timeout reading from redis")
 
-    task = asyncio.create_task(read_cancelled_into_a_timeout())
+    retrying = reconnecting(TimeoutError, tenacity.stop_never, lambda *said: None)
+    task = asyncio.create_task(retrying(read_cancelled_into_a_timeout))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
+    assert reads == 1
 
 
 async def test_a_stopped_worker_stops_even_if_its_read_swallows_the_cancellation(
