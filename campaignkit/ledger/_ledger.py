@@ -10,19 +10,21 @@ import uuid
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
+from .._guards import template_pauses
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
-from .._report import BulkReport, DuplicateUser, InvalidUser
+from .._report import PAUSED, BulkReport, DuplicateUser, InvalidUser, deferral_detail
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, user_of
+from ._build import Request, build_report, user_of
 from ._errors import error_from_detail
 from ._identity import new_identity
 from ._outcomes import RecipientOutcome, StatusRow, fact_of, failure_statuses
@@ -41,6 +43,7 @@ from ._records import (
     Recipients,
     Record,
     RunInfo,
+    RunPause,
     Skipped,
     Stall,
 )
@@ -65,6 +68,13 @@ EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it ma
 
 DEFAULT_CLAIM_TTL: Final = 600.0
 """Seconds a claim holds its recipients before it is reported ambiguous."""
+
+MANUAL_PAUSE: Final = "manual"
+"""The reason of a pause made by hand (``ledger.pause_run(run)``)."""
+TEMPLATE: Final = "template"
+"""The reason of the pauses a paused or disabled template makes (its webhook)."""
+BREAKER: Final = "breaker"
+CANARY: Final = "canary"
 
 _OPEN: Final = (IN_FLIGHT, AMBIGUOUS)
 """The states of a claim (and of its recipients) that a settle or a release ends."""
@@ -270,6 +280,8 @@ class Ledger(abc.ABC):
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
             await self._check_identity(tx)
+            if await self._paused(tx, run):
+                return None
             await self._suppress_late(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
@@ -289,6 +301,13 @@ class Ledger(abc.ABC):
                 f"the ledger {self!r} was replaced while in use: opened as ledger "
                 f"{self.identity}, it now holds {now_holds}. Stopped: nothing more is sent from it"
             )
+
+    @staticmethod
+    async def _paused(tx: StoreTx, run: str) -> bool:
+        """Whether the run is paused: its claims take nothing (the chunk stays
+        planned, for the send that follows its resumption)."""
+        found = await tx.run(run)
+        return found is not None and found[0].paused is not None
 
     async def _suppress_late(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
         """File suppressed the planned recipients of ``chunk`` whose numbers
@@ -467,6 +486,8 @@ class Ledger(abc.ABC):
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
         requests, suppressed = await self.store.report_groups(run, acks)
+        if info.paused is not None:
+            requests = [_paused_request(request, info.paused) for request in requests]
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -489,6 +510,8 @@ class Ledger(abc.ABC):
         report.funnel = await self.funnel(run)
         if info.stopped is not None:
             report.fatal = error_from_detail(info.stopped)
+        if info.paused is not None:
+            report.paused = f"{info.paused.reason}: {info.paused.detail}"
         return report
 
     async def funnel(self, run: str) -> Funnel:
@@ -505,7 +528,9 @@ class Ledger(abc.ABC):
         info = await self.run_info(run)
         planned = (await self.counts(run))[PLANNED]
         moved = await self.last_update(run)
-        if info is None or info.stopped is not None or not planned or moved is None:
+        if info is None or info.stopped is not None or info.paused is not None:
+            return None  # ended, or waiting for a person's resume: not stalled
+        if not planned or moved is None:
             return None
         if (time.time() if now is None else now) - moved < stall_after:
             return None
@@ -538,6 +563,9 @@ class Ledger(abc.ABC):
         (other events, and phones of no accepted recipient, are not recorded;
         an opt-out lists the number all the same). This makes every ledger a
         webhook handler's ``ledger=``."""
+        if event.template is not None and template_pauses(event.template.status):
+            await self._pause_every_run(event)
+            return
         found = fact_of(event)
         if found is None:
             return
@@ -722,3 +750,76 @@ class Ledger(abc.ABC):
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self.store.transaction() as tx:
             await tx.forget_seen(namespace, key)
+
+    # -- paused runs
+
+    @retried
+    async def pause_run(self, run: str, reason: str = MANUAL_PAUSE, detail: str = "") -> bool:
+        """Pause the run: from the next claim on, no sender (of any worker)
+        takes anything more of it; its recipients stay planned until
+        :meth:`resume_run`. ``reason`` names who paused it (``breaker``,
+        ``canary``, ``template``, ``manual``), ``detail`` its figures.
+        Whether it was paused now (a run already paused keeps its first pause)."""
+        raise_problems(_pause_problems(reason, detail))
+        async with self.store.transaction() as tx:
+            if await tx.run(run) is None:
+                raise LedgerError(f"this ledger has no run {run!r}")
+            paused = await tx.pause_run(run, reason, detail or "paused by hand", time.time())
+        if paused:
+            log.warning("run %s: paused (%s): %s", run, reason, detail or "paused by hand")
+        return paused
+
+    @retried
+    async def resume_run(self, run: str) -> int:
+        """Resume a paused run; how many recipients it holds planned.
+
+        Its senders take its chunks again from then on. A chunk whose task
+        found the run paused was left planned (acknowledged, not sent): the
+        run's next send hands it over again (``send_bulk`` of the same input
+        and run, or ``campaignkit submit`` for the workers: see
+        :meth:`Stall.command`); nobody is sent twice."""
+        async with self.store.transaction() as tx:
+            if await tx.run(run) is None:
+                raise LedgerError(f"this ledger has no run {run!r}")
+            resumed = await tx.resume_run(run)
+            planned = (await tx.counts(run)).get(PLANNED, 0)
+        if resumed:
+            log.warning("run %s: resumed (%d recipients planned)", run, planned)
+        return planned
+
+    @retried
+    async def _pause_every_run(self, event: WebhookEvent) -> None:
+        """Pause every running run of the ledger: a template the network
+        paused or disabled (``event``) would fail each of their requests."""
+        template = event.template
+        assert template is not None
+        when = event.occurred_at or datetime.now(UTC)
+        detail = (
+            f"template {template.name or '(unnamed)'} is {template.status} "
+            f"(its webhook at {when:%Y-%m-%d %H:%M} UTC)"
+        )
+        async with self.store.transaction() as tx:
+            running = await tx.running_runs((PLANNED, IN_FLIGHT))
+            paused = [
+                run for run in running if await tx.pause_run(run, TEMPLATE, detail, time.time())
+            ]
+        for run in paused:
+            log.warning("run %s: paused (%s): %s", run, TEMPLATE, detail)
+
+
+def _pause_problems(reason: object, detail: object) -> list[tuple[str, str]]:
+    problems = []
+    if not isinstance(reason, str) or not reason.strip():
+        problems.append(("reason", f"must be a non-empty string, got {reason!r}"))
+    if not isinstance(detail, str):
+        problems.append(("detail", f"must be a string, got {detail!r}"))
+    return problems
+
+
+def _paused_request(request: Request, pause: RunPause) -> Request:
+    """A paused run's request as its report shows it: its planned
+    recipients deferred (``paused``), sent once the run is resumed."""
+    if request.state != PLANNED:
+        return request
+    why = f"{pause.reason}: {pause.detail}; resuming the run sends them"
+    return attrs.evolve(request, state=DEFERRED, detail=deferral_detail(PAUSED, why))

@@ -25,7 +25,16 @@ from ._identity import new_identity
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory_runs import Batch, ClaimState, OutcomeRow, RunState, claimed, live
 from ._outcomes import RecipientOutcome, StatusRow
-from ._records import ACCEPTED, DEFERRED, SUPPRESSED, Recipients, Record, RunInfo, Skipped
+from ._records import (
+    ACCEPTED,
+    DEFERRED,
+    SUPPRESSED,
+    Recipients,
+    Record,
+    RunInfo,
+    RunPause,
+    Skipped,
+)
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
@@ -92,6 +101,7 @@ class MemoryStore:
         self._lines: dict[str, str] = {}
         self._line_load: Counter[str] = Counter()
         self._taken: deque[_Taken] = deque()
+        self._pauses: dict[str, RunPause] = {}
 
     async def open(self) -> bool:
         self.is_open = True
@@ -178,11 +188,18 @@ class MemoryStore:
 
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         state = self._info(run)
-        return None if state is None or state.info is None else (state.info, state.input_pass)
+        if state is None or state.info is None:
+            return None
+        return self._paused(state.info), state.input_pass
 
     async def runs(self) -> list[RunInfo]:
-        infos = [state.info for state in self.runs_.values() if state.info is not None]
+        infos = [self._paused(s.info) for s in self.runs_.values() if s.info is not None]
         return sorted(infos, key=lambda info: (-info.created, info.run))
+
+    def _paused(self, info: RunInfo) -> RunInfo:
+        """``info`` with its pause, as the SQL store reads it with the run."""
+        pause = self._pauses.get(info.run)
+        return info if pause is None else attrs.evolve(info, paused=pause)
 
     async def add_run(self, run: str, poll: str, created: float) -> None:
         state = self.state(run)
@@ -513,6 +530,27 @@ class MemoryStore:
             ).outcomes.values()
         )
         return [(*key, n) for key, n in groups.items()]
+
+    # -- paused runs
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        if self._info(run) is None or run in self._pauses:
+            return False
+        self._pauses[run] = RunPause(reason, detail, paused)
+        return True
+
+    async def resume_run(self, run: str) -> bool:
+        return self._pauses.pop(run, None) is not None
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        running = []
+        for name, state in self.runs_.items():
+            info = state.info
+            if info is None or info.stopped is not None or name in self._pauses:
+                continue
+            if not info.input_done or any(b.state in states and b.live for b in state.batches):
+                running.append((info.created, name))
+        return [name for _, name in sorted(running)]
 
 
 def _request(claim: str | None, state: str, batches: Sequence[Batch], ack: str | None) -> Request:

@@ -21,7 +21,7 @@ from .._funnel import OutcomeGroup
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import STATES, Recipients, Record, RunInfo, Skipped
+from ._records import STATES, Recipients, Record, RunInfo, RunPause, Skipped
 from ._rekey import create_schema
 from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
@@ -29,8 +29,10 @@ from ._suppression import Suppression
 
 _RECORD: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
 _RUNS: Final = (
-    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass"
+    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
+    " p.reason, p.detail, p.paused"
     " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+    " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
 )
 _SUPPRESSION: Final = "phone, reason, source, added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
@@ -664,7 +666,35 @@ class SqlTx:
         )
         return [(s, bool(d), bool(r), bool(a), bool(o), int(n)) for s, d, r, a, o, n in rows]
 
+    # -- paused runs
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        return bool(
+            await self.sql.execute(
+                "INSERT INTO campaignkit_run_pauses (run, reason, detail, paused)"
+                " SELECT run, ?, ?, ? FROM campaignkit_runs WHERE run = ?"
+                " ON CONFLICT (run) DO NOTHING",
+                *(reason, detail, paused, run),
+            )
+        )
+
+    async def resume_run(self, run: str) -> bool:
+        return bool(await self.sql.execute("DELETE FROM campaignkit_run_pauses WHERE run = ?", run))
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        # Run by run, each a lookup of the recipients' primary key (as RUN_OF_PHONE).
+        rows = await self.sql.fetch(
+            "SELECT u.run FROM campaignkit_runs u WHERE NOT EXISTS (SELECT 1"
+            " FROM campaignkit_run_stops s WHERE s.run = u.run) AND NOT EXISTS (SELECT 1"
+            " FROM campaignkit_run_pauses p WHERE p.run = u.run) AND (u.input_done = 0"
+            " OR EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = u.run"
+            f" AND r.state IN {_in(states)})) ORDER BY u.created, u.run"
+        )
+        return [row[0] for row in rows]
+
 
 def _run_of(row: tuple[Any, ...]) -> RunInfo:
     name, poll, created, total, done, stopped = row[:6]
-    return RunInfo(name, poll, created, total, bool(done), stopped)
+    reason, detail, paused = row[7:10]
+    pause = None if reason is None else RunPause(reason, detail, float(paused))
+    return RunInfo(name, poll, created, total, bool(done), stopped, pause)

@@ -255,6 +255,19 @@ class StoreTx(Protocol):
 
     async def outcome_groups(self, run: str) -> list[OutcomeGroup]: ...
 
+    # -- paused runs (their pause is read with the run: :attr:`RunInfo.paused`)
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        """Record the run's pause, unless one is recorded (or no such run);
+        whether it was recorded."""
+
+    async def resume_run(self, run: str) -> bool:
+        """Forget the run's pause; whether it had one."""
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        """The runs neither stopped nor paused whose input is not all read,
+        or that hold a recipient in ``states``."""
+
 
 class Store(Protocol):
     """A backend of :class:`~campaignkit.ledger.Ledger`."""
