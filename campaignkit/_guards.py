@@ -7,8 +7,9 @@ ledger and the pipeline apply them; nothing here reads or sends."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -167,3 +168,71 @@ def template_pauses(status: str | None) -> bool:
     """Whether a template in ``status`` (as its webhook event sends it)
     pauses every running run: ``PAUSED`` or ``DISABLED``."""
     return isinstance(status, str) and status.strip().upper() in PAUSING_TEMPLATE_STATUSES
+
+
+def guard_options(
+    breaker: Breaker | None, cooldown: timedelta | None, skip_open_conversations: bool
+) -> dict[str, Any]:
+    """The guards a ledger applies itself (at claim, and where outcomes are
+    recorded), as plain JSON kept with the run's options: every worker of
+    the run applies them."""
+    return {
+        "breaker": None
+        if breaker is None
+        else {"max_failed": breaker.max_failed, "over": breaker.over},
+        "cooldown": None if cooldown is None else cooldown.total_seconds(),
+        "skip_open_conversations": skip_open_conversations,
+    }
+
+
+def breaker_of(options: Mapping[str, Any]) -> Breaker | None:
+    """The run's breaker, from its options (see :func:`guard_options`)."""
+    kept = options.get("breaker")
+    return None if not isinstance(kept, Mapping) else Breaker(**kept)
+
+
+def cooldown_of(options: Mapping[str, Any]) -> float | None:
+    """The run's cool-down in seconds, from its options."""
+    kept = options.get("cooldown")
+    return float(kept) if isinstance(kept, int | float) and not isinstance(kept, bool) else None
+
+
+def skips_open_conversations(options: Mapping[str, Any]) -> bool:
+    return options.get("skip_open_conversations") is True
+
+
+def guard_problems(
+    breaker: object,
+    canary: object,
+    cooldown: object,
+    skip_open_conversations: object,
+    max_recipients: object,
+) -> Problems:
+    """Every problem of a bulk send's guard options, each naming its field."""
+    problems: Problems = []
+    if breaker is not None and not isinstance(breaker, Breaker):
+        problems.append(
+            ("breaker", f"must be a Breaker(max_failed=, over=) or None, got {breaker!r}")
+        )
+    if canary is not None and not isinstance(canary, Canary):
+        problems.append(
+            (
+                "canary",
+                f"must be a Canary(size=, wait=, min_delivered=, max_failed=) or None, "
+                f"got {canary!r}",
+            )
+        )
+    if cooldown is not None and (not isinstance(cooldown, timedelta) or cooldown <= timedelta(0)):
+        problems.append(
+            (
+                "cooldown",
+                f"must be a timedelta > 0 (e.g. timedelta(hours=24)) or None, got {cooldown!r}",
+            )
+        )
+    if not isinstance(skip_open_conversations, bool):
+        problems.append(
+            ("skip_open_conversations", f"must be True or False, got {skip_open_conversations!r}")
+        )
+    if max_recipients is not None:
+        problems += _count_problems("max_recipients", max_recipients)
+    return problems

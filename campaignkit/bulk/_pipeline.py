@@ -97,7 +97,8 @@ class Producer:
         input, with the send window, daily limit and lines of the options
         kept for every sender of the run."""
         await self.ledger.start_run(self.run_name, poll, input_pass=self.input_pass)
-        await self.ledger.save_run_options(self.run_name, self.options.rules.options())
+        options = {**self.options.rules.options(), **self.options.guards()}
+        await self.ledger.save_run_options(self.run_name, options)
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any], hand_over: HandOver) -> None:
         """Plan ``users`` and ``await hand_over(handed)`` for each chunk with

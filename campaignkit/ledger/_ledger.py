@@ -17,7 +17,7 @@ import attrs
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
-from .._guards import template_pauses
+from .._guards import Verdict, breaker_of, template_pauses
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from .._report import PAUSED, BulkReport, DuplicateUser, InvalidUser, deferral_detail
@@ -75,6 +75,9 @@ TEMPLATE: Final = "template"
 """The reason of the pauses a paused or disabled template makes (its webhook)."""
 BREAKER: Final = "breaker"
 CANARY: Final = "canary"
+
+_FINAL: Final = tuple(s.value for s in DeploymentStatus if s.is_final)
+_FAILED: Final = frozenset(s.value for s in DeploymentStatus if s.is_failure)
 
 _OPEN: Final = (IN_FLIGHT, AMBIGUOUS)
 """The states of a claim (and of its recipients) that a settle or a release ends."""
@@ -363,6 +366,8 @@ class Ledger(abc.ABC):
                 where = Where(_OPEN, claims=[claim])
                 fields = {"launch_request_id": launch_request_id, "detail": detail}
                 await tx.move(run, where, state, time.time(), fields)
+                if state == REJECTED:
+                    await self._judge_breaker(tx, run)
 
     @retried
     async def release(self, run: str, claim: str) -> None:
@@ -555,6 +560,8 @@ class Ledger(abc.ABC):
                 await tx.add_suppressions(phones, reason, run, now)
             if final:
                 await tx.add_final(run, final, now)
+            if any(row.status in _FAILED for row in rows):
+                await self._judge_breaker(tx, run)
 
     @retried
     async def record_event(self, event: WebhookEvent) -> None:
@@ -786,6 +793,25 @@ class Ledger(abc.ABC):
         if resumed:
             log.warning("run %s: resumed (%d recipients planned)", run, planned)
         return planned
+
+    async def _judge_breaker(self, tx: StoreTx, run: str) -> None:
+        """Pause the run if its breaker (an option kept with it) judges that
+        too many of its last settled recipients failed. Run where failures
+        are recorded, in their transaction: whichever worker records them."""
+        breaker = breaker_of(await self._options(tx, run))
+        if breaker is None or await self._paused(tx, run):
+            return
+        settled = failed = 0
+        for _, count, failures in await tx.settled_recent(run, breaker.over, _FINAL, _FAILED):
+            taken = min(count, breaker.over - settled)
+            # A group past the window's edge counts its failures pro rata.
+            settled, failed = settled + taken, failed + failures * taken // count
+            if settled == breaker.over:
+                break
+        judgement = breaker.judge(settled, failed)
+        if judgement.verdict is Verdict.PAUSE:
+            await tx.pause_run(run, BREAKER, judgement.detail, time.time())
+            log.warning("run %s: paused (%s): %s", run, BREAKER, judgement.detail)
 
     @retried
     async def _pause_every_run(self, event: WebhookEvent) -> None:

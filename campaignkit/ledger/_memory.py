@@ -28,6 +28,7 @@ from ._outcomes import RecipientOutcome, StatusRow
 from ._records import (
     ACCEPTED,
     DEFERRED,
+    REJECTED,
     SUPPRESSED,
     Recipients,
     Record,
@@ -551,6 +552,22 @@ class MemoryStore:
             if not info.input_done or any(b.state in states and b.live for b in state.batches):
                 running.append((info.created, name))
         return [name for _, name in sorted(running)]
+
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        found = self.state(run)
+        groups: list[tuple[float, int, int]] = [
+            (when, 1, int(status in failures))
+            for _, _, status, at, delivered, *_ in found.outcomes.values()
+            if (status in final or delivered is not None)
+            and (when := at if at is not None else delivered) is not None
+        ]
+        groups = sorted(groups, reverse=True)[:limit]
+        groups += (
+            (c.claimed, c.size, c.size) for c in found.claims.values() if c.state == REJECTED
+        )
+        return sorted(groups, reverse=True)
 
 
 def _request(claim: str | None, state: str, batches: Sequence[Batch], ack: str | None) -> Request:

@@ -692,6 +692,28 @@ class SqlTx:
         )
         return [row[0] for row in rows]
 
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        # The run's outcomes (its primary key's prefix) and its rejected
+        # claims (their state's index): never a scan of its recipients.
+        rows = await self.sql.fetch(
+            "SELECT COALESCE(status_at, delivered_at),"
+            f" CASE WHEN status IN {_in(failures)} THEN 1 ELSE 0 END"
+            " FROM campaignkit_outcomes WHERE run = ?"
+            f" AND (status IN {_in(final)} OR delivered_at IS NOT NULL)"
+            " ORDER BY 1 DESC LIMIT ?",
+            *(run, limit),
+        )
+        claims = await self.sql.fetch(
+            "SELECT claimed, size FROM campaignkit_claims WHERE run = ? AND state = 'rejected'"
+            " ORDER BY claimed DESC LIMIT ?",
+            *(run, limit),
+        )
+        groups = [(float(at), 1, int(failed)) for at, failed in rows]
+        groups += ((float(at), int(size), int(size)) for at, size in claims)
+        return sorted(groups, reverse=True)
+
 
 def _run_of(row: tuple[Any, ...]) -> RunInfo:
     name, poll, created, total, done, stopped = row[:6]

@@ -268,6 +268,14 @@ class StoreTx(Protocol):
         """The runs neither stopped nor paused whose input is not all read,
         or that hold a recipient in ``states``."""
 
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        """The run's latest settled recipients, as ``(when, settled, failed)``
+        groups, newest first: each of its last ``limit`` outcomes in a
+        ``final`` status (failed if one of ``failures``) or delivered, one a
+        group; and each claim settled rejected, its recipients a group."""
+
 
 class Store(Protocol):
     """A backend of :class:`~campaignkit.ledger.Ledger`."""
