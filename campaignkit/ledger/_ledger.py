@@ -17,10 +17,24 @@ import attrs
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
-from .._guards import Verdict, breaker_of, template_pauses
+from .._guards import (
+    Verdict,
+    breaker_of,
+    cooldown_of,
+    skips_open_conversations,
+    template_pauses,
+)
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
-from .._report import PAUSED, BulkReport, DuplicateUser, InvalidUser, deferral_detail
+from .._report import (
+    COOLDOWN,
+    OPEN_CONVERSATION,
+    PAUSED,
+    BulkReport,
+    DuplicateUser,
+    InvalidUser,
+    deferral_detail,
+)
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
@@ -286,6 +300,7 @@ class Ledger(abc.ABC):
             if await self._paused(tx, run):
                 return None
             await self._suppress_late(tx, run, chunk, now)
+            await self._defer_contacted(tx, run, chunk, now)
             await self._defer_over_budget(tx, run, chunk, now)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
@@ -322,6 +337,38 @@ class Ledger(abc.ABC):
         for reason, phones in late.items():
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})
+
+    async def _defer_contacted(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
+        """File deferred the planned recipients of ``chunk`` that the run's
+        cool-down or open conversations keep back: messaged by a run of the
+        ledger within the cool-down (no reply since), or who answered in the
+        last 24 h. Before the daily limit: they spend none of its budget."""
+        options = await self._options(tx, run)
+        cooldown, skip_open = cooldown_of(options), skips_open_conversations(options)
+        if skip_open:
+            answered = await tx.answered_in(run, chunk, PLANNED, now - DAY)
+            detail = deferral_detail(
+                OPEN_CONVERSATION,
+                "answered within the last 24 h: their conversation is open; a rerun sends "
+                "it once it has closed",
+            )
+            await self._defer(tx, run, chunk, answered, detail, now)
+        if cooldown is not None:
+            contacted = await tx.contacted_in(run, chunk, PLANNED, now - cooldown, _COUNTED)
+            detail = deferral_detail(
+                COOLDOWN,
+                f"messaged by a run of this ledger within the cool-down of {cooldown / 3600:g} h "
+                "and no reply since; a rerun sends it once the cool-down has passed",
+            )
+            await self._defer(tx, run, chunk, contacted, detail, now)
+
+    @staticmethod
+    async def _defer(
+        tx: StoreTx, run: str, chunk: str, phones: Sequence[str], detail: str, now: float
+    ) -> None:
+        if phones:
+            where = Where((PLANNED,), chunk=chunk, phones=phones)
+            await tx.move(run, where, DEFERRED, now, {"detail": detail})
 
     async def _defer_over_budget(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
         """File deferred the planned recipients of ``chunk`` past the run's

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -568,6 +568,37 @@ class MemoryStore:
             (c.claimed, c.size, c.size) for c in found.claims.values() if c.state == REJECTED
         )
         return sorted(groups, reverse=True)
+
+    def _held_anywhere(self, phone: str) -> Iterator[tuple[RunState, Batch]]:
+        """Each run's batch holding ``phone``."""
+        for found in self.runs_.values():
+            number = found.index.get(found.key(phone))
+            if number is not None:
+                yield found, found.batch(number)
+
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        return [
+            phone
+            for phone in await self.phones_in(run, chunk, state)
+            if any(
+                batch.state in states
+                and batch.updated >= since
+                and not ((found.outcomes.get(phone) or _NO_OUTCOME)[6] or 0) >= batch.updated
+                for found, batch in self._held_anywhere(phone)
+            )
+        ]
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        return [
+            phone
+            for phone in await self.phones_in(run, chunk, state)
+            if any(
+                ((found.outcomes.get(phone) or _NO_OUTCOME)[6] or 0) >= since
+                for found in self.runs_.values()
+            )
+        ]
 
 
 def _request(claim: str | None, state: str, batches: Sequence[Batch], ack: str | None) -> Request:

@@ -714,6 +714,36 @@ class SqlTx:
         groups += ((float(at), int(size), int(size)) for at, size in claims)
         return sorted(groups, reverse=True)
 
+    # One statement a chunk: its recipients (their chunk's index), each
+    # looked up in every run by the recipients' (outcomes') primary key. No
+    # index of phones across runs: each recipient's write stays as cheap.
+    # Not DISTINCT (a phone found in two runs is deduplicated here): SQLite
+    # would then read the run's every recipient in its primary key's order.
+
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT c.phone FROM campaignkit_recipients c"
+            " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_recipients r"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            f" AND r.run = u.run AND r.phone = c.phone AND r.state IN {_in(states)}"
+            " AND r.updated >= ? AND NOT EXISTS (SELECT 1 FROM campaignkit_outcomes o"
+            " WHERE o.run = r.run AND o.phone = r.phone AND o.replied_at >= r.updated)",
+            *(run, chunk, state, since),
+        )
+        return list(dict.fromkeys(row[0] for row in rows))
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT c.phone FROM campaignkit_recipients c"
+            " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_outcomes o"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            " AND o.run = u.run AND o.phone = c.phone AND o.replied_at >= ?",
+            *(run, chunk, state, since),
+        )
+        return list(dict.fromkeys(row[0] for row in rows))
+
 
 def _run_of(row: tuple[Any, ...]) -> RunInfo:
     name, poll, created, total, done, stopped = row[:6]

@@ -276,6 +276,17 @@ class StoreTx(Protocol):
         ``final`` status (failed if one of ``failures``) or delivered, one a
         group; and each claim settled rejected, its recipients a group."""
 
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        """The phones of the chunk's recipients in ``state`` that a run of the
+        ledger (any) holds in one of ``states``, changed since ``since``,
+        with no reply recorded there since that change."""
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        """The phones of the chunk's recipients in ``state`` who replied to a
+        run of the ledger (any) since ``since``."""
+
 
 class Store(Protocol):
     """A backend of :class:`~campaignkit.ledger.Ledger`."""
