@@ -10,6 +10,7 @@ import uuid
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Self
 
@@ -804,6 +805,19 @@ class Ledger(abc.ABC):
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self.store.transaction() as tx:
             await tx.forget_seen(namespace, key)
+
+    # -- dry runs
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[Ledger]:
+        """A ledger over this one's contents whose every change is undone
+        when the block ends: what a dry run plans and claims there, every
+        rule applied, is never seen by another writer. A durable ledger
+        holds its write lock meanwhile (other writers wait)."""
+        async with self.store.rehearsal() as store:
+            dry = Ledger(store, claim_ttl=self.claim_ttl)
+            dry._identity = self.identity
+            yield dry
 
     # -- paused runs
 

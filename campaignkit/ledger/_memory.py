@@ -10,6 +10,7 @@ recipients.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -114,6 +115,12 @@ class MemoryStore:
     def _check_open(self) -> None:
         if not self.is_open:
             raise LedgerError("the memory ledger is not open")
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[MemoryStore]:
+        # A copy, thrown away at the end.
+        self._check_open()
+        yield copy.deepcopy(self)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[MemoryStore]:

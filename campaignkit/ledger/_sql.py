@@ -11,6 +11,7 @@ at most :data:`~._schema.BATCH` values).
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from itertools import repeat
@@ -170,6 +171,44 @@ class SqlStore(abc.ABC):
             if len(rows) < page_size:
                 return
             after = rows[-1][0]
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[SqlStore]:
+        # One transaction of this store's, rolled back at the end: it holds
+        # the ledger's write lock meanwhile (SQLite's file; PostgreSQL's rows).
+        try:
+            async with self.connection() as tx:
+                yield _Rehearsal(tx)
+                raise _Undone
+        except _Undone:
+            pass
+
+
+class _Undone(Exception):
+    """Ends a rehearsal's transaction: rolled back, as every failed one is."""
+
+
+class _Rehearsal(SqlStore):
+    """A store over one open transaction that its owner rolls back: each of
+    its transactions is that one's, in turn."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+        self._turn = asyncio.Lock()
+
+    async def _connect(self) -> None:
+        """Nothing to do: the transaction is open."""
+
+    async def _lock_schema(self, tx: Transaction) -> None:
+        """Nothing to do: the schema is the ledger's."""
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Transaction]:
+        async with self._turn:
+            yield self._tx
+
+    async def aclose(self) -> None:
+        """Nothing to do: the transaction is its owner's."""
 
 
 class SqlTx:

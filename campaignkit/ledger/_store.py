@@ -311,3 +311,7 @@ class Store(Protocol):
         """The run's recipients as its report counts them: grouped by claim
         and state (see :func:`~._build.requests_of`), and its suppressed ones.
         A store that keeps them grouped answers without a record each."""
+
+    def rehearsal(self) -> AbstractAsyncContextManager[Store]:
+        """A store over this one's contents whose every change is undone when
+        it ends (a dry run): nothing of it is ever seen by another writer."""
