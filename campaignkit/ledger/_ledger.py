@@ -11,36 +11,33 @@ import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
-from .._guards import (
-    Verdict,
-    breaker_of,
-    cooldown_of,
-    skips_open_conversations,
-    template_pauses,
-)
+from .._guards import template_pauses
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
-from .._report import (
-    COOLDOWN,
-    OPEN_CONVERSATION,
-    PAUSED,
-    BulkReport,
-    DuplicateUser,
-    InvalidUser,
-    deferral_detail,
-)
+from .._report import BulkReport, DuplicateUser, InvalidUser
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import Request, build_report, user_of
+from ._build import build_report, user_of
 from ._errors import error_from_detail
+from ._guarding import (
+    FAILED,
+    MANUAL_PAUSE,
+    TEMPLATE,
+    defer_contacted,
+    is_paused,
+    judge_breaker,
+    pause_problems,
+    pause_running,
+    paused_request,
+    template_detail,
+)
 from ._identity import new_identity
 from ._outcomes import RecipientOutcome, StatusRow, fact_of, failure_statuses
 from ._records import (
@@ -58,7 +55,6 @@ from ._records import (
     Recipients,
     Record,
     RunInfo,
-    RunPause,
     Skipped,
     Stall,
 )
@@ -83,16 +79,6 @@ EXPIRED: Final = "claim expired: its sender stopped (or hung) mid-request; it ma
 
 DEFAULT_CLAIM_TTL: Final = 600.0
 """Seconds a claim holds its recipients before it is reported ambiguous."""
-
-MANUAL_PAUSE: Final = "manual"
-"""The reason of a pause made by hand (``ledger.pause_run(run)``)."""
-TEMPLATE: Final = "template"
-"""The reason of the pauses a paused or disabled template makes (its webhook)."""
-BREAKER: Final = "breaker"
-CANARY: Final = "canary"
-
-_FINAL: Final = tuple(s.value for s in DeploymentStatus if s.is_final)
-_FAILED: Final = frozenset(s.value for s in DeploymentStatus if s.is_failure)
 
 _OPEN: Final = (IN_FLIGHT, AMBIGUOUS)
 """The states of a claim (and of its recipients) that a settle or a release ends."""
@@ -298,10 +284,10 @@ class Ledger(abc.ABC):
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
             await self._check_identity(tx)
-            if await self._paused(tx, run):
+            if await is_paused(tx, run):  # the chunk stays planned, for after its resumption
                 return None
             await self._suppress_late(tx, run, chunk, now)
-            await self._defer_contacted(tx, run, chunk, now)
+            await defer_contacted(tx, run, chunk, now, await self._options(tx, run), _COUNTED)
             await self._defer_over_budget(tx, run, chunk, now)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
@@ -321,13 +307,6 @@ class Ledger(abc.ABC):
                 f"{self.identity}, it now holds {now_holds}. Stopped: nothing more is sent from it"
             )
 
-    @staticmethod
-    async def _paused(tx: StoreTx, run: str) -> bool:
-        """Whether the run is paused: its claims take nothing (the chunk stays
-        planned, for the send that follows its resumption)."""
-        found = await tx.run(run)
-        return found is not None and found[0].paused is not None
-
     async def _suppress_late(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
         """File suppressed the planned recipients of ``chunk`` whose numbers
         were listed since they were planned."""
@@ -338,38 +317,6 @@ class Ledger(abc.ABC):
         for reason, phones in late.items():
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})
-
-    async def _defer_contacted(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
-        """File deferred the planned recipients of ``chunk`` that the run's
-        cool-down or open conversations keep back: messaged by a run of the
-        ledger within the cool-down (no reply since), or who answered in the
-        last 24 h. Before the daily limit: they spend none of its budget."""
-        options = await self._options(tx, run)
-        cooldown, skip_open = cooldown_of(options), skips_open_conversations(options)
-        if skip_open:
-            answered = await tx.answered_in(run, chunk, PLANNED, now - DAY)
-            detail = deferral_detail(
-                OPEN_CONVERSATION,
-                "answered within the last 24 h: their conversation is open; a rerun sends "
-                "it once it has closed",
-            )
-            await self._defer(tx, run, chunk, answered, detail, now)
-        if cooldown is not None:
-            contacted = await tx.contacted_in(run, chunk, PLANNED, now - cooldown, _COUNTED)
-            detail = deferral_detail(
-                COOLDOWN,
-                f"messaged by a run of this ledger within the cool-down of {cooldown / 3600:g} h "
-                "and no reply since; a rerun sends it once the cool-down has passed",
-            )
-            await self._defer(tx, run, chunk, contacted, detail, now)
-
-    @staticmethod
-    async def _defer(
-        tx: StoreTx, run: str, chunk: str, phones: Sequence[str], detail: str, now: float
-    ) -> None:
-        if phones:
-            where = Where((PLANNED,), chunk=chunk, phones=phones)
-            await tx.move(run, where, DEFERRED, now, {"detail": detail})
 
     async def _defer_over_budget(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
         """File deferred the planned recipients of ``chunk`` past the run's
@@ -415,7 +362,7 @@ class Ledger(abc.ABC):
                 fields = {"launch_request_id": launch_request_id, "detail": detail}
                 await tx.move(run, where, state, time.time(), fields)
                 if state == REJECTED:
-                    await self._judge_breaker(tx, run)
+                    await judge_breaker(tx, run, await self._options(tx, run))
 
     @retried
     async def release(self, run: str, claim: str) -> None:
@@ -540,7 +487,7 @@ class Ledger(abc.ABC):
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
         requests, suppressed = await self.store.report_groups(run, acks)
         if info.paused is not None:
-            requests = [_paused_request(request, info.paused) for request in requests]
+            requests = [paused_request(request, info.paused) for request in requests]
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -581,9 +528,8 @@ class Ledger(abc.ABC):
         info = await self.run_info(run)
         planned = (await self.counts(run))[PLANNED]
         moved = await self.last_update(run)
-        if info is None or info.stopped is not None or info.paused is not None:
-            return None  # ended, or waiting for a person's resume: not stalled
-        if not planned or moved is None:
+        # A paused run waits for a person's resume: not stalled.
+        if info is None or info.stopped or info.paused or not planned or moved is None:
             return None
         if (time.time() if now is None else now) - moved < stall_after:
             return None
@@ -608,21 +554,20 @@ class Ledger(abc.ABC):
                 await tx.add_suppressions(phones, reason, run, now)
             if final:
                 await tx.add_final(run, final, now)
-            if any(row.status in _FAILED for row in rows):
-                await self._judge_breaker(tx, run)
+            if any(row.status in FAILED for row in rows):
+                await judge_breaker(tx, run, await self._options(tx, run))
 
     @retried
     async def record_event(self, event: WebhookEvent) -> None:
         """Record a delivered, read, response or opt-out webhook event on its
         recipient: the phone's in the most recent run holding it as accepted
         (other events, and phones of no accepted recipient, are not recorded;
-        an opt-out lists the number all the same). This makes every ledger a
-        webhook handler's ``ledger=``."""
+        an opt-out lists the number all the same); a template paused or
+        disabled pauses every running run. This makes every ledger a webhook
+        handler's ``ledger=``."""
         if event.template is not None and template_pauses(event.template.status):
-            await self._pause_every_run(event)
-            return
-        found = fact_of(event)
-        if found is None:
+            return await self._pause_every_run(template_detail(event))
+        if (found := fact_of(event)) is None:
             return
         async with self.store.transaction() as tx:
             run = await tx.run_of_accepted(found.phone, ACCEPTED)
@@ -810,10 +755,8 @@ class Ledger(abc.ABC):
 
     @asynccontextmanager
     async def rehearsal(self) -> AsyncIterator[Ledger]:
-        """A ledger over this one's contents whose every change is undone
-        when the block ends: what a dry run plans and claims there, every
-        rule applied, is never seen by another writer. A durable ledger
-        holds its write lock meanwhile (other writers wait)."""
+        """A ledger over this one's contents whose every change is undone at
+        the block's end (a dry run); a durable one's write lock is held meanwhile."""
         async with self.store.rehearsal() as store:
             dry = Ledger(store, claim_ttl=self.claim_ttl)
             dry._identity = self.identity
@@ -823,12 +766,11 @@ class Ledger(abc.ABC):
 
     @retried
     async def pause_run(self, run: str, reason: str = MANUAL_PAUSE, detail: str = "") -> bool:
-        """Pause the run: from the next claim on, no sender (of any worker)
-        takes anything more of it; its recipients stay planned until
-        :meth:`resume_run`. ``reason`` names who paused it (``breaker``,
-        ``canary``, ``template``, ``manual``), ``detail`` its figures.
-        Whether it was paused now (a run already paused keeps its first pause)."""
-        raise_problems(_pause_problems(reason, detail))
+        """Pause the run: no claim (of any worker) takes anything more of it
+        until :meth:`resume_run`. ``reason``: who paused it (``breaker``,
+        ``canary``, ``template``, ``manual``); ``detail``: its figures.
+        Whether it was paused now (a paused run keeps its first pause)."""
+        raise_problems(pause_problems(reason, detail))
         async with self.store.transaction() as tx:
             if await tx.run(run) is None:
                 raise LedgerError(f"this ledger has no run {run!r}")
@@ -839,13 +781,10 @@ class Ledger(abc.ABC):
 
     @retried
     async def resume_run(self, run: str) -> int:
-        """Resume a paused run; how many recipients it holds planned.
-
-        Its senders take its chunks again from then on. A chunk whose task
-        found the run paused was left planned (acknowledged, not sent): the
-        run's next send hands it over again (``send_bulk`` of the same input
-        and run, or ``campaignkit submit`` for the workers: see
-        :meth:`Stall.command`); nobody is sent twice."""
+        """Resume a paused run; how many recipients it holds planned. A chunk
+        whose task found it paused was left planned (acknowledged, not sent):
+        the run's next send (``send_bulk`` of the same input and run, or a
+        ``submit``: :meth:`Stall.command`) hands it over, nobody twice."""
         async with self.store.transaction() as tx:
             if await tx.run(run) is None:
                 raise LedgerError(f"this ledger has no run {run!r}")
@@ -855,58 +794,7 @@ class Ledger(abc.ABC):
             log.warning("run %s: resumed (%d recipients planned)", run, planned)
         return planned
 
-    async def _judge_breaker(self, tx: StoreTx, run: str) -> None:
-        """Pause the run if its breaker (an option kept with it) judges that
-        too many of its last settled recipients failed. Run where failures
-        are recorded, in their transaction: whichever worker records them."""
-        breaker = breaker_of(await self._options(tx, run))
-        if breaker is None or await self._paused(tx, run):
-            return
-        settled = failed = 0
-        for _, count, failures in await tx.settled_recent(run, breaker.over, _FINAL, _FAILED):
-            taken = min(count, breaker.over - settled)
-            # A group past the window's edge counts its failures pro rata.
-            settled, failed = settled + taken, failed + failures * taken // count
-            if settled == breaker.over:
-                break
-        judgement = breaker.judge(settled, failed)
-        if judgement.verdict is Verdict.PAUSE:
-            await tx.pause_run(run, BREAKER, judgement.detail, time.time())
-            log.warning("run %s: paused (%s): %s", run, BREAKER, judgement.detail)
-
     @retried
-    async def _pause_every_run(self, event: WebhookEvent) -> None:
-        """Pause every running run of the ledger: a template the network
-        paused or disabled (``event``) would fail each of their requests."""
-        template = event.template
-        assert template is not None
-        when = event.occurred_at or datetime.now(UTC)
-        detail = (
-            f"template {template.name or '(unnamed)'} is {template.status} "
-            f"(its webhook at {when:%Y-%m-%d %H:%M} UTC)"
-        )
+    async def _pause_every_run(self, detail: str) -> None:  # a template paused or disabled
         async with self.store.transaction() as tx:
-            running = await tx.running_runs((PLANNED, IN_FLIGHT))
-            paused = [
-                run for run in running if await tx.pause_run(run, TEMPLATE, detail, time.time())
-            ]
-        for run in paused:
-            log.warning("run %s: paused (%s): %s", run, TEMPLATE, detail)
-
-
-def _pause_problems(reason: object, detail: object) -> list[tuple[str, str]]:
-    problems = []
-    if not isinstance(reason, str) or not reason.strip():
-        problems.append(("reason", f"must be a non-empty string, got {reason!r}"))
-    if not isinstance(detail, str):
-        problems.append(("detail", f"must be a string, got {detail!r}"))
-    return problems
-
-
-def _paused_request(request: Request, pause: RunPause) -> Request:
-    """A paused run's request as its report shows it: its planned
-    recipients deferred (``paused``), sent once the run is resumed."""
-    if request.state != PLANNED:
-        return request
-    why = f"{pause.reason}: {pause.detail}; resuming the run sends them"
-    return attrs.evolve(request, state=DEFERRED, detail=deferral_detail(PAUSED, why))
+            await pause_running(tx, TEMPLATE, detail, (PLANNED, IN_FLIGHT))
