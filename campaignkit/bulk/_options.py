@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
 import attrs
 
-from .._guards import Breaker, Canary, guard_options, guard_problems
+from .._guards import Breaker, guard_options, guard_problems
 from .._input.validation import Problems, path_segment, raise_problems
 from ..config import is_positive_seconds, is_retry_count
 from ..errors import ValidationError
@@ -54,8 +54,8 @@ class BulkOptions:
     when the send is interrupted. ``send_window``, ``daily_limit``,
     ``lines``, ``tz_for`` and ``default_tz`` protect the sending line;
     ``follow`` (for at most ``follow_timeout`` seconds) tracks every
-    accepted launch before returning. ``breaker``, ``canary``,
-    ``cooldown`` and ``skip_open_conversations`` protect the line from the
+    accepted launch before returning. ``breaker``, ``cooldown``
+    and ``skip_open_conversations`` protect the line from the
     run itself (the run pauses, or people are deferred); ``max_recipients``
     refuses a larger input before anything is sent; ``dry_run`` reports
     what the send would do now, sending nothing and changing no ledger.
@@ -82,7 +82,6 @@ class BulkOptions:
     follow: bool = False
     follow_timeout: float | None = None
     breaker: Breaker | None = None
-    canary: Canary | None = None
     cooldown: timedelta | None = None
     skip_open_conversations: bool = False
     max_recipients: int | None = None
@@ -121,7 +120,6 @@ class BulkOptions:
         problems += rule_problems + follow_timeout_problems(self.follow_timeout)
         problems += guard_problems(
             self.breaker,
-            self.canary,
             self.cooldown,
             self.skip_open_conversations,
             self.max_recipients,
@@ -178,7 +176,6 @@ class BulkOptionsDict(TypedDict, total=False):
     follow: bool
     follow_timeout: float | None
     breaker: Breaker | None
-    canary: Canary | None
     cooldown: timedelta | None
     skip_open_conversations: bool
     max_recipients: int | None

@@ -95,10 +95,8 @@ async def send_bulk(
     sending numbers, country code included, digits only) spreads new people
     round robin through ``deployment_squad``, each person kept on their line.
 
-    The run protecting itself (see :class:`~campaignkit.Breaker`,
-    :class:`~campaignkit.Canary`): ``breaker`` pauses the run when too many
-    of its last settled recipients failed; ``canary`` sends its first
-    recipients, follows them, and sends the rest only if they fared well;
+    The run protecting itself: ``breaker`` (a :class:`~campaignkit.Breaker`)
+    pauses the run when too many of its last settled recipients failed;
     ``cooldown`` (a timedelta) defers people any run of the ledger messaged
     within it, unless they replied since (reason ``cooldown``);
     ``skip_open_conversations`` defers those who answered in the last 24 h

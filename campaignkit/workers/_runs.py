@@ -41,7 +41,6 @@ IN_PROCESS_ONLY = (
     "interrupt_grace",
     "follow",
     "follow_timeout",
-    "canary",
     "dry_run",
 )
 """The options of a send in one process that a submit does not take (the
