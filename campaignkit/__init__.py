@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from ._deprecated import renamed
 from ._funnel import Funnel
+from ._guards import Breaker, Canary
 from ._input.phones import Phone
 from ._version import __version__
 from .bulk import (
@@ -65,6 +66,7 @@ __all__ = [
     "AmbiguousSendError",
     "AuthenticationError",
     "BadRequestError",
+    "Breaker",
     "BulkOptions",
     "BulkReport",
     "CampaignAck",
@@ -73,6 +75,7 @@ __all__ = [
     "CampaignState",
     "CampaignStatus",
     "CampaignTracker",
+    "Canary",
     "ClientConfig",
     "ConfigurationError",
     "Funnel",

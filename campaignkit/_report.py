@@ -34,6 +34,15 @@ ZONE_UNKNOWN: Final = "zone unknown"
 """Deferred: a send window, and no zone to hold it in (the number's is
 unknown, or its zones share no hour of the window): give it a ``tz``."""
 
+COOLDOWN: Final = "cooldown"
+"""Deferred: the ledger's runs sent this person a template within the run's
+``cooldown`` and they have not replied since; a rerun sends them once it
+has passed."""
+OPEN_CONVERSATION: Final = "open conversation"
+"""Deferred: the person answered within the last 24 h (``skip_open_conversations``)."""
+PAUSED: Final = "paused"
+"""Not sent yet: the run is paused (a guard's figures, or by hand); resuming it sends them."""
+
 _REASON = re.compile(r"deferred \(([^)]+)\)")
 
 
@@ -137,6 +146,10 @@ class BulkReport:
     """How far the run's recipients got (planned → accepted → delivered →
     read → replied, failures by status), read from its ledger when the
     report was made: with ``follow=True``, once every launch has settled."""
+    paused: str | None = None
+    """Why the run is paused, if it is (``<reason>: <figures>``): its
+    recipients not sent yet are deferred with the reason ``paused`` until
+    it is resumed (``ledger.resume_run(run)``, ``campaignkit runs RUN --resume``)."""
 
     @property
     def acks(self) -> list[CampaignAck]:

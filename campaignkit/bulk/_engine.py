@@ -259,12 +259,15 @@ async def wait_for_twins(
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
         counts = await ledger.counts(run)
-        if not counts[PLANNED] and not counts[IN_FLIGHT]:
+        # A paused run's planned recipients wait for a person, not a twin.
+        info = await ledger.run_info(run)
+        waits = info is None or info.paused is None
+        if not (counts[PLANNED] and waits) and not counts[IN_FLIGHT]:
             return
         phones = [r.phone async for r in ledger.records(run, (PLANNED, IN_FLIGHT))]
         held = await ledger.held(run, phones)
         if not any(
-            record.state == PLANNED or (claimed is not None and claimed >= since)
+            (record.state == PLANNED and waits) or (claimed is not None and claimed >= since)
             for record, claimed in held.values()
         ):
             return

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
 import attrs
 
+from .._guards import Breaker, guard_options, guard_problems
 from .._input.validation import Problems, path_segment, raise_problems
 from ..config import is_positive_seconds, is_retry_count
 from ..errors import ValidationError
@@ -52,7 +54,12 @@ class BulkOptions:
     when the send is interrupted. ``send_window``, ``daily_limit``,
     ``lines``, ``tz_for`` and ``default_tz`` protect the sending line;
     ``follow`` (for at most ``follow_timeout`` seconds) tracks every
-    accepted launch before returning. See :func:`campaignkit.bulk.send_bulk`.
+    accepted launch before returning. ``breaker``, ``cooldown``
+    and ``skip_open_conversations`` protect the line from the
+    run itself (the run pauses, or people are deferred); ``max_recipients``
+    refuses a larger input before anything is sent; ``dry_run`` reports
+    what the send would do now, sending nothing and changing no ledger.
+    See :func:`campaignkit.bulk.send_bulk`.
     """
 
     chunk_size: int = DEFAULT_CHUNK_SIZE
@@ -74,6 +81,11 @@ class BulkOptions:
     default_tz: str | None = None
     follow: bool = False
     follow_timeout: float | None = None
+    breaker: Breaker | None = None
+    cooldown: timedelta | None = None
+    skip_open_conversations: bool = False
+    max_recipients: int | None = None
+    dry_run: bool = False
     rules: SendRules = attrs.field(init=False, default=NO_RULES, repr=False, eq=False)
     """The send window, daily limit, lines and default zone, as a run keeps them."""
 
@@ -106,6 +118,14 @@ class BulkOptions:
             self.send_window, self.daily_limit, self.lines, self.tz_for, self.default_tz
         )
         problems += rule_problems + follow_timeout_problems(self.follow_timeout)
+        problems += guard_problems(
+            self.breaker,
+            self.cooldown,
+            self.skip_open_conversations,
+            self.max_recipients,
+        )
+        if not isinstance(self.dry_run, bool):
+            problems.append(("dry_run", f"must be True or False, got {self.dry_run!r}"))
         raise_problems(problems)
         object.__setattr__(self, "rules", rules)
 
@@ -121,6 +141,10 @@ class BulkOptions:
         if not isinstance(options, BulkOptions):
             raise ValidationError([("options", f"must be a BulkOptions, got {options!r}")])
         return options
+
+    def guards(self) -> dict[str, Any]:
+        """The guards the ledger applies, as the run keeps them."""
+        return guard_options(self.breaker, self.cooldown, self.skip_open_conversations)
 
     def refuse(self, names: Iterable[str], why: str) -> None:
         """Raise a :class:`ValidationError` naming each of ``names`` not left at its default."""
@@ -151,6 +175,11 @@ class BulkOptionsDict(TypedDict, total=False):
     default_tz: str | None
     follow: bool
     follow_timeout: float | None
+    breaker: Breaker | None
+    cooldown: timedelta | None
+    skip_open_conversations: bool
+    max_recipients: int | None
+    dry_run: bool
 
 
 def bulk_problems(

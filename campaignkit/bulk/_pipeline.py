@@ -97,7 +97,8 @@ class Producer:
         input, with the send window, daily limit and lines of the options
         kept for every sender of the run."""
         await self.ledger.start_run(self.run_name, poll, input_pass=self.input_pass)
-        await self.ledger.save_run_options(self.run_name, self.options.rules.options())
+        options = {**self.options.rules.options(), **self.options.guards()}
+        await self.ledger.save_run_options(self.run_name, options)
 
     async def run(self, users: Iterable[Any] | AsyncIterable[Any], hand_over: HandOver) -> None:
         """Plan ``users`` and ``await hand_over(handed)`` for each chunk with
@@ -138,9 +139,12 @@ class Producer:
         if len(held) == len(planned.phones):
             return
         # A fatal answer (any sender's) ends the run: nothing more is handed over.
-        if self.fatal is None and (info := await ledger.run_info(run)) and info.stopped:
+        info = await ledger.run_info(run) if self.fatal is None else None
+        if info is not None and info.stopped:
             log.warning("run %s: stopped by a fatal answer: %s", run, info.stopped)
             self.fatal = error_from_detail(info.stopped)
+        if info is not None and info.paused is not None:
+            return  # left planned: the send after its resumption hands it over
         if self.fatal is None:
             await hand_over(Handed(chunk, planned, held))
         elif (
@@ -231,6 +235,12 @@ class ChunkSender:
             ),
         )
         claim: Claim | None = await retrying(ledger.claim, run, chunk, owner=self.owner)
+        if claim is None and (info := await ledger.run_info(run)) and info.paused:
+            log.warning(
+                "run %s chunk %s: not sent, the run is paused (%s: %s); resuming it "
+                "(campaignkit runs %s --resume) and its next send hand it over",
+                *(run, chunk, info.paused.reason, info.paused.detail, run),
+            )
         return claim
 
     async def deliver(self, run: str, claim: Claim, users: Sequence[User] | None = None) -> Sent:

@@ -13,6 +13,7 @@ from ..models import User
 from ._engine import BulkSend
 from ._follow import follow_sent
 from ._options import BulkOptions, BulkOptionsDict, checked_options
+from ._rehearsal import bounded, rehearse
 from ._seam import BulkClient
 
 UserInput: TypeAlias = (
@@ -94,6 +95,18 @@ async def send_bulk(
     sending numbers, country code included, digits only) spreads new people
     round robin through ``deployment_squad``, each person kept on their line.
 
+    The run protecting itself: ``breaker`` (a :class:`~campaignkit.Breaker`)
+    pauses the run when too many of its last settled recipients failed;
+    ``cooldown`` (a timedelta) defers people any run of the ledger messaged
+    within it, unless they replied since (reason ``cooldown``);
+    ``skip_open_conversations`` defers those who answered in the last 24 h
+    (``open conversation``). A paused run sends nothing more (the report's
+    ``paused`` says why) until ``ledger.resume_run(run)``.
+    ``max_recipients``: an input of more users is refused (a
+    :class:`ValidationError`) before anything is sent. ``dry_run``: the
+    report of what the send would do now (``accepted``: those it would
+    send), every rule applied, sending nothing and changing no ledger.
+
     Raises :class:`ValidationError` for a bad ``poll_id`` or option before
     anything is sent; per-user problems and request failures go in the report.
     """
@@ -110,8 +123,11 @@ async def send_bulk(
         ledger = ledger_from(journal)
     owned = ledger is not journal
     run_name = options.run or default_run(segment)
+    users = await bounded(users, options.max_recipients)
     try:
         await ledger.open()
+        if options.dry_run:
+            return await rehearse(ledger, run_name, segment, users, options)
         seen = None if memory is None else memory.seen_phones(run_name)
         bulk = BulkSend(client, ledger, run_name, options, seen=seen)
         report = await bulk.run(segment, users)

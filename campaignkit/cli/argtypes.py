@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC
+import re
+from datetime import UTC, timedelta
 
 from .._input.users import parse_time
 
@@ -69,3 +70,24 @@ def key_value(text: str) -> tuple[str, str]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key, value
+
+
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration(text: str) -> timedelta:
+    """A duration as days, hours, minutes and seconds in that order
+    (``24h``, ``90m``, ``1h30m``, ``2d``); a bare number is refused, its
+    unit unknown."""
+    spaced = text.strip().lower()
+    found = _DURATION.fullmatch(spaced)
+    if not spaced or found is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration with its units, d (days), h (hours), m (minutes) or "
+            f"s (seconds), e.g. 24h, 90m or 1h30m; got {text!r}"
+        )
+    days, hours, minutes, seconds = (int(part or 0) for part in found.groups())
+    value = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"must be longer than 0: {text!r}")
+    return value

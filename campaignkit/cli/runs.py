@@ -3,10 +3,13 @@ and how every command opens the ledger ``--journal`` names."""
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from .._funnel import Funnel
 from .._redaction import redact
@@ -85,6 +88,12 @@ def register(add: AddCommand) -> None:
         help="a run whose planned users no worker has claimed for this long is shown "
         f"stalled, with the command that hands them over again ({STALL_AFTER:.0f})",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="resume RUN, paused by a guard (canary, breaker, template status) or by hand: "
+        "its senders take its chunks again",
+    )
     add_follow_timeout(p)
     p.set_defaults(func=cmd_runs, needs_client=False)
 
@@ -134,6 +143,8 @@ def _run_json(
         "stalled": stall is not None,
         "stalled_since": None if stall is None else _moment(stall.since),
         "hand_over": None if stall is None else Stall.command(info, journal),
+        "paused": None if info.paused is None else attrs.asdict(info.paused),
+        "resume": None if info.paused is None else _resume_command(info, journal),
         "counts": counts,
         "funnel": funnel.to_json(),
     }
@@ -149,8 +160,40 @@ def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
     )
 
 
+def _resume_command(info: RunInfo, journal: str) -> str:
+    return f"campaignkit runs {shlex.quote(info.run)} --journal {shlex.quote(journal)} --resume"
+
+
+def _paused(info: RunInfo, journal: str) -> str:
+    """What a paused run says: who paused it, when, its figures, and the
+    command that resumes it."""
+    assert info.paused is not None
+    pause = info.paused
+    return (
+        f"run {info.run} paused by the {pause.reason} at {_moment(pause.paused_at)}: "
+        f"{pause.detail}\n  nothing more of it is sent until it is resumed:\n"
+        f"  {_resume_command(info, journal)}"
+    )
+
+
+async def resume(ctx: Ctx, ledger: Ledger, info: RunInfo) -> None:
+    """Resume the run, and say how its planned recipients go out."""
+    planned = await ledger.resume_run(info.run)
+    was = "resumed" if info.paused is not None else "was not paused"
+    ctx.print(f"run {info.run} {was}: {planned} users planned")
+    if planned:
+        ctx.print(
+            "the chunks its senders found paused were left planned: hand them over (nobody "
+            "is sent twice) by sending the same input again under the same --run and "
+            "--journal (`campaignkit send --bulk`), or for workers with the input and broker "
+            f"of its first submit:\n  {Stall.command(info, ctx.args.journal)}"
+        )
+
+
 async def cmd_runs(ctx: Ctx) -> ExitStatus:
     a = ctx.args
+    if a.resume and not a.run:
+        raise UsageError("--resume needs a RUN")
     for option, given in (("--export", a.export), ("--export-status", a.export_status)):
         if given and not a.run:
             raise UsageError(f"{option} needs a RUN")
@@ -171,6 +214,9 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         if info is None:
             raise UsageError(f"no run named {a.run!r} in {ledger!r}")
         await ledger.expire(a.run)
+        if a.resume:
+            await resume(ctx, ledger, info)
+            return ExitStatus.OK
         if a.follow:
             await follow_first(ctx, ledger)
         if a.export == ALL:
@@ -209,6 +255,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             )
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
+            if info.paused is not None:
+                ctx.print(_paused(info, a.journal))
             if stall is not None:
                 ctx.print(_stalled(info, stall, a.journal))
             ctx.print(table(list(counts.items()), ["state", "users"]))
@@ -253,5 +301,7 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
     ]
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
     for info, _ in runs:
+        if info.paused is not None:
+            ctx.print(_paused(info, a.journal))
         if (stall := stalls[info.run]) is not None:
             ctx.print(_stalled(info, stall, a.journal))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from .. import errors
-from .._report import DAILY_LIMIT, ZONE_UNKNOWN
+from .._report import COOLDOWN, DAILY_LIMIT, OPEN_CONVERSATION, PAUSED, ZONE_UNKNOWN
 from .._words import counted
 from ..bulk import (
     DEFAULT_CHUNK_SIZE,
@@ -87,6 +88,24 @@ def register(add: AddCommand) -> None:
         "outcome into the journal, and show the run's funnel",
     )
     add_follow_timeout(bulk)
+    bulk.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="report what the send would do now (sent, suppressed, deferred and why, invalid, "
+        "duplicates), every rule applied; send nothing and change no ledger",
+    )
+    bulk.add_argument(
+        "--max-recipients",
+        type=positive_int,
+        metavar="N",
+        help="refuse an input of more than N users before anything is sent",
+    )
+    bulk.add_argument(
+        "--confirm-over",
+        type=positive_int,
+        metavar="N",
+        help="on a terminal, show the dry run and ask before sending to more than N users",
+    )
     sending_line.add_options(p)
     p.set_defaults(func=cmd_send, needs_client=True)
 
@@ -102,6 +121,9 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--ignore-suppression", a.ignore_suppression),
         ("--follow", a.follow),
         ("--follow-timeout", a.follow_timeout is not None),
+        ("--dry-run", a.dry_run),
+        ("--max-recipients", a.max_recipients),
+        ("--confirm-over", a.confirm_over),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -140,6 +162,21 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     check_follow_timeout(a)
     rules = sending_line.options(a)
+    if a.confirm_over is not None and not a.dry_run:
+        if not sys.stdin.isatty():
+            raise UsageError("--confirm-over asks on a terminal: run --dry-run first instead")
+        users, _ = bulk_input(a.file, a.format)
+        dry = await client.send_bulk(
+            a.poll_id, users, journal=a.journal, run=a.run, dry_run=True, **rules
+        )
+        would = dry.counts["accepted"]
+        if would > a.confirm_over:
+            ctx.print("dry run: nothing was sent")
+            print_bulk_report(ctx, dry, datetime.now(UTC))
+            answer = await asyncio.to_thread(input, f"send to {would} users? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                ctx.print("not sent")
+                return ExitStatus.OK
     users, total = bulk_input(a.file, a.format)
     if not a.journal:
         # A ledger of our own: an interrupted send's summary is read from it.
@@ -185,6 +222,8 @@ async def _bulk(
                 interrupt_grace=a.interrupt_grace,
                 follow=a.follow,
                 follow_timeout=a.follow_timeout,
+                dry_run=a.dry_run,
+                max_recipients=a.max_recipients,
                 **rules,
             )
         except asyncio.CancelledError:
@@ -205,6 +244,8 @@ async def _bulk(
         info = await ledger.run_info(a.run or default_run(a.poll_id))
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
+    if a.dry_run:
+        ctx.print("dry run: nothing was sent, no ledger changed ('accepted': would be sent)")
     print_bulk_report(ctx, report, sent_at)
     if a.follow and report.funnel is not None:
         ctx.print(funnel_table(report.funnel))
@@ -263,6 +304,12 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
             "rejected chunks were not sent: rerun with the same --journal and "
             "--retry-rejected to retry them"
         )
+    if report.paused is not None and journal:
+        run = ctx.args.run or default_run(report.poll_id)
+        ctx.note(
+            f"the run is paused ({report.paused}): nothing more of it is sent until "
+            f"{command_line('runs', run, '--journal', journal, '--resume')}"
+        )
     for reason, count in report.deferred_reasons.items():
         ctx.note(
             f"deferred ({reason}), not sent: {counted(count, 'user')}: {_RERUN.get(reason, '')}"
@@ -270,6 +317,9 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
 
 
 _RERUN: Final = {
+    COOLDOWN: "messaged within the cool-down and no reply since; rerun once it has passed",
+    OPEN_CONVERSATION: "their conversation is open; rerun once it has closed",
+    PAUSED: "the run is paused; resume it (campaignkit runs RUN --resume) and rerun",
     DAILY_LIMIT: "over the daily limit; rerun the same command once the budget allows",
     ZONE_UNKNOWN: "no time zone to hold the send window in (none known for the number, or "
     "its zones share no hour of the window); give them a 'tz' column (or --default-tz) "

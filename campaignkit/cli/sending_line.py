@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .._guards import Breaker
 from ..bulk import SendWindow, zone_named
 from ..errors import ValidationError
-from .argtypes import positive_int
+from .argtypes import duration, positive_int
 from .context import UsageError
 
 
@@ -47,6 +48,25 @@ def add_options(parser: argparse.ArgumentParser | Any) -> None:
         help="a sending number (country code included, digits only); repeat it to spread "
         "recipients evenly over several, each person kept on their line",
     )
+    group.add_argument(
+        "--cooldown",
+        type=duration,
+        metavar="DURATION",
+        help="defer people any run of the journal messaged within this time (24h, 90m, 1h30m, "
+        "2d: d days, h hours, m minutes, s seconds) unless they replied since ('cooldown')",
+    )
+    group.add_argument(
+        "--skip-open-conversations",
+        action="store_true",
+        help="defer people who answered within the last 24 h ('open conversation')",
+    )
+    group.add_argument(
+        "--breaker",
+        type=_breaker,
+        metavar="SHARE/N",
+        help="pause the run when more than SHARE (0 to 1) of its last N settled recipients "
+        "failed, e.g. 0.2/500; `campaignkit runs RUN --resume` goes on",
+    )
 
 
 def given(args: argparse.Namespace) -> list[str]:
@@ -57,13 +77,17 @@ def given(args: argparse.Namespace) -> list[str]:
         ("--default-tz", args.default_tz),
         ("--daily-limit", args.daily_limit),
         ("--line", args.lines),
+        ("--cooldown", args.cooldown),
+        ("--skip-open-conversations", args.skip_open_conversations),
+        ("--breaker", args.breaker),
     )
     return [flag for flag, value in names if value]
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
-    """``send_window``, ``default_tz``, ``daily_limit`` and ``lines`` for
-    ``send_bulk`` or ``submit``."""
+    """``send_window``, ``default_tz``, ``daily_limit``, ``lines`` and the
+    guards the ledger keeps (``cooldown``, ``skip_open_conversations``,
+    ``breaker``) for ``send_bulk`` or ``submit``."""
     for flag, value in (("--days", args.days), ("--default-tz", args.default_tz)):
         if value and not args.send_window:
             raise UsageError(f"{flag} needs --send-window")
@@ -80,4 +104,18 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "default_tz": args.default_tz,
         "daily_limit": args.daily_limit,
         "lines": args.lines,
+        "cooldown": args.cooldown,
+        "skip_open_conversations": args.skip_open_conversations,
+        "breaker": args.breaker,
     }
+
+
+def _breaker(text: str) -> Breaker:
+    share, _, over = text.partition("/")
+    try:
+        return Breaker(max_failed=float(share), over=int(over))
+    except (ValueError, ValidationError):
+        raise argparse.ArgumentTypeError(
+            f"expected SHARE/N, the share of failures (0 to 1) of the last N settled "
+            f"recipients that pauses the run, e.g. 0.2/500; got {text!r}"
+        ) from None

@@ -77,6 +77,7 @@ from ._records import (
     Recipients,
     Record,
     RunInfo,
+    RunPause,
     Skipped,
     Stall,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "Record",
     "Request",
     "RunInfo",
+    "RunPause",
     "Skipped",
     "SqliteLedger",
     "Stall",

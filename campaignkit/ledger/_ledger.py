@@ -10,12 +10,14 @@ import uuid
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 import orjson
 
 from .._funnel import Funnel, OutcomeGroup, build_funnel
+from .._guards import template_pauses
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
 from .._report import BulkReport, DuplicateUser, InvalidUser
@@ -24,6 +26,18 @@ from ..models import User
 from ..status import DeploymentStatus
 from ._build import build_report, user_of
 from ._errors import error_from_detail
+from ._guarding import (
+    FAILED,
+    MANUAL_PAUSE,
+    TEMPLATE,
+    defer_contacted,
+    is_paused,
+    judge_breaker,
+    pause_problems,
+    pause_running,
+    paused_request,
+    template_detail,
+)
 from ._identity import new_identity
 from ._outcomes import RecipientOutcome, StatusRow, fact_of, failure_statuses
 from ._records import (
@@ -270,7 +284,10 @@ class Ledger(abc.ABC):
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
             await self._check_identity(tx)
+            if await is_paused(tx, run):  # the chunk stays planned, for after its resumption
+                return None
             await self._suppress_late(tx, run, chunk, now)
+            await defer_contacted(tx, run, chunk, now, await self._options(tx, run), _COUNTED)
             await self._defer_over_budget(tx, run, chunk, now)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
@@ -344,6 +361,8 @@ class Ledger(abc.ABC):
                 where = Where(_OPEN, claims=[claim])
                 fields = {"launch_request_id": launch_request_id, "detail": detail}
                 await tx.move(run, where, state, time.time(), fields)
+                if state == REJECTED:
+                    await judge_breaker(tx, run, await self._options(tx, run))
 
     @retried
     async def release(self, run: str, claim: str) -> None:
@@ -467,6 +486,8 @@ class Ledger(abc.ABC):
             raise LedgerError(f"this ledger has no run {run!r}")
         acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
         requests, suppressed = await self.store.report_groups(run, acks)
+        if info.paused is not None:
+            requests = [paused_request(request, info.paused) for request in requests]
         invalid, duplicates = [], []
         for item in await self.skipped(run):
             if item.kind == "duplicate":
@@ -489,6 +510,8 @@ class Ledger(abc.ABC):
         report.funnel = await self.funnel(run)
         if info.stopped is not None:
             report.fatal = error_from_detail(info.stopped)
+        if info.paused is not None:
+            report.paused = f"{info.paused.reason}: {info.paused.detail}"
         return report
 
     async def funnel(self, run: str) -> Funnel:
@@ -505,7 +528,8 @@ class Ledger(abc.ABC):
         info = await self.run_info(run)
         planned = (await self.counts(run))[PLANNED]
         moved = await self.last_update(run)
-        if info is None or info.stopped is not None or not planned or moved is None:
+        # A paused run waits for a person's resume: not stalled.
+        if info is None or info.stopped or info.paused or not planned or moved is None:
             return None
         if (time.time() if now is None else now) - moved < stall_after:
             return None
@@ -530,16 +554,20 @@ class Ledger(abc.ABC):
                 await tx.add_suppressions(phones, reason, run, now)
             if final:
                 await tx.add_final(run, final, now)
+            if any(row.status in FAILED for row in rows):
+                await judge_breaker(tx, run, await self._options(tx, run))
 
     @retried
     async def record_event(self, event: WebhookEvent) -> None:
         """Record a delivered, read, response or opt-out webhook event on its
         recipient: the phone's in the most recent run holding it as accepted
         (other events, and phones of no accepted recipient, are not recorded;
-        an opt-out lists the number all the same). This makes every ledger a
-        webhook handler's ``ledger=``."""
-        found = fact_of(event)
-        if found is None:
+        an opt-out lists the number all the same); a template paused or
+        disabled pauses every running run. This makes every ledger a webhook
+        handler's ``ledger=``."""
+        if event.template is not None and template_pauses(event.template.status):
+            return await self._pause_every_run(template_detail(event))
+        if (found := fact_of(event)) is None:
             return
         async with self.store.transaction() as tx:
             run = await tx.run_of_accepted(found.phone, ACCEPTED)
@@ -722,3 +750,51 @@ class Ledger(abc.ABC):
         """Forget ``key`` (its handling failed: a redelivery should be handled)."""
         async with self.store.transaction() as tx:
             await tx.forget_seen(namespace, key)
+
+    # -- dry runs
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[Ledger]:
+        """A ledger over this one's contents whose every change is undone at
+        the block's end (a dry run); a durable one's write lock is held meanwhile."""
+        async with self.store.rehearsal() as store:
+            dry = Ledger(store, claim_ttl=self.claim_ttl)
+            dry._identity = self.identity
+            yield dry
+
+    # -- paused runs
+
+    @retried
+    async def pause_run(self, run: str, reason: str = MANUAL_PAUSE, detail: str = "") -> bool:
+        """Pause the run: no claim (of any worker) takes anything more of it
+        until :meth:`resume_run`. ``reason``: who paused it (``breaker``,
+        ``canary``, ``template``, ``manual``); ``detail``: its figures.
+        Whether it was paused now (a paused run keeps its first pause)."""
+        raise_problems(pause_problems(reason, detail))
+        async with self.store.transaction() as tx:
+            if await tx.run(run) is None:
+                raise LedgerError(f"this ledger has no run {run!r}")
+            paused = await tx.pause_run(run, reason, detail or "paused by hand", time.time())
+        if paused:
+            log.warning("run %s: paused (%s): %s", run, reason, detail or "paused by hand")
+        return paused
+
+    @retried
+    async def resume_run(self, run: str) -> int:
+        """Resume a paused run; how many recipients it holds planned. A chunk
+        whose task found it paused was left planned (acknowledged, not sent):
+        the run's next send (``send_bulk`` of the same input and run, or a
+        ``submit``: :meth:`Stall.command`) hands it over, nobody twice."""
+        async with self.store.transaction() as tx:
+            if await tx.run(run) is None:
+                raise LedgerError(f"this ledger has no run {run!r}")
+            resumed = await tx.resume_run(run)
+            planned = (await tx.counts(run)).get(PLANNED, 0)
+        if resumed:
+            log.warning("run %s: resumed (%d recipients planned)", run, planned)
+        return planned
+
+    @retried
+    async def _pause_every_run(self, detail: str) -> None:  # a template paused or disabled
+        async with self.store.transaction() as tx:
+            await pause_running(tx, TEMPLATE, detail, (PLANNED, IN_FLIGHT))

@@ -10,8 +10,9 @@ recipients.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,7 +26,17 @@ from ._identity import new_identity
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory_runs import Batch, ClaimState, OutcomeRow, RunState, claimed, live
 from ._outcomes import RecipientOutcome, StatusRow
-from ._records import ACCEPTED, DEFERRED, SUPPRESSED, Recipients, Record, RunInfo, Skipped
+from ._records import (
+    ACCEPTED,
+    DEFERRED,
+    REJECTED,
+    SUPPRESSED,
+    Recipients,
+    Record,
+    RunInfo,
+    RunPause,
+    Skipped,
+)
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
@@ -92,6 +103,7 @@ class MemoryStore:
         self._lines: dict[str, str] = {}
         self._line_load: Counter[str] = Counter()
         self._taken: deque[_Taken] = deque()
+        self._pauses: dict[str, RunPause] = {}
 
     async def open(self) -> bool:
         self.is_open = True
@@ -103,6 +115,12 @@ class MemoryStore:
     def _check_open(self) -> None:
         if not self.is_open:
             raise LedgerError("the memory ledger is not open")
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[MemoryStore]:
+        # A copy, thrown away at the end.
+        self._check_open()
+        yield copy.deepcopy(self)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[MemoryStore]:
@@ -178,11 +196,18 @@ class MemoryStore:
 
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         state = self._info(run)
-        return None if state is None or state.info is None else (state.info, state.input_pass)
+        if state is None or state.info is None:
+            return None
+        return self._paused(state.info), state.input_pass
 
     async def runs(self) -> list[RunInfo]:
-        infos = [state.info for state in self.runs_.values() if state.info is not None]
+        infos = [self._paused(s.info) for s in self.runs_.values() if s.info is not None]
         return sorted(infos, key=lambda info: (-info.created, info.run))
+
+    def _paused(self, info: RunInfo) -> RunInfo:
+        """``info`` with its pause, as the SQL store reads it with the run."""
+        pause = self._pauses.get(info.run)
+        return info if pause is None else attrs.evolve(info, paused=pause)
 
     async def add_run(self, run: str, poll: str, created: float) -> None:
         state = self.state(run)
@@ -513,6 +538,74 @@ class MemoryStore:
             ).outcomes.values()
         )
         return [(*key, n) for key, n in groups.items()]
+
+    # -- paused runs
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        if self._info(run) is None or run in self._pauses:
+            return False
+        self._pauses[run] = RunPause(reason, detail, paused)
+        return True
+
+    async def resume_run(self, run: str) -> bool:
+        return self._pauses.pop(run, None) is not None
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        running = []
+        for name, state in self.runs_.items():
+            info = state.info
+            if info is None or info.stopped is not None or name in self._pauses:
+                continue
+            if not info.input_done or any(b.state in states and b.live for b in state.batches):
+                running.append((info.created, name))
+        return [name for _, name in sorted(running)]
+
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        found = self.state(run)
+        groups: list[tuple[float, int, int]] = [
+            (when, 1, int(status in failures))
+            for _, _, status, at, delivered, *_ in found.outcomes.values()
+            if (status in final or delivered is not None)
+            and (when := at if at is not None else delivered) is not None
+        ]
+        groups = sorted(groups, reverse=True)[:limit]
+        groups += (
+            (c.claimed, c.size, c.size) for c in found.claims.values() if c.state == REJECTED
+        )
+        return sorted(groups, reverse=True)
+
+    def _held_anywhere(self, phone: str) -> Iterator[tuple[RunState, Batch]]:
+        """Each run's batch holding ``phone``."""
+        for found in self.runs_.values():
+            number = found.index.get(found.key(phone))
+            if number is not None:
+                yield found, found.batch(number)
+
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        return [
+            phone
+            for phone in await self.phones_in(run, chunk, state)
+            if any(
+                batch.state in states
+                and batch.updated >= since
+                and not ((found.outcomes.get(phone) or _NO_OUTCOME)[6] or 0) >= batch.updated
+                for found, batch in self._held_anywhere(phone)
+            )
+        ]
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        return [
+            phone
+            for phone in await self.phones_in(run, chunk, state)
+            if any(
+                ((found.outcomes.get(phone) or _NO_OUTCOME)[6] or 0) >= since
+                for found in self.runs_.values()
+            )
+        ]
 
 
 def _request(claim: str | None, state: str, batches: Sequence[Batch], ack: str | None) -> Request:

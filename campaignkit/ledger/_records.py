@@ -111,6 +111,18 @@ class Claim:
 
 
 @attrs.frozen
+class RunPause:
+    """Why a run is paused (``reason``: ``breaker``, ``canary``, ``template``
+    or ``manual``; ``detail``: its figures), since ``paused_at`` (UNIX
+    seconds). No sender takes anything more of a paused run until it is
+    resumed (:meth:`~campaignkit.ledger.Ledger.resume_run`)."""
+
+    reason: str
+    detail: str
+    paused_at: float
+
+
+@attrs.frozen
 class RunInfo:
     """A run: the poll it sends, when it started, whether its producer has
     planned the whole input (``total`` items) yet, and the fatal answer that
@@ -124,6 +136,8 @@ class RunInfo:
     stopped: str | None = None
     """The fatal answer that ended the run (``<ErrorClass>: <message>``, as a
     rejected recipient's ``detail``): nothing more of it is sent."""
+    paused: RunPause | None = None
+    """Why the run is paused, if it is: nothing more of it is sent until it is resumed."""
 
 
 STALL_AFTER: Final = 300.0

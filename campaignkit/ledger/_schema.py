@@ -154,6 +154,14 @@ SCHEMA: Final = (
         name TEXT PRIMARY KEY,
         taken DOUBLE PRECISION NOT NULL
     )""",
+    # The runs a guard (or a person) paused: a claim of a run found here
+    # takes nothing. Beside the runs' table, as its stops are.
+    """CREATE TABLE IF NOT EXISTS campaignkit_run_pauses (
+        run TEXT PRIMARY KEY,
+        reason TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        paused DOUBLE PRECISION NOT NULL
+    )""",
 )
 
 

@@ -11,6 +11,7 @@ at most :data:`~._schema.BATCH` values).
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from itertools import repeat
@@ -21,7 +22,7 @@ from .._funnel import OutcomeGroup
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import STATES, Recipients, Record, RunInfo, Skipped
+from ._records import STATES, Recipients, Record, RunInfo, RunPause, Skipped
 from ._rekey import create_schema
 from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
@@ -29,8 +30,10 @@ from ._suppression import Suppression
 
 _RECORD: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
 _RUNS: Final = (
-    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass"
+    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
+    " p.reason, p.detail, p.paused"
     " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+    " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
 )
 _SUPPRESSION: Final = "phone, reason, source, added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
@@ -168,6 +171,44 @@ class SqlStore(abc.ABC):
             if len(rows) < page_size:
                 return
             after = rows[-1][0]
+
+    @asynccontextmanager
+    async def rehearsal(self) -> AsyncIterator[SqlStore]:
+        # One transaction of this store's, rolled back at the end: it holds
+        # the ledger's write lock meanwhile (SQLite's file; PostgreSQL's rows).
+        try:
+            async with self.connection() as tx:
+                yield _Rehearsal(tx)
+                raise _Undone
+        except _Undone:
+            pass
+
+
+class _Undone(Exception):
+    """Ends a rehearsal's transaction: rolled back, as every failed one is."""
+
+
+class _Rehearsal(SqlStore):
+    """A store over one open transaction that its owner rolls back: each of
+    its transactions is that one's, in turn."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+        self._turn = asyncio.Lock()
+
+    async def _connect(self) -> None:
+        """Nothing to do: the transaction is open."""
+
+    async def _lock_schema(self, tx: Transaction) -> None:
+        """Nothing to do: the schema is the ledger's."""
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Transaction]:
+        async with self._turn:
+            yield self._tx
+
+    async def aclose(self) -> None:
+        """Nothing to do: the transaction is its owner's."""
 
 
 class SqlTx:
@@ -664,7 +705,87 @@ class SqlTx:
         )
         return [(s, bool(d), bool(r), bool(a), bool(o), int(n)) for s, d, r, a, o, n in rows]
 
+    # -- paused runs
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        return bool(
+            await self.sql.execute(
+                "INSERT INTO campaignkit_run_pauses (run, reason, detail, paused)"
+                " SELECT run, ?, ?, ? FROM campaignkit_runs WHERE run = ?"
+                " ON CONFLICT (run) DO NOTHING",
+                *(reason, detail, paused, run),
+            )
+        )
+
+    async def resume_run(self, run: str) -> bool:
+        return bool(await self.sql.execute("DELETE FROM campaignkit_run_pauses WHERE run = ?", run))
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        # Run by run, each a lookup of the recipients' primary key (as RUN_OF_PHONE).
+        rows = await self.sql.fetch(
+            "SELECT u.run FROM campaignkit_runs u WHERE NOT EXISTS (SELECT 1"
+            " FROM campaignkit_run_stops s WHERE s.run = u.run) AND NOT EXISTS (SELECT 1"
+            " FROM campaignkit_run_pauses p WHERE p.run = u.run) AND (u.input_done = 0"
+            " OR EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = u.run"
+            f" AND r.state IN {_in(states)})) ORDER BY u.created, u.run"
+        )
+        return [row[0] for row in rows]
+
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        # The run's outcomes (its primary key's prefix) and its rejected
+        # claims (their state's index): never a scan of its recipients.
+        rows = await self.sql.fetch(
+            "SELECT COALESCE(status_at, delivered_at),"
+            f" CASE WHEN status IN {_in(failures)} THEN 1 ELSE 0 END"
+            " FROM campaignkit_outcomes WHERE run = ?"
+            f" AND (status IN {_in(final)} OR delivered_at IS NOT NULL)"
+            " ORDER BY 1 DESC LIMIT ?",
+            *(run, limit),
+        )
+        claims = await self.sql.fetch(
+            "SELECT claimed, size FROM campaignkit_claims WHERE run = ? AND state = 'rejected'"
+            " ORDER BY claimed DESC LIMIT ?",
+            *(run, limit),
+        )
+        groups = [(float(at), 1, int(failed)) for at, failed in rows]
+        groups += ((float(at), int(size), int(size)) for at, size in claims)
+        return sorted(groups, reverse=True)
+
+    # One statement a chunk: its recipients (their chunk's index), each
+    # looked up in every run by the recipients' (outcomes') primary key. No
+    # index of phones across runs: each recipient's write stays as cheap.
+    # Not DISTINCT (a phone found in two runs is deduplicated here): SQLite
+    # would then read the run's every recipient in its primary key's order.
+
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT c.phone FROM campaignkit_recipients c"
+            " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_recipients r"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            f" AND r.run = u.run AND r.phone = c.phone AND r.state IN {_in(states)}"
+            " AND r.updated >= ? AND NOT EXISTS (SELECT 1 FROM campaignkit_outcomes o"
+            " WHERE o.run = r.run AND o.phone = r.phone AND o.replied_at >= r.updated)",
+            *(run, chunk, state, since),
+        )
+        return list(dict.fromkeys(row[0] for row in rows))
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        rows = await self.sql.fetch(
+            "SELECT c.phone FROM campaignkit_recipients c"
+            " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_outcomes o"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            " AND o.run = u.run AND o.phone = c.phone AND o.replied_at >= ?",
+            *(run, chunk, state, since),
+        )
+        return list(dict.fromkeys(row[0] for row in rows))
+
 
 def _run_of(row: tuple[Any, ...]) -> RunInfo:
     name, poll, created, total, done, stopped = row[:6]
-    return RunInfo(name, poll, created, total, bool(done), stopped)
+    reason, detail, paused = row[7:10]
+    pause = None if reason is None else RunPause(reason, detail, float(paused))
+    return RunInfo(name, poll, created, total, bool(done), stopped, pause)

@@ -255,6 +255,38 @@ class StoreTx(Protocol):
 
     async def outcome_groups(self, run: str) -> list[OutcomeGroup]: ...
 
+    # -- paused runs (their pause is read with the run: :attr:`RunInfo.paused`)
+
+    async def pause_run(self, run: str, reason: str, detail: str, paused: float) -> bool:
+        """Record the run's pause, unless one is recorded (or no such run);
+        whether it was recorded."""
+
+    async def resume_run(self, run: str) -> bool:
+        """Forget the run's pause; whether it had one."""
+
+    async def running_runs(self, states: Collection[str]) -> list[str]:
+        """The runs neither stopped nor paused whose input is not all read,
+        or that hold a recipient in ``states``."""
+
+    async def settled_recent(
+        self, run: str, limit: int, final: Collection[str], failures: Collection[str]
+    ) -> list[tuple[float, int, int]]:
+        """The run's latest settled recipients, as ``(when, settled, failed)``
+        groups, newest first: each of its last ``limit`` outcomes in a
+        ``final`` status (failed if one of ``failures``) or delivered, one a
+        group; and each claim settled rejected, its recipients a group."""
+
+    async def contacted_in(
+        self, run: str, chunk: str, state: str, since: float, states: Collection[str]
+    ) -> list[str]:
+        """The phones of the chunk's recipients in ``state`` that a run of the
+        ledger (any) holds in one of ``states``, changed since ``since``,
+        with no reply recorded there since that change."""
+
+    async def answered_in(self, run: str, chunk: str, state: str, since: float) -> list[str]:
+        """The phones of the chunk's recipients in ``state`` who replied to a
+        run of the ledger (any) since ``since``."""
+
 
 class Store(Protocol):
     """A backend of :class:`~campaignkit.ledger.Ledger`."""
@@ -279,3 +311,7 @@ class Store(Protocol):
         """The run's recipients as its report counts them: grouped by claim
         and state (see :func:`~._build.requests_of`), and its suppressed ones.
         A store that keeps them grouped answers without a record each."""
+
+    def rehearsal(self) -> AbstractAsyncContextManager[Store]:
+        """A store over this one's contents whose every change is undone when
+        it ends (a dry run): nothing of it is ever seen by another writer."""

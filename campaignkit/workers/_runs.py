@@ -41,6 +41,7 @@ IN_PROCESS_ONLY = (
     "interrupt_grace",
     "follow",
     "follow_timeout",
+    "dry_run",
 )
 """The options of a send in one process that a submit does not take (the
 workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`')."""

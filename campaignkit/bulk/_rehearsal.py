@@ -1,0 +1,77 @@
+"""What a bulk send would do now, done nothing of: ``send_bulk(...,
+dry_run=True)`` plans and claims the input in a rehearsal of the ledger
+(every rule applied: suppression, send windows, cool-down, open
+conversations, the daily limit) and reports it; the rehearsal is undone and
+no request leaves. And ``max_recipients``: a larger input refused before
+anything is sent."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterable, Iterable, Sized
+from typing import Any
+
+from .._input.validation import raise_problems
+from .._report import BulkReport
+from ..ledger import ACCEPTED, Ledger
+from ._options import BulkOptions
+from ._pipeline import Handed, Producer
+
+
+async def rehearse(
+    ledger: Ledger, run: str, poll: str, users: Any, options: BulkOptions
+) -> BulkReport:
+    """The report of sending ``users`` now: those it would send are
+    ``accepted`` (sent to no one), the others where the rules put them."""
+    async with ledger.rehearsal() as dry:
+        producer = Producer(dry, run, options, input_pass=uuid.uuid4().hex)
+        await producer.start(poll)
+
+        async def hand_over(handed: Handed) -> None:
+            claim = await dry.claim(run, handed.chunk, owner="dry run")
+            if claim is not None:
+                await dry.settle(run, claim.token, ACCEPTED)
+
+        await producer.run(users, hand_over)
+        report = await dry.report(run)
+    report.invalid, report.duplicates = producer.planner.invalid, producer.planner.duplicates
+    return report
+
+
+async def bounded(
+    users: Iterable[Any] | AsyncIterable[Any], most: int | None
+) -> Iterable[Any] | AsyncIterable[Any]:
+    """``users``, refused (a :class:`ValidationError` naming
+    ``max_recipients``) if it holds more than ``most`` items: read up to
+    one more first, before anything is sent (a sized input is not read)."""
+    if most is None:
+        return users
+    if isinstance(users, Sized):
+        count = len(users)
+        if count > most:
+            _refuse(most, f"{count:,} users: more")
+        return users
+    read: list[Any] = []
+    if isinstance(users, AsyncIterable):
+        async for item in users:
+            read.append(item)
+            if len(read) > most:
+                _refuse(most, "more")
+    else:
+        for item in users:
+            read.append(item)
+            if len(read) > most:
+                _refuse(most, "more")
+    return read
+
+
+def _refuse(most: int, found: str) -> None:
+    raise_problems(
+        [
+            (
+                "max_recipients",
+                f"the input holds {found} than max_recipients={most:,}: nothing was sent "
+                "(is it the file you meant? raise max_recipients to send it)",
+            )
+        ]
+    )
