@@ -6,6 +6,7 @@ and an import of every public module."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -37,9 +38,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def run(*argv: str | Path, cwd: Path) -> str:
-    """Run ``argv`` in ``cwd``; its stdout, or a failure showing its stderr."""
+    """Run ``argv`` in ``cwd``; its stdout, or a failure showing its stderr.
+    Without ``PYTHONPATH``: a tree put first there would be imported instead
+    of what was installed."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     done = subprocess.run(
-        [str(arg) for arg in argv], cwd=cwd, capture_output=True, text=True, timeout=240
+        [str(arg) for arg in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
     )
     assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
