@@ -171,8 +171,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         )
         would = dry.counts["accepted"]
         if would > a.confirm_over:
-            ctx.print("dry run: nothing was sent")
-            print_bulk_report(ctx, dry, datetime.now(UTC))
+            print_bulk_report(ctx, dry, datetime.now(UTC), dry_run=True)
             answer = await asyncio.to_thread(input, f"send to {would} users? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 ctx.print("not sent")
@@ -244,9 +243,7 @@ async def _bulk(
         info = await ledger.run_info(a.run or default_run(a.poll_id))
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
-    if a.dry_run:
-        ctx.print("dry run: nothing was sent, no ledger changed ('accepted': would be sent)")
-    print_bulk_report(ctx, report, sent_at)
+    print_bulk_report(ctx, report, sent_at, dry_run=a.dry_run)
     if a.follow and report.funnel is not None:
         ctx.print(funnel_table(report.funnel))
         note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
@@ -262,10 +259,20 @@ def bulk_status(report: BulkReport) -> ExitStatus:
     return ExitStatus.OK
 
 
-def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
+def print_bulk_report(
+    ctx: Ctx, report: BulkReport, sent_at: datetime, *, dry_run: bool = False
+) -> None:
     journal = ctx.args.journal
+    if dry_run:
+        ctx.print("dry run: nothing was sent, no ledger changed ('accepted': would be sent)")
     ctx.print(table(list(report.counts.items()), ["outcome", "users"]))
-    ctx.print(f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s")
+    if dry_run:
+        would = report.counts["accepted"]
+        ctx.print(
+            f"{counted(would, 'user')} would be sent in {counted(len(report.accepted), 'request')}"
+        )
+    else:
+        ctx.print(f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s")
     for item in report.invalid[:5]:
         ctx.note(f"invalid: {invalid_place(item)}")
     if len(report.invalid) > 5:

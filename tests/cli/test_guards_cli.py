@@ -32,6 +32,8 @@ async def test_cooldown_and_dry_run_from_the_command_line(
     argv = ["send", poll, str(everyone), *base, "--run", "tuesday", "--cooldown", "24h"]
     dry = await run(sb, *argv, "--dry-run")
     assert "dry run: nothing was sent" in dry.out
+    assert "3 users would be sent in 1 request" in dry.out
+    assert "accepted in" not in dry.out  # no campaign was accepted
     assert "deferred (cooldown), not sent: 3 users" in dry.err
     assert await sent_count(sb) == 3
     real = await run(sb, *argv, "--json")
