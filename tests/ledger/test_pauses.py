@@ -74,7 +74,7 @@ async def test_pausing_refuses_a_missing_run_and_bad_fields(ledger: Ledger) -> N
         await ledger.resume_run("nope")
     await ledger.start_run(RUN, "1")
     with pytest.raises(ValidationError) as raised:
-        await ledger.pause_run(RUN, " ", 3)
+        await ledger.pause_run(RUN, " ", 3)  # type: ignore[arg-type]
     assert {field for field, _ in raised.value.problems} == {"reason", "detail"}
 
 

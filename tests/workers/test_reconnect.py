@@ -235,7 +235,7 @@ async def test_a_cancelled_reader_does_not_reconnect() -> None:
         raise TimeoutError("Timeout reading from redis")
 
     retrying = reconnecting(TimeoutError, tenacity.stop_never, lambda *said: None)
-    task = asyncio.create_task(retrying(read_cancelled_into_a_timeout))
+    task: asyncio.Task[None] = asyncio.create_task(retrying(read_cancelled_into_a_timeout))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
