@@ -11,7 +11,6 @@ from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ._engine import BulkSend
-from ._follow import follow_sent
 from ._options import BulkOptions, BulkOptionsDict, checked_options
 from ._rehearsal import bounded, rehearse
 from ._seam import BulkClient
@@ -130,11 +129,7 @@ async def send_bulk(
             return await rehearse(ledger, run_name, segment, users, options)
         seen = None if memory is None else memory.seen_phones(run_name)
         bulk = BulkSend(client, ledger, run_name, options, seen=seen)
-        report = await bulk.run(segment, users)
-        if options.follow:
-            await follow_sent(client, ledger, run_name, options.follow_timeout)
-            report.funnel = await ledger.funnel(run_name)
-        return report
+        return await bulk.run(segment, users)
     finally:
         if owned:
             await ledger.aclose()
