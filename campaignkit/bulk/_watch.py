@@ -23,10 +23,13 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, Final
 
+import orjson
+
 from .._guards import Canary, Verdict
 from .._redaction import sdk_logger
 from ..errors import CampaignKitError, LedgerError
 from ..ledger import ACCEPTED, AMBIGUOUS, CANARY, REJECTED, Ledger, RunInfo, RunPause
+from ..models import CampaignAck
 from ..tracker import TrackOptions
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, FLUSH_SECONDS, Following, accepted_launches
 from ._options import BulkOptions
@@ -104,19 +107,13 @@ class Watch:
             raise first from None
 
     async def _follow(self) -> None:
-        """Follow the launches given (a launch that cannot be followed is
-        logged, not raised: the send took place, and ``follow_run`` retries
-        it later); with ``follow``, first the run's earlier launches not yet final."""
+        """Follow the launches given; with ``follow``, first the run's
+        earlier launches not yet final."""
         if self._options.follow:
             acks, phones = await accepted_launches(self._ledger, self._run)
             for ack in acks:
                 self._following.add(ack, phones.get(ack.launch_request_id, ()))
-        try:
-            await self._following.run()
-        except LedgerError:
-            raise
-        except CampaignKitError as exc:
-            log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
+        await _logging_failures(self._following)
 
     def sent(self, chunk: str, sent: Sent | None) -> None:
         """``chunk`` was sent (``sent``) or found nothing to claim (None)."""
@@ -222,6 +219,73 @@ class Watch:
             break
         # Resumed by a person meanwhile, the rest goes without the verdict.
         self._open()
+
+
+class FollowingRun:
+    """Following a run that others send (the workers), in an ``async with``
+    block: the launches its senders accepted, read from the ledger at each
+    :meth:`feed`, followed as they come, so that the run's breaker pauses it
+    while the workers still send; at the block's end, those fed are
+    followed until settled (at most ``follow_timeout`` seconds more)."""
+
+    def __init__(
+        self,
+        client: BulkClient,
+        ledger: Ledger,
+        run: str,
+        *,
+        follow_timeout: float | None = None,
+    ) -> None:
+        self._ledger, self._run, self._follow_timeout = ledger, run, follow_timeout
+        self._following = Following(
+            client.transport, ledger, run, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
+        )
+        self._claims: set[str] = set()
+        """The claims whose launch is followed (or was final already)."""
+        self._final: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> FollowingRun:
+        self._final = await self._ledger.final_launches(self._run)
+        self._task = asyncio.create_task(_logging_failures(self._following))
+        return self
+
+    async def feed(self) -> None:
+        """Follow the launches accepted since the last feed."""
+        for claim, _, state, ack, _ in await self._ledger.claims(self._run):
+            if state != ACCEPTED or not ack or claim in self._claims:
+                continue
+            self._claims.add(claim)
+            launch = CampaignAck(**orjson.loads(ack))
+            if launch.launch_request_id not in self._final:
+                self._following.add(launch)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        task = self._task
+        assert task is not None
+        try:
+            if exc_type is None:
+                await self.feed()
+                self._following.close(self._follow_timeout)
+                await asyncio.wait([task])
+        finally:
+            if not task.done():  # interrupted: what was read is written first
+                task.cancel()
+                await asyncio.wait([task])
+        if exc_type is None:
+            task.result()
+
+
+async def _logging_failures(following: Following) -> None:
+    """Run ``following``; a launch that cannot be followed is logged, not
+    raised (the send took place, and ``follow_run`` retries it later), the
+    ledger's failure is raised."""
+    try:
+        await following.run()
+    except LedgerError:
+        raise
+    except CampaignKitError as exc:
+        log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
 
 
 def judging(info: RunInfo | None) -> RunPause | None:
