@@ -3,7 +3,6 @@ and how every command opens the ledger ``--journal`` names."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +14,16 @@ from .._funnel import Funnel
 from .._redaction import redact
 from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import DEFERRED, STALL_AFTER, STATES, Ledger, RunInfo, Stall, ledger_from
+from ..ledger import (
+    DEFERRED,
+    STALL_AFTER,
+    STATES,
+    Ledger,
+    RunInfo,
+    RunPause,
+    Stall,
+    ledger_from,
+)
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
@@ -144,7 +152,7 @@ def _run_json(
         "stalled_since": None if stall is None else _moment(stall.since),
         "hand_over": None if stall is None else Stall.command(info, journal),
         "paused": None if info.paused is None else attrs.asdict(info.paused),
-        "resume": None if info.paused is None else _resume_command(info, journal),
+        "resume": None if info.paused is None else RunPause.command(info.run, journal),
         "counts": counts,
         "funnel": funnel.to_json(),
     }
@@ -160,10 +168,6 @@ def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
     )
 
 
-def _resume_command(info: RunInfo, journal: str) -> str:
-    return f"campaignkit runs {shlex.quote(info.run)} --journal {shlex.quote(journal)} --resume"
-
-
 def _paused(info: RunInfo, journal: str) -> str:
     """What a paused run says: who paused it, when, its figures, and the
     command that resumes it."""
@@ -172,7 +176,7 @@ def _paused(info: RunInfo, journal: str) -> str:
     return (
         f"run {info.run} paused by the {pause.reason} at {_moment(pause.paused_at)}: "
         f"{pause.detail}\n  nothing more of it is sent until it is resumed:\n"
-        f"  {_resume_command(info, journal)}"
+        f"  {RunPause.command(info.run, journal)}"
     )
 
 
