@@ -214,6 +214,34 @@ def skips_open_conversations(options: Mapping[str, Any]) -> bool:
     return options.get("skip_open_conversations") is True
 
 
+def guard_words(options: Mapping[str, Any]) -> list[str]:
+    """The guards a run keeps in its options, each as the command line
+    gives it (``cooldown 24h``, ``breaker 0.2/500``, ``canary 200 ...``)."""
+    words = []
+    if (cooldown := cooldown_of(options)) is not None:
+        words.append(f"cooldown {_duration(cooldown)}")
+    if skips_open_conversations(options):
+        words.append("skip open conversations")
+    if (breaker := breaker_of(options)) is not None:
+        words.append(f"breaker {breaker.max_failed:g}/{breaker.over}")
+    if isinstance(canary := options.get("canary"), Mapping):
+        words.append(
+            f"canary {canary['size']} (wait {_duration(canary['wait'])}, min delivered "
+            f"{canary['min_delivered']:g}, max failed {canary['max_failed']:g})"
+        )
+    return words
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the units the command line reads (``1d2h``, ``90s``)."""
+    left, parts = round(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts) or f"{seconds:g}s"
+
+
 def guard_problems(
     breaker: object,
     cooldown: object,

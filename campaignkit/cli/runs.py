@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from .._funnel import Funnel
+from .._guards import guard_words
 from .._redaction import redact
 from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
@@ -248,9 +249,10 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         funnel = await ledger.funnel(a.run)
         stall = await ledger.stall(a.run, stall_after=a.stall_after)
         reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
+        guards = guard_words(await ledger.run_options(a.run))
         if ctx.json:
             shown = _run_json(info, counts, stall, a.journal, funnel)
-            ctx.emit({**shown, "deferred_reasons": reasons})
+            ctx.emit({**shown, "deferred_reasons": reasons, "guards": guards})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -263,6 +265,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 ctx.print(_paused(info, a.journal))
             if stall is not None:
                 ctx.print(_stalled(info, stall, a.journal))
+            if guards:
+                ctx.print(f"guards: {', '.join(guards)}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
             for reason, count in reasons.items():
                 ctx.print(f"deferred ({reason}): {count}")

@@ -23,7 +23,7 @@ from ..bulk import (
 )
 from ..client import CampaignClient
 from ..ledger import Ledger, MemoryLedger, ledger_from
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, percent
 from . import sending_line
 from .argtypes import duration, non_negative_float, positive_int, share
 from .context import AddCommand, Ctx, ExitStatus, UsageError
@@ -364,6 +364,14 @@ def print_bulk_report(ctx: Ctx, report: BulkReport, sent_at: datetime) -> None:
         ctx.note(
             f"deferred ({reason}), not sent: {counted(count, 'user')}: {_RERUN.get(reason, '')}"
         )
+    if report.lines:
+        base = sum(report.lines.values())
+        ctx.print(
+            table(
+                [(line, n, percent(n, base)) for line, n in report.lines.items()],
+                ["line", "users", "share"],
+            )
+        )
 
 
 _RERUN: Final = {
@@ -414,4 +422,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
             for s in report.suppressed
         ],
         "funnel": None if report.funnel is None else report.funnel.to_json(),
+        "lines": report.lines,
     }

@@ -7,6 +7,7 @@ network (its webhook into the ledger) pausing every running run."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -196,3 +197,23 @@ async def test_a_paused_template_pauses_every_running_run(
     assert await received(sb) == []
     async with SqliteLedger(journal) as ledger:
         assert (await ledger.counts("a"))[PLANNED] == 4
+
+
+async def test_a_dry_run_reports_each_lines_share_as_the_real_run_spreads_them(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    poll, journal = await poll_of(client), tmp_path / "runs.db"
+    lines = (await sb.snapshot(users=False))["companies"][0]["lines"]
+    # Four people kept on the first line by an earlier run.
+    await client.send_bulk(poll, people(range(4)), journal=journal, run="earlier", lines=lines[:1])
+    options: dict[str, Any] = {"journal": journal, "run": "today", "lines": lines, "chunk_size": 3}
+    dry = await client.send_bulk(poll, people(range(12)), dry_run=True, **options)
+    assert len(await received(sb)) == 4  # nothing sent
+    async with SqliteLedger(journal) as ledger:
+        assert [info.run for info in await ledger.runs()] == ["earlier"]
+    real = await client.send_bulk(poll, people(range(12)), **options)
+    spread = Counter(user["line"] for user in (await received(sb))[4:])
+    assert dry.lines == dict(spread)
+    assert real.lines == {}  # a dry run's figure
+    assert sum(dry.lines.values()) == 12
+    assert dry.lines[lines[0]] >= 4
