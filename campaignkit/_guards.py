@@ -71,8 +71,8 @@ class Canary:
     have settled or ``wait`` has passed, and send the rest only if at least
     ``min_delivered`` of them were delivered and at most ``max_failed``
     failed (shares of the canary's accepted recipients); otherwise the run
-    is paused with the figures that failed. This release gives the
-    judgement (:meth:`judge`); ``send_bulk`` does not take a canary yet."""
+    is paused with the figures that failed (``send_bulk(canary=...)``; see
+    :mod:`campaignkit.bulk`)."""
 
     size: int = 200
     wait: timedelta = timedelta(minutes=15)
@@ -172,17 +172,29 @@ def template_pauses(status: str | None) -> bool:
 
 
 def guard_options(
-    breaker: Breaker | None, cooldown: timedelta | None, skip_open_conversations: bool
+    breaker: Breaker | None,
+    cooldown: timedelta | None,
+    skip_open_conversations: bool,
+    canary: Canary | None = None,
 ) -> dict[str, Any]:
     """The guards a ledger applies itself (at claim, and where outcomes are
     recorded), as plain JSON kept with the run's options: every worker of
-    the run applies them."""
+    the run applies them; and the run's canary, which its send applies
+    (kept for whoever shows the run)."""
     return {
         "breaker": None
         if breaker is None
         else {"max_failed": breaker.max_failed, "over": breaker.over},
         "cooldown": None if cooldown is None else cooldown.total_seconds(),
         "skip_open_conversations": skip_open_conversations,
+        "canary": None
+        if canary is None
+        else {
+            "size": canary.size,
+            "wait": canary.wait.total_seconds(),
+            "min_delivered": canary.min_delivered,
+            "max_failed": canary.max_failed,
+        },
     }
 
 
@@ -202,14 +214,51 @@ def skips_open_conversations(options: Mapping[str, Any]) -> bool:
     return options.get("skip_open_conversations") is True
 
 
+def guard_words(options: Mapping[str, Any]) -> list[str]:
+    """The guards a run keeps in its options, each as the command line
+    gives it (``cooldown 24h``, ``breaker 0.2/500``, ``canary 200 ...``)."""
+    words = []
+    if (cooldown := cooldown_of(options)) is not None:
+        words.append(f"cooldown {_duration(cooldown)}")
+    if skips_open_conversations(options):
+        words.append("skip open conversations")
+    if (breaker := breaker_of(options)) is not None:
+        words.append(f"breaker {breaker.max_failed:g}/{breaker.over}")
+    if isinstance(canary := options.get("canary"), Mapping):
+        words.append(
+            f"canary {canary['size']} (wait {_duration(canary['wait'])}, min delivered "
+            f"{canary['min_delivered']:g}, max failed {canary['max_failed']:g})"
+        )
+    return words
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the units the command line reads (``1d2h``, ``90s``)."""
+    left, parts = round(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts) or f"{seconds:g}s"
+
+
 def guard_problems(
     breaker: object,
     cooldown: object,
     skip_open_conversations: object,
     max_recipients: object,
+    canary: object = None,
 ) -> Problems:
     """Every problem of a bulk send's guard options, each naming its field."""
     problems: Problems = []
+    if canary is not None and not isinstance(canary, Canary):
+        problems.append(
+            (
+                "canary",
+                "must be a Canary(size=, wait=, min_delivered=, max_failed=) or None, "
+                f"got {canary!r}",
+            )
+        )
     if breaker is not None and not isinstance(breaker, Breaker):
         problems.append(
             ("breaker", f"must be a Breaker(max_failed=, over=) or None, got {breaker!r}")

@@ -150,6 +150,11 @@ class BulkReport:
     """Why the run is paused, if it is (``<reason>: <figures>``): its
     recipients not sent yet are deferred with the reason ``paused`` until
     it is resumed (``ledger.resume_run(run)``, ``campaignkit runs RUN --resume``)."""
+    lines: dict[str, int] = attrs.Factory(dict)
+    """A dry run's share of each sending line (``lines=``): how many of the
+    recipients it would send go through each, new people spread as the run
+    would spread them, the others kept on their line (those with a
+    ``deployment_squad`` of their own are not counted). Empty otherwise."""
 
     @property
     def acks(self) -> list[CampaignAck]:

@@ -81,6 +81,7 @@ from ._rules import SendRules, TzFor, rules_problems, zone_deferral, zone_prepar
 from ._send import UserInput, default_run, send_bulk
 from ._sender import ClaimOutcome, reject_unsent, send_claim
 from ._stopping import DEFAULT_INTERRUPT_GRACE
+from ._watch import FollowingRun
 from ._windows import SendWindow, zone_named
 
 __all__ = [
@@ -96,6 +97,7 @@ __all__ = [
     "ChunkSender",
     "ClaimOutcome",
     "DuplicateUser",
+    "FollowingRun",
     "HandOver",
     "Handed",
     "InvalidInput",

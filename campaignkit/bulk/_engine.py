@@ -34,6 +34,7 @@ from ._planner import PlannedChunk, SeenPhones
 from ._seam import BulkClient
 from ._sender import is_fatal
 from ._stopping import until_done
+from ._watch import Watch
 
 TWIN_PATIENCE: Final = 30.0
 """Seconds a send waits at its end for the requests another sender of its run
@@ -72,6 +73,8 @@ class BulkSend:
             max_retries=options.max_retries,
         )
         self.progress = ProgressReporter(options.on_progress, self.producer.planner)
+        self.watch = Watch.of(client, ledger, run, options, self.producer.planner)
+        """Following while sending, and the canary's gate."""
         transport = client.transport
         rate = options.rate_limit
         self.limiter = RateLimiter(rate, transport.sleep, transport.clock) if rate else None
@@ -100,8 +103,9 @@ class BulkSend:
         self.progress.advance()
 
     async def read(self, users: Iterable[Any] | AsyncIterable[Any]) -> None:
+        hand_over = self.queue.put if self.watch is None else self.watch.gate(self.queue.put)
         try:
-            await self.producer.run(users, self.queue.put)
+            await self.producer.run(users, hand_over)
         except CampaignKitError:
             raise  # the ledger failed: the send fails
         except Exception as exc:
@@ -129,6 +133,8 @@ class BulkSend:
         if not whole:  # deferred by the daily limit, suppressed, or a twin's
             await self._count_lost(handed, claim)
         if claim is None:
+            if self.watch is not None:
+                self.watch.sent(handed.chunk, None)
             return
         count = len(claim.recipients)
         self.progress.advance({IN_FLIGHT: count})
@@ -138,6 +144,8 @@ class BulkSend:
             self.progress.cancelled(count, cancelled)
             raise
         self.errors[claim.token] = sent.result.error
+        if self.watch is not None:
+            self.watch.sent(handed.chunk, sent)
         if self.options.keep_accepted_users and sent.result.outcome == "accepted":
             self.kept[claim.token] = (
                 planned.users if whole else tuple(_user(r.user) for r in claim.recipients)
@@ -166,7 +174,8 @@ class BulkSend:
         ledger, run = self.ledger, self.run_name
         await self.producer.start(poll)
         try:
-            await until_done(self, self._work(users))
+            work = until_done(self, self._work(users))
+            await (work if self.watch is None else self.watch.during(work))
         except asyncio.CancelledError:
             # Interrupted: the invalid and repeated inputs read so far are the
             # run's too, for its report read from the ledger. The interrupt

@@ -8,7 +8,7 @@ transaction as its last statuses, and is never tracked again; following
 again (after an interruption, or later to learn which ``SUCCESS`` became
 ``DELIVERED``) tracks only the others. Statuses are written in bulk: the
 latest one per deployment of a launch since its last write, every
-``FLUSH_ROWS`` deployments and at the end of the launch.
+``FLUSH_ROWS`` deployments or ``FLUSH_SECONDS``, and at the end of the launch.
 """
 
 from __future__ import annotations
@@ -36,11 +36,15 @@ log = sdk_logger("campaignkit.bulk")
 FLUSH_ROWS: Final = 5000
 """Deployments of a launch whose changes are held before they are written
 (and at the end of the launch)."""
+FLUSH_SECONDS: Final = 2.0
+"""The longest a launch's changes are held before they are written: what
+judges the outcomes while the run sends (the breaker, a canary) sees a
+launch that has not settled yet."""
 DEFAULT_FOLLOW_CONCURRENCY: Final = 8
 """Launches tracked at once."""
 
 
-async def _accepted_launches(
+async def accepted_launches(
     ledger: Ledger, run: str
 ) -> tuple[list[CampaignAck], dict[str, list[str]]]:
     """The run's accepted launches not yet final, and each one's phones."""
@@ -54,47 +58,143 @@ async def _accepted_launches(
     return list(acks.values()), await ledger.launch_phones(run, acks.keys())
 
 
-async def follow_launches(
-    source: StatusSource,
-    ledger: Ledger | None,
-    run: str,
-    acks: Sequence[CampaignAck],
-    phones: dict[str, list[str]],
-    options: TrackOptions,
-    concurrency: int,
-    follow_timeout: float | None = None,
-) -> None:
-    """Track ``acks`` until they settle, writing the outcomes into ``ledger``
-    (with None, only consume the changes: the benchmark's baseline).
+class Following:
+    """Launches tracked ``concurrency`` at a time as they are given
+    (:meth:`add`), their recipients' outcomes written into ``ledger`` (with
+    None, only consumed: the benchmark's baseline), until :meth:`close` and
+    every launch given has settled: :meth:`run`.
 
     A launch whose tracking fails (after the tracker's own retries: a
     launch the service no longer knows, a timeout) does not stop the
     others: once they are followed, the first such error is raised, with
-    the count. After ``follow_timeout`` seconds, following stops: the
-    launches under way write what was read (not marked final), and the
-    count of launches left is logged.
+    the count. The ``follow_timeout`` given to :meth:`close` counts from
+    then: following stops once it has passed, the launches under way write
+    what was read (not marked final), and the count of launches left is
+    logged. A send follows its launches as they are accepted, so whatever
+    the outcomes judge (a breaker, a canary) acts while it still sends.
     """
-    queue: asyncio.Queue[CampaignAck] = asyncio.Queue()
-    for ack in acks:
-        queue.put_nowait(ack)
-    writer = None if ledger is None else OutcomeWriter(ledger, run)
-    failures: list[CampaignKitError] = []
-    ended = 0  # launches followed to their end, or given up
 
-    async def consume(tracker: CampaignTracker) -> None:
-        async for _ in tracker:
-            pass
+    def __init__(
+        self,
+        source: StatusSource,
+        ledger: Ledger | None,
+        run: str,
+        options: TrackOptions,
+        concurrency: int,
+    ) -> None:
+        self._source, self._ledger, self._run = source, ledger, run
+        self._options, self._concurrency = options, concurrency
+        self._queue: asyncio.Queue[tuple[CampaignAck, Sequence[str] | None] | None]
+        self._queue = asyncio.Queue()
+        self._writer = None if ledger is None else OutcomeWriter(ledger, run)
+        self._failures: list[CampaignKitError] = []
+        self._given = 0
+        self._ended = 0  # launches followed to their end, or given up
+        self._ends_at: float | None = None
+        self._deadline: asyncio.Timeout | None = None
+        self._follow_timeout: float | None = None
+        self.written = asyncio.Event()
+        """Set each time outcomes are written (cleared by whoever waits for them)."""
 
-    async def follow_one(tracker: CampaignTracker, outcomes: LaunchOutcomes) -> None:
+    def add(self, ack: CampaignAck, phones: Sequence[str] | None = None) -> None:
+        """Follow ``ack`` (``phones``: its recipients', else read from the ledger)."""
+        self._given += 1
+        self._queue.put_nowait((ack, phones))
+
+    def close(self, follow_timeout: float | None = None) -> None:
+        """No more launches: :meth:`run` returns once those given have
+        settled, or ``follow_timeout`` seconds from now."""
+        for _ in range(self._concurrency):
+            self._queue.put_nowait(None)
+        self._follow_timeout = follow_timeout
+        if follow_timeout is not None:
+            self._ends_at = asyncio.get_running_loop().time() + follow_timeout
+            if self._deadline is not None:
+                self._deadline.reschedule(self._ends_at)
+
+    async def run(self) -> None:
+        """Follow until closed and done (see the class)."""
+        deadline = self._deadline = asyncio.timeout_at(self._ends_at)
+        try:
+            async with deadline:
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        for _ in range(self._concurrency):
+                            group.create_task(self._work())
+                except BaseExceptionGroup as failed:
+                    # The ledger's error itself (what callers catch), not a group.
+                    first, *others = failed.exceptions
+                    for other in others:
+                        first.add_note(f"follow: failed at the same time: {other!r}")
+                    raise first from None
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning(
+                "follow: stopped after %g s (follow_timeout) with %d of %s of run %r "
+                "not yet settled; what was read is written, and following again resumes",
+                self._follow_timeout,
+                self._given - self._ended,
+                counted(self._given, "launch"),
+                self._run,
+            )
+        if self._failures:
+            first = self._failures[0]
+            first.add_note(
+                f"follow: {len(self._failures)} of {counted(self._given, 'launch')} of run "
+                f"{self._run!r} could not be followed; the others were (following again "
+                "retries those)"
+            )
+            raise first
+
+    async def _work(self) -> None:
+        run = self._run
+        while (item := await self._queue.get()) is not None:
+            ack, phones = item
+            launch = ack.launch_request_id
+            tracker = CampaignTracker(self._source, ack, self._options)
+            try:
+                if self._writer is None or self._ledger is None:
+                    async for _ in tracker:
+                        pass
+                else:
+                    if phones is None:
+                        phones = (await self._ledger.launch_phones(run, [launch]))[launch]
+                    outcomes = LaunchOutcomes(self._writer, launch, phones)
+                    await self._follow_one(tracker, outcomes)
+                    if outcomes.unmatched:
+                        log.warning(
+                            "follow: %s of launch %s matched no recipient of run %s",
+                            counted(outcomes.unmatched, "deployment"),
+                            launch,
+                            run,
+                        )
+            except CampaignKitError as exc:
+                if isinstance(exc, LedgerError):
+                    raise  # the ledger's trouble is every launch's
+                log.warning(
+                    "follow: launch %s of run %s could not be followed: %s", launch, run, exc
+                )
+                self._failures.append(exc)
+            finally:
+                await tracker.aclose()
+            self._ended += 1
+
+    async def _follow_one(self, tracker: CampaignTracker, outcomes: LaunchOutcomes) -> None:
         completed = False
         changed = tracker._collect_changed()
+        flushed = time.time()
         try:
             while await tracker._advance():
+                now = time.time()
                 if changed:
-                    outcomes.add(changed, time.time())
+                    outcomes.add(changed, now)
                     changed.clear()
-                    if len(outcomes.latest) >= FLUSH_ROWS:
-                        await outcomes.write()
+                held = len(outcomes.latest)
+                if held and (held >= FLUSH_ROWS or now - flushed >= FLUSH_SECONDS):
+                    await outcomes.write()
+                    flushed = now
+                    self.written.set()
             completed = True
         finally:
             # A launch left at SUCCESS (sent, delivery not yet confirmed) is
@@ -111,69 +211,27 @@ async def follow_launches(
             except asyncio.CancelledError:
                 await written
                 raise
+            self.written.set()
 
-    async def work() -> None:
-        nonlocal ended
-        while not queue.empty():
-            ack = queue.get_nowait()
-            launch = ack.launch_request_id
-            tracker = CampaignTracker(source, ack, options)
-            try:
-                if writer is None:
-                    await consume(tracker)
-                else:
-                    await follow_one(
-                        tracker, outcomes := LaunchOutcomes(writer, launch, phones.get(launch, ()))
-                    )
-                    if outcomes.unmatched:
-                        log.warning(
-                            "follow: %s of launch %s matched no recipient of run %s",
-                            counted(outcomes.unmatched, "deployment"),
-                            launch,
-                            run,
-                        )
-            except CampaignKitError as exc:
-                if isinstance(exc, LedgerError):
-                    raise  # the ledger's trouble is every launch's
-                log.warning(
-                    "follow: launch %s of run %s could not be followed: %s", launch, run, exc
-                )
-                failures.append(exc)
-            finally:
-                await tracker.aclose()
-            ended += 1
 
-    deadline = asyncio.timeout(follow_timeout)
-    try:
-        async with deadline:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for _ in range(min(concurrency, len(acks))):
-                        group.create_task(work())
-            except BaseExceptionGroup as failed:
-                # The ledger's error itself (what callers catch), not a group.
-                first, *others = failed.exceptions
-                for other in others:
-                    first.add_note(f"follow: failed at the same time: {other!r}")
-                raise first from None
-    except TimeoutError:
-        if not deadline.expired():
-            raise
-        log.warning(
-            "follow: stopped after %g s (follow_timeout) with %d of %s of run %r "
-            "not yet settled; what was read is written, and following again resumes",
-            follow_timeout,
-            len(acks) - ended,
-            counted(len(acks), "launch"),
-            run,
-        )
-    if failures:
-        first = failures[0]
-        first.add_note(
-            f"follow: {len(failures)} of {counted(len(acks), 'launch')} of run {run!r} could "
-            "not be followed; the others were (following again retries those)"
-        )
-        raise first
+async def follow_launches(
+    source: StatusSource,
+    ledger: Ledger | None,
+    run: str,
+    acks: Sequence[CampaignAck],
+    phones: dict[str, list[str]],
+    options: TrackOptions,
+    concurrency: int,
+    follow_timeout: float | None = None,
+) -> None:
+    """Track ``acks`` until they settle, writing the outcomes into ``ledger``
+    (with None, only consume the changes), at most ``follow_timeout``
+    seconds: :class:`Following` of launches known at once."""
+    following = Following(source, ledger, run, options, min(concurrency, len(acks)))
+    for ack in acks:
+        following.add(ack, phones.get(ack.launch_request_id, ()))
+    following.close(follow_timeout)
+    await following.run()
 
 
 def follow_timeout_problems(follow_timeout: object) -> list[tuple[str, str]]:
@@ -242,21 +300,6 @@ async def follow_run(
             await ledger.aclose()
 
 
-async def follow_sent(
-    client: BulkClient, ledger: Ledger, run: str, follow_timeout: float | None
-) -> None:
-    """``send_bulk(follow=True)``'s follow, in an open ledger: a launch that
-    cannot be followed is logged, not raised (the send took place: its
-    report is what the caller needs; ``follow_run`` later retries it)."""
-    options = TrackOptions("settled")
-    try:
-        await follow_open(client, ledger, run, options, DEFAULT_FOLLOW_CONCURRENCY, follow_timeout)
-    except LedgerError:
-        raise
-    except CampaignKitError as exc:
-        log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
-
-
 async def follow_open(
     client: BulkClient,
     ledger: Ledger,
@@ -266,7 +309,7 @@ async def follow_open(
     follow_timeout: float | None = None,
 ) -> None:
     """Follow the run's launches not yet final, in an open ledger."""
-    acks, phones = await _accepted_launches(ledger, run)
+    acks, phones = await accepted_launches(ledger, run)
     await follow_launches(
         client.transport, ledger, run, acks, phones, options, concurrency, follow_timeout
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
 import attrs
 
-from .._guards import Breaker, guard_options, guard_problems
+from .._guards import Breaker, Canary, guard_options, guard_problems
 from .._input.validation import Problems, path_segment, raise_problems
 from ..config import is_positive_seconds, is_retry_count
 from ..errors import ValidationError
@@ -58,7 +58,9 @@ class BulkOptions:
     and ``skip_open_conversations`` protect the line from the
     run itself (the run pauses, or people are deferred); ``max_recipients``
     refuses a larger input before anything is sent; ``dry_run`` reports
-    what the send would do now, sending nothing and changing no ledger.
+    what the send would do now, sending nothing and changing no ledger;
+    ``canary`` sends the first recipients, follows them, and sends the
+    rest only if their outcomes hold (else the run pauses).
     See :func:`campaignkit.bulk.send_bulk`.
     """
 
@@ -86,6 +88,7 @@ class BulkOptions:
     skip_open_conversations: bool = False
     max_recipients: int | None = None
     dry_run: bool = False
+    canary: Canary | None = None
     rules: SendRules = attrs.field(init=False, default=NO_RULES, repr=False, eq=False)
     """The send window, daily limit, lines and default zone, as a run keeps them."""
 
@@ -123,6 +126,7 @@ class BulkOptions:
             self.cooldown,
             self.skip_open_conversations,
             self.max_recipients,
+            self.canary,
         )
         if not isinstance(self.dry_run, bool):
             problems.append(("dry_run", f"must be True or False, got {self.dry_run!r}"))
@@ -144,7 +148,7 @@ class BulkOptions:
 
     def guards(self) -> dict[str, Any]:
         """The guards the ledger applies, as the run keeps them."""
-        return guard_options(self.breaker, self.cooldown, self.skip_open_conversations)
+        return guard_options(self.breaker, self.cooldown, self.skip_open_conversations, self.canary)
 
     def refuse(self, names: Iterable[str], why: str) -> None:
         """Raise a :class:`ValidationError` naming each of ``names`` not left at its default."""
@@ -180,6 +184,7 @@ class BulkOptionsDict(TypedDict, total=False):
     skip_open_conversations: bool
     max_recipients: int | None
     dry_run: bool
+    canary: Canary | None
 
 
 def bulk_problems(

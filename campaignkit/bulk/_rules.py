@@ -6,7 +6,7 @@ before it leaves, by the code ``send_bulk`` and the workers share."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, TypeAlias
 from zoneinfo import ZoneInfo
@@ -209,10 +209,7 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
     wires: list[dict[str, Any]] = [orjson.loads(user) for user in recipients.users]
     phones = recipients.phones
     if rules.lines:
-        lineless = [
-            p for p, w in zip(phones, wires, strict=True) if _key(w, DEPLOYMENT_SQUAD) is None
-        ]
-        assigned = await ledger.assign_lines(lineless, rules.lines)
+        assigned = await ledger.assign_lines(lineless(phones, wires), rules.lines)
         for phone, wire in zip(phones, wires, strict=True):
             if phone in assigned:
                 value = f"{DEPLOYMENT_SQUAD_PREFIX}{assigned[phone]}"
@@ -239,6 +236,12 @@ async def request_body(ledger: Ledger, claim: Claim, rules: SendRules, now: date
             if eta is not None:
                 wire["deployment_eta"] = eta
     return b'{"users":' + orjson.dumps(wires) + b"}"
+
+
+def lineless(phones: Sequence[str], wires: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The phones of the users (``wires``) with no ``deployment_squad`` of
+    their own: those the run's lines carry."""
+    return [p for p, w in zip(phones, wires, strict=True) if _key(w, DEPLOYMENT_SQUAD) is None]
 
 
 def _key(wire: Mapping[str, Any], name: str) -> str | None:

@@ -11,7 +11,6 @@ from .._report import BulkReport
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..models import User
 from ._engine import BulkSend
-from ._follow import follow_sent
 from ._options import BulkOptions, BulkOptionsDict, checked_options
 from ._rehearsal import bounded, rehearse
 from ._seam import BulkClient
@@ -69,15 +68,18 @@ async def send_bulk(
     where the run stands, and the cancellation goes on. Cancelled again
     meanwhile, it stops at once. The users read and not sent are left for a
     rerun of the same run to send (with a durable ``journal``).
-    ``follow``: once sent, track every accepted launch until it settles
-    (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time) and write each
-    recipient's outcome into the ledger before returning (see
+    ``follow``: track every accepted launch as soon as its chunk is sent
+    (:data:`DEFAULT_FOLLOW_CONCURRENCY` at a time; first the run's earlier
+    launches not yet final) until it settles, writing each recipient's
+    outcome into the ledger while the run still sends (so its ``breaker``
+    pauses it mid-send), and return once they have settled (see
     :func:`follow_run`); a launch that cannot be followed is logged (a
     warning of ``campaignkit.bulk``), and the report returned all the same.
-    ``follow_timeout``: follow at most that many seconds (None: until every
-    accepted launch settles), then stop and return the report: what was
-    read is written, the launches left are logged, and ``follow_run`` (or
-    ``campaignkit runs RUN --follow``) resumes with them.
+    ``follow_timeout``: once the send has ended, follow at most that many
+    seconds more (None: until every accepted launch settles), then stop and
+    return the report: what was read is written, the launches left are
+    logged, and ``follow_run`` (or ``campaignkit runs RUN --follow``)
+    resumes with them.
     The report's ``funnel`` is read from the ledger at the end either way.
 
     Protecting the sending line (kept with the run, so the workers apply them
@@ -102,6 +104,13 @@ async def send_bulk(
     ``skip_open_conversations`` defers those who answered in the last 24 h
     (``open conversation``). A paused run sends nothing more (the report's
     ``paused`` says why) until ``ledger.resume_run(run)``.
+    ``canary`` (a :class:`~campaignkit.Canary`): the first ``size``
+    recipients are sent alone and followed (whatever ``follow`` says) until
+    their shares are known or its ``wait`` has passed; the rest is sent only
+    if they hold, else the run is paused (reason ``canary``) with the
+    figures. The run is paused while they are judged, so a send
+    interrupted then leaves the judgement to the run's next send; a run
+    holding ``size`` sent recipients is not gated again.
     ``max_recipients``: an input of more users is refused (a
     :class:`ValidationError`) before anything is sent. ``dry_run``: the
     report of what the send would do now (``accepted``: those it would
@@ -130,11 +139,7 @@ async def send_bulk(
             return await rehearse(ledger, run_name, segment, users, options)
         seen = None if memory is None else memory.seen_phones(run_name)
         bulk = BulkSend(client, ledger, run_name, options, seen=seen)
-        report = await bulk.run(segment, users)
-        if options.follow:
-            await follow_sent(client, ledger, run_name, options.follow_timeout)
-            report.funnel = await ledger.funnel(run_name)
-        return report
+        return await bulk.run(segment, users)
     finally:
         if owned:
             await ledger.aclose()

@@ -55,6 +55,17 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A share from 0 to 1 (0.05 for 5%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a share from 0 to 1 (0.05 for 5%): {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

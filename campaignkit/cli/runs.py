@@ -3,7 +3,6 @@ and how every command opens the ledger ``--journal`` names."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,10 +11,20 @@ from typing import Any
 import attrs
 
 from .._funnel import Funnel
+from .._guards import guard_words
 from .._redaction import redact
 from .._report import deferral_reason
 from ..bulk import DEFAULT_FOLLOW_CONCURRENCY
-from ..ledger import DEFERRED, STALL_AFTER, STATES, Ledger, RunInfo, Stall, ledger_from
+from ..ledger import (
+    DEFERRED,
+    STALL_AFTER,
+    STATES,
+    Ledger,
+    RunInfo,
+    RunPause,
+    Stall,
+    ledger_from,
+)
 from .argtypes import positive_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, follow_first, note_unconfirmed
@@ -144,7 +153,7 @@ def _run_json(
         "stalled_since": None if stall is None else _moment(stall.since),
         "hand_over": None if stall is None else Stall.command(info, journal),
         "paused": None if info.paused is None else attrs.asdict(info.paused),
-        "resume": None if info.paused is None else _resume_command(info, journal),
+        "resume": None if info.paused is None else RunPause.command(info.run, journal),
         "counts": counts,
         "funnel": funnel.to_json(),
     }
@@ -160,10 +169,6 @@ def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
     )
 
 
-def _resume_command(info: RunInfo, journal: str) -> str:
-    return f"campaignkit runs {shlex.quote(info.run)} --journal {shlex.quote(journal)} --resume"
-
-
 def _paused(info: RunInfo, journal: str) -> str:
     """What a paused run says: who paused it, when, its figures, and the
     command that resumes it."""
@@ -172,7 +177,7 @@ def _paused(info: RunInfo, journal: str) -> str:
     return (
         f"run {info.run} paused by the {pause.reason} at {_moment(pause.paused_at)}: "
         f"{pause.detail}\n  nothing more of it is sent until it is resumed:\n"
-        f"  {_resume_command(info, journal)}"
+        f"  {RunPause.command(info.run, journal)}"
     )
 
 
@@ -244,9 +249,10 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
         funnel = await ledger.funnel(a.run)
         stall = await ledger.stall(a.run, stall_after=a.stall_after)
         reasons = await deferred_reasons(ledger, a.run) if counts.get(DEFERRED) else {}
+        guards = guard_words(await ledger.run_options(a.run))
         if ctx.json:
             shown = _run_json(info, counts, stall, a.journal, funnel)
-            ctx.emit({**shown, "deferred_reasons": reasons})
+            ctx.emit({**shown, "deferred_reasons": reasons, "guards": guards})
         else:
             state = "input read" if info.input_done else "input still being read"
             ctx.print(
@@ -259,6 +265,8 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
                 ctx.print(_paused(info, a.journal))
             if stall is not None:
                 ctx.print(_stalled(info, stall, a.journal))
+            if guards:
+                ctx.print(f"guards: {', '.join(guards)}")
             ctx.print(table(list(counts.items()), ["state", "users"]))
             for reason, count in reasons.items():
                 ctx.print(f"deferred ({reason}): {count}")

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from .. import errors
+from .._guards import Canary
 from .._report import COOLDOWN, DAILY_LIMIT, OPEN_CONVERSATION, PAUSED, ZONE_UNKNOWN
 from .._words import counted
 from ..bulk import (
@@ -22,9 +23,9 @@ from ..bulk import (
 )
 from ..client import CampaignClient
 from ..ledger import Ledger, MemoryLedger, ledger_from
-from ..progress import ProgressUpdate
+from ..progress import ProgressUpdate, percent
 from . import sending_line
-from .argtypes import non_negative_float, positive_int
+from .argtypes import duration, non_negative_float, positive_int, share
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
@@ -107,6 +108,34 @@ def register(add: AddCommand) -> None:
         help="on a terminal, show the dry run and ask before sending to more than N users",
     )
     sending_line.add_options(p)
+    canary = p.add_argument_group(
+        "canary (send --bulk): the first recipients alone, the rest only if they hold"
+    )
+    canary.add_argument(
+        "--canary",
+        type=positive_int,
+        metavar="N",
+        help="send the first N recipients, follow them, and send the rest only if their "
+        "outcomes hold; otherwise pause the run (`campaignkit runs RUN --resume` goes on)",
+    )
+    canary.add_argument(
+        "--canary-wait",
+        type=duration,
+        metavar="DURATION",
+        help="how long the canary is followed at most (15m, 1h: d, h, m, s; default 15m)",
+    )
+    canary.add_argument(
+        "--canary-min-delivered",
+        type=share,
+        metavar="SHARE",
+        help="the share of the canary delivered within the wait (0 to 1; default 0.8)",
+    )
+    canary.add_argument(
+        "--canary-max-failed",
+        type=share,
+        metavar="SHARE",
+        help="the share of the canary that may fail (0 to 1; default 0.05)",
+    )
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -124,6 +153,7 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--dry-run", a.dry_run),
         ("--max-recipients", a.max_recipients),
         ("--confirm-over", a.confirm_over),
+        ("--canary", a.canary),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -162,6 +192,7 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     check_follow_timeout(a)
     rules = sending_line.options(a)
+    rules["canary"] = _canary(a)
     if a.confirm_over is not None and not a.dry_run:
         if not sys.stdin.isatty():
             raise UsageError("--confirm-over asks on a terminal: run --dry-run first instead")
@@ -250,6 +281,25 @@ async def _bulk(
     return bulk_status(report)
 
 
+def _canary(a: Any) -> Canary | None:
+    """The --canary and its --canary-* flags, as a Canary (None without it)."""
+    given = {
+        name: value
+        for name, value in (
+            ("wait", a.canary_wait),
+            ("min_delivered", a.canary_min_delivered),
+            ("max_failed", a.canary_max_failed),
+        )
+        if value is not None
+    }
+    if a.canary is None:
+        if given:
+            flags = ", ".join(f"--canary-{name.replace('_', '-')}" for name in given)
+            raise UsageError(f"{flags} need --canary N")
+        return None
+    return Canary(size=a.canary, **given)
+
+
 def bulk_status(report: BulkReport) -> ExitStatus:
     """The exit status of a bulk send."""
     if report.ambiguous:
@@ -321,6 +371,14 @@ def print_bulk_report(
         ctx.note(
             f"deferred ({reason}), not sent: {counted(count, 'user')}: {_RERUN.get(reason, '')}"
         )
+    if report.lines:
+        base = sum(report.lines.values())
+        ctx.print(
+            table(
+                [(line, n, percent(n, base)) for line, n in report.lines.items()],
+                ["line", "users", "share"],
+            )
+        )
 
 
 _RERUN: Final = {
@@ -371,4 +429,5 @@ def bulk_summary(report: BulkReport) -> dict[str, Any]:
             for s in report.suppressed
         ],
         "funnel": None if report.funnel is None else report.funnel.to_json(),
+        "lines": report.lines,
     }

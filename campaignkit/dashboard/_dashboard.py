@@ -15,7 +15,7 @@ import attrs
 
 from .. import errors
 from .._redaction import sdk_logger
-from ..ledger import STALL_AFTER, Ledger, RunInfo, Stall
+from ..ledger import STALL_AFTER, Ledger, RunInfo, RunPause, Stall
 from ._html import LaunchSummary
 from ._listing import PAGE_SIZE, Listing, RunSummary
 from ._run_report import read_run_report, render_run_report
@@ -241,6 +241,8 @@ class Dashboard:
             stall,
             None if stall is None else Stall.command(info, self._journal),
             self._runs.sent_of(launches),
+            info.paused,
+            None if info.paused is None else RunPause.command(info.run, self._journal),
         )
 
     async def run_report(self, run: str) -> str:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import attrs
 
 from .._funnel import Funnel, build_funnel
-from ..ledger import IN_FLIGHT, PLANNED, Stall
+from ..ledger import IN_FLIGHT, PLANNED, RunPause, Stall
 from ..progress import ProgressUpdate, failure_words, run_update
 from ._html import (
     LaunchSummary,
@@ -63,6 +63,10 @@ class RunSummary:
     """The command that hands a stalled run's planned chunks over again."""
     sent: Mapping[str, datetime] = attrs.field(factory=dict)
     """When each of its launches was sent, as the ledger says."""
+    paused: RunPause | None = None
+    """Why the run is paused (a guard, or a person), if it is."""
+    resume: str | None = None
+    """The command that resumes a paused run."""
 
     @property
     def recipients(self) -> int:
@@ -172,7 +176,7 @@ def run_head_html(run: RunSummary) -> str:
     told = () if run.outcomes is None else run.outcomes.failed  # in the funnel
     return (
         f"<h2>Run <code>{escape(run.run)}</code>: {poll_label(run.poll_id, run.poll_name)}</h2>"
-        f"{_stalled(run)}"
+        f"{_stalled(run)}{_paused(run)}"
         f"<p>started {moment(run.created)} · {run.recipients} recipients{input_state}<br>"
         f"{_stages(run.update, told)}</p>{outcomes}{delivered}"
     )
@@ -189,6 +193,21 @@ def _stalled(run: RunSummary) -> str:
         f"{moment(datetime.fromtimestamp(run.stall.since, UTC))} (a broker that lost its "
         "messages, or no worker running). Hand them over again (nobody is sent twice) with "
         f"the input and broker of its first submit:</p>{command}</div>"
+    )
+
+
+def _paused(run: RunSummary) -> str:
+    """What a paused run says: who paused it, when, its figures, and the
+    command that resumes it."""
+    pause = run.paused
+    if pause is None:
+        return ""
+    command = f"<pre><code>{escape(run.resume)}</code></pre>" if run.resume else ""
+    return (
+        f'<div class="paused" data-paused-by="{escape(pause.reason)}"><p><b>paused</b> by the '
+        f"{escape(pause.reason)} at {moment(datetime.fromtimestamp(pause.paused_at, UTC))}: "
+        f"{escape(pause.detail)}. Nothing more of it is sent until it is resumed:</p>"
+        f"{command}</div>"
     )
 
 

@@ -57,6 +57,7 @@ from typing import TypeAlias
 from .._funnel import Funnel
 from ._build import OUTCOME, Request, build_report
 from ._errors import error_detail, error_from_detail
+from ._guarding import CANARY
 from ._identity import LedgerNotFound, WrongLedger
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
 from ._memory import MemoryLedger
@@ -96,6 +97,7 @@ from ._suppression import (
 __all__ = [
     "ACCEPTED",
     "AMBIGUOUS",
+    "CANARY",
     "DEFAULT_CLAIM_TTL",
     "DEFERRED",
     "IN_FLIGHT",

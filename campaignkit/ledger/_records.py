@@ -121,6 +121,11 @@ class RunPause:
     detail: str
     paused_at: float
 
+    @staticmethod
+    def command(run: str, journal: str) -> str:
+        """The command that resumes ``run`` of the ledger ``journal``."""
+        return f"campaignkit runs {shlex.quote(run)} --journal {shlex.quote(journal)} --resume"
+
 
 @attrs.frozen
 class RunInfo:

@@ -765,7 +765,7 @@ class SqlTx:
         rows = await self.sql.fetch(
             "SELECT c.phone FROM campaignkit_recipients c"
             " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_recipients r"
-            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ? AND u.run <> c.run"
             f" AND r.run = u.run AND r.phone = c.phone AND r.state IN {_in(states)}"
             " AND r.updated >= ? AND NOT EXISTS (SELECT 1 FROM campaignkit_outcomes o"
             " WHERE o.run = r.run AND o.phone = r.phone AND o.replied_at >= r.updated)",
@@ -777,7 +777,7 @@ class SqlTx:
         rows = await self.sql.fetch(
             "SELECT c.phone FROM campaignkit_recipients c"
             " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_outcomes o"
-            " WHERE c.run = ? AND c.chunk = ? AND c.state = ?"
+            " WHERE c.run = ? AND c.chunk = ? AND c.state = ? AND u.run <> c.run"
             " AND o.run = u.run AND o.phone = c.phone AND o.replied_at >= ?",
             *(run, chunk, state, since),
         )

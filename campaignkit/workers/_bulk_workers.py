@@ -10,7 +10,7 @@ from typing import Final, Unpack
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, Context, TaskiqDepends, TaskiqEvents
 
 from .._input.validation import raise_problems
-from ..bulk import BulkOptions, BulkOptionsDict, BulkReport, UserInput
+from ..bulk import BulkOptions, BulkOptionsDict, BulkReport, FollowingRun, UserInput
 from ..client import CampaignClient
 from ..errors import LedgerError
 from ..ledger import IN_FLIGHT, PLANNED
@@ -57,6 +57,7 @@ class BulkWorkers:
         self._worker = ChunkTask(
             ledger, client, timeout=options.timeout, max_retries=options.max_retries
         )
+        self._client = client
         self.task: AsyncTaskiqDecoratedTask[..., Awaitable[str | None]]
 
         # The message: (run, chunk) and the identity of the producer's ledger
@@ -149,8 +150,10 @@ class BulkWorkers:
         ``duplicate`` inputs; ``total``: the inputs, once the producer has
         read them all; ``funnel``: what became of the accepted ones, as far
         as the ledger knows; ``finished`` once every planned recipient has
-        been settled or expired. Each reading first reports the recipients of
-        expired claims (workers that died mid-chunk) ambiguous.
+        been settled or expired, or once the run is paused with none in
+        flight (its planned recipients wait for its resumption). Each
+        reading first reports the recipients of expired claims (workers that
+        died mid-chunk) ambiguous.
         """
         ledger = await self._producer.get()
         while True:
@@ -159,7 +162,8 @@ class BulkWorkers:
             if info is None:
                 raise LedgerError(f"no run named {run!r} in {ledger!r}")
             counts = await ledger.counts(run)
-            done = info.input_done and not counts[PLANNED] and not counts[IN_FLIGHT]
+            waits = counts[PLANNED] and info.paused is None
+            done = info.input_done and not waits and not counts[IN_FLIGHT]
             yield run_update(counts, info.total, done, await ledger.funnel(run))
             if done:
                 return
@@ -179,11 +183,34 @@ class BulkWorkers:
         return await (await self._producer.get()).counts(run)
 
     async def wait(
-        self, run: str, *, poll_interval: float = 1.0, timeout: float | None = None
+        self,
+        run: str,
+        *,
+        poll_interval: float = 1.0,
+        timeout: float | None = None,
+        follow: bool = False,
+        follow_timeout: float | None = None,
     ) -> BulkReport:
-        """The run's :class:`BulkReport` once it is done (the builtin
-        ``TimeoutError`` after ``timeout`` seconds)."""
+        """The run's :class:`BulkReport` once it is done, or paused (the
+        builtin ``TimeoutError`` after ``timeout`` seconds).
+
+        ``follow``: meanwhile, follow each launch the workers accepted as
+        soon as it is (with a client of ``client=``), writing its
+        recipients' outcomes into the ledger, so that the run's ``breaker``
+        pauses it while the workers still send; once the run is done, follow
+        them until settled, at most ``follow_timeout`` seconds more (as
+        ``send_bulk(follow=True)``)."""
+        BulkOptions(follow=follow, follow_timeout=follow_timeout)  # checked as send_bulk's
+        ledger = await self._producer.get()
         async with asyncio.timeout(timeout):
-            async for _ in self.progress(run, poll_interval=poll_interval):
-                pass
-        return await (await self._producer.get()).report(run)
+            if not follow:
+                async for _ in self.progress(run, poll_interval=poll_interval):
+                    pass
+            else:
+                async with (
+                    self._client() as client,
+                    FollowingRun(client, ledger, run, follow_timeout=follow_timeout) as following,
+                ):
+                    async for _ in self.progress(run, poll_interval=poll_interval):
+                        await following.feed()
+        return await ledger.report(run)

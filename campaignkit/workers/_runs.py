@@ -42,9 +42,12 @@ IN_PROCESS_ONLY = (
     "follow",
     "follow_timeout",
     "dry_run",
+    "canary",
 )
 """The options of a send in one process that a submit does not take (the
-workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`')."""
+workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`'; a
+canary's gate follows the run's first launches, which a producer that only
+enqueues does not)."""
 
 
 @attrs.frozen

@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 from taskiq import InMemoryBroker
 
 import campaignkit
-from campaignkit import BulkOptions, CampaignClient, SendWindow, User, ValidationError
+from campaignkit import (
+    BulkOptions,
+    CampaignClient,
+    Canary,
+    SendWindow,
+    User,
+    ValidationError,
+)
 from campaignkit.bulk import BulkOptionsDict
 from campaignkit.ledger import SqliteLedger
 from campaignkit.workers import BulkWorkers, submit_run
@@ -47,6 +54,7 @@ BAD: dict[str, st.SearchStrategy[Any]] = {
     "lines": st.one_of(st.text(min_size=1), st.just(["not a number"]), st.just(["57300", "57300"])),
     "tz_for": st.one_of(st.integers(), st.text(min_size=1)),
     "follow_timeout": st.one_of(st.floats(max_value=0), st.booleans(), st.text()),
+    "canary": st.one_of(st.integers(), st.text(), st.just({"size": 200})),
 }
 
 
@@ -165,6 +173,10 @@ async def test_submit_takes_the_value_and_refuses_what_only_a_send_in_process_ta
         with pytest.raises(ValidationError) as raised:
             await submit_run(ledger, 7, read_nothing(), enqueue=enqueue, concurrency=8, follow=True)
         assert [path for path, _ in raised.value.problems] == ["concurrency", "follow"]
+        # A canary's gate follows the run's first launches: a submit does not.
+        with pytest.raises(ValidationError) as raised:
+            await submit_run(ledger, 7, read_nothing(), enqueue=enqueue, canary=Canary(size=5))
+        assert [path for path, _ in raised.value.problems] == ["canary"]
         with pytest.raises(ValidationError, match="options"):
             await submit_run(
                 ledger, 7, read_nothing(), enqueue=enqueue, options=BulkOptions(), run="r"

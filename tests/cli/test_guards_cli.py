@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.cli import first_poll, run, users_rows, write_csv
 
+from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -67,3 +68,33 @@ async def test_max_recipients_breaker_and_confirm_over(
     assert "--confirm-over asks on a terminal" in asks.err
     single = await run(sb, "send", poll, str(path), "--dry-run")
     assert "--dry-run needs --bulk" in single.err
+
+
+async def test_a_canary_from_the_command_line(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    poll = str(await first_poll(sb))
+    path = write_csv(tmp_path / "users.csv", users_rows(6))
+    journal = str(tmp_path / "journal.sqlite")
+    alone = await run(sb, "send", poll, str(path), "--bulk", "--canary-wait", "1m")
+    assert alone.code == 2
+    assert "--canary-wait need --canary N" in alone.err
+    bad = await run(sb, "send", poll, str(path), "--bulk", "--canary", "2", "--canary-wait", "60")
+    assert bad.code == 2
+    assert "m (minutes)" in bad.err + capsys.readouterr().err
+    share = ["--canary", "2", "--canary-max-failed", "5%"]
+    worse = await run(sb, "send", poll, str(path), "--bulk", *share)
+    assert worse.code == 2
+    assert "share from 0 to 1" in worse.err + capsys.readouterr().err
+    argv = ["--journal", journal, "--run", "r", "--canary", "2", "--canary-wait", "30s"]
+    ok = await run(sb, "send", poll, str(path), "--bulk", *argv, "--canary-min-delivered", "0.5")
+    assert ok.code == 0, ok.err
+    launches = (await sb.snapshot())["companies"][0]["launches"]
+    assert [len(launch["users"]) for launch in launches] == [2, 4]
+    async with SqliteLedger(journal) as ledger:
+        assert (await ledger.run_options("r"))["canary"] == {
+            "size": 2,
+            "wait": 30.0,
+            "min_delivered": 0.5,
+            "max_failed": 0.05,
+        }

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from campaignkit.cli.parser import build_parser, parse
 
 # One of these fits each option's type (a number, a time, KEY=VALUE, a phone,
-# a failure status, a duration, a breaker).
+# a failure status, a duration, a breaker, a share).
 CANDIDATES = (
     "2",
+    "0.5",
     "24h",
     "0.2/500",
     "2026-11-28T10:00:00+00:00",

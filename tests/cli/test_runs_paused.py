@@ -4,12 +4,15 @@ command that resumes it) and ``runs RUN --resume`` resumes it."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from helpers.cli import run
 from helpers.ledgers import people
 
+from campaignkit import Breaker, Canary
+from campaignkit._guards import guard_options
 from campaignkit.ledger import SqliteLedger
 
 pytestmark = pytest.mark.timeout(60)
@@ -57,3 +60,22 @@ async def test_runs_resume_resumes_and_says_how_its_planned_users_go_out(tmp_pat
     usage = await run(None, "runs", "--journal", str(journal), "--resume")
     assert usage.code == 2
     assert "--resume needs a RUN" in usage.err
+
+
+async def test_runs_shows_each_guard_of_the_run_as_the_command_line_gives_it(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "ledger.db"
+    await paused_ledger(journal)
+    canary = Canary(size=200, wait=timedelta(minutes=15), min_delivered=0.8, max_failed=0.05)
+    guards = guard_options(Breaker(max_failed=0.2, over=500), timedelta(hours=30), True, canary)
+    async with SqliteLedger(journal) as ledger:
+        await ledger.save_run_options("spring", guards)
+    shown = await run(None, "runs", "spring", "--journal", str(journal))
+    words = (
+        "guards: cooldown 1d6h, skip open conversations, breaker 0.2/500, "
+        "canary 200 (wait 15m, min delivered 0.8, max failed 0.05)"
+    )
+    assert words in shown.out
+    listed = await run(None, "--json", "runs", "spring", "--journal", str(journal))
+    assert json.loads(listed.out)["guards"][2] == "breaker 0.2/500"

@@ -175,3 +175,22 @@ async def test_every_discovered_launch_is_listed_the_newest_followed(
     assert re.findall(r'<tr data-launch="([^"]+)"', second) == newest_first[20:]
     assert first.count("not followed") == 15
     assert dashboard.followed == 5
+
+
+async def test_a_paused_run_says_who_paused_it_with_its_figures_and_how_to_resume_it(
+    client: CampaignClient, ledger: Ledger, users: list[User]
+) -> None:
+    poll = (await client.list_polls())[0]
+    await client.send_bulk(poll.id, users[:3], journal=ledger, run="promo")
+    figures = "12% of 500 settled recipients failed (60): over the breaker's max_failed of 0.1"
+    await ledger.pause_run("promo", "breaker", figures)
+    dashboard = Dashboard(client, ledger=ledger, journal="runs.db", **FAST)
+    async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
+        run = section(await get(http, f"{url}/"), '<section class="run" data-run="promo">')
+    assert '<div class="paused" data-paused-by="breaker"><p><b>paused</b> by the breaker at' in run
+    assert escape(figures) in run
+    assert "<code>campaignkit runs promo --journal runs.db --resume</code>" in run
+    await ledger.resume_run("promo")
+    async with serving(dashboard_app(dashboard)) as url, aiohttp.ClientSession() as http:
+        run = section(await get(http, f"{url}/"), '<section class="run" data-run="promo">')
+    assert "paused" not in run
