@@ -9,7 +9,14 @@ from typing import Any
 import orjson
 import pytest
 
-from campaignkit.ledger import Ledger, MemoryLedger, PostgresLedger, Recipient, SqliteLedger
+from campaignkit.ledger import (
+    ACCEPTED,
+    Ledger,
+    MemoryLedger,
+    PostgresLedger,
+    Recipient,
+    SqliteLedger,
+)
 
 STORES = ["sqlite", "postgres"]
 """The durable stores (the ones another process can open)."""
@@ -66,3 +73,13 @@ def people(count: int, *, first: int = 0, position: int = 0) -> list[Recipient]:
         )
         for i, n in enumerate(range(first, first + count))
     ]
+
+
+async def send(ledger: Ledger, run: str, chunk: str, recipients: list[Recipient]) -> int:
+    """Plan, claim and accept one chunk; how many the claim took."""
+    await ledger.plan(run, chunk, recipients)
+    claim = await ledger.claim(run, chunk)
+    if claim is None:
+        return 0
+    await ledger.settle(run, claim.token, ACCEPTED, launch_request_id="L")
+    return len(claim.recipients)

@@ -10,7 +10,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers.ledgers import people
+from helpers.ledgers import people, send
 
 from campaignkit._guards import guard_options
 from campaignkit.ledger import ACCEPTED, DEFERRED, Ledger, Recipient
@@ -19,16 +19,6 @@ from campaignkit.webhooks import WebhookEvent, parse_event
 pytestmark = pytest.mark.timeout(60)
 
 DAY = timedelta(hours=24)
-
-
-async def send(ledger: Ledger, run: str, chunk: str, recipients: list[Recipient]) -> int:
-    """Plan, claim and accept one chunk; how many the claim took."""
-    await ledger.plan(run, chunk, recipients)
-    claim = await ledger.claim(run, chunk)
-    if claim is None:
-        return 0
-    await ledger.settle(run, claim.token, ACCEPTED, launch_request_id="L")
-    return len(claim.recipients)
 
 
 async def reasons(ledger: Ledger, run: str) -> Counter[str]:

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 
 import pytest
-from helpers.ledgers import NewLedger, people
+from helpers.ledgers import NewLedger, people, send
 
 from campaignkit._report import ZONE_UNKNOWN, deferral_detail
 from campaignkit.ledger import (
@@ -18,7 +18,6 @@ from campaignkit.ledger import (
     PLANNED,
     SUPPRESSED,
     Ledger,
-    Recipient,
 )
 from campaignkit.ledger._sending import DAY
 
@@ -29,16 +28,6 @@ RUN = "run-1"
 
 async def states(ledger: Ledger, run: str = RUN) -> Counter[str]:
     return Counter([r.state async for r in ledger.records(run)])
-
-
-async def send(ledger: Ledger, run: str, chunk: str, recipients: list[Recipient]) -> int:
-    """Plan, claim and accept one chunk; how many the claim took."""
-    await ledger.plan(run, chunk, recipients)
-    claim = await ledger.claim(run, chunk)
-    if claim is None:
-        return 0
-    await ledger.settle(run, claim.token, ACCEPTED, launch_request_id="L")
-    return len(claim.recipients)
 
 
 async def test_run_options_are_kept_per_run_and_replaced(ledger: Ledger) -> None:
