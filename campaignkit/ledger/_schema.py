@@ -79,10 +79,13 @@ SCHEMA: Final = (
         updated DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (run, phone)
     )""",
-    # One secondary index: a recipient's every move rewrites its entries, and
-    # a claim's recipients are found through its chunk (see ._sql).
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
-    " ON campaignkit_recipients (run, chunk, state)",
+    # One secondary index, of what never moves: a plan writes its entries, a
+    # claim or a settle (a change of state) none. A claim's recipients are
+    # found through its chunk (see ._sql); an older ledger's index holding
+    # the state, rewritten at each move, is replaced when it is opened.
+    "DROP INDEX IF EXISTS campaignkit_recipients_chunk",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_run_chunk"
+    " ON campaignkit_recipients (run, chunk)",
     "DROP INDEX IF EXISTS campaignkit_recipients_claim",
     "DROP INDEX IF EXISTS campaignkit_recipients_state",
     """CREATE TABLE IF NOT EXISTS campaignkit_claims (

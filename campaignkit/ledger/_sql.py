@@ -21,7 +21,7 @@ from .._funnel import OutcomeGroup
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import STATES, Recipients, Record, RunInfo, Skipped
+from ._records import ACCEPTED, Recipients, Record, RunInfo, Skipped
 from ._rekey import create_schema
 from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
@@ -150,7 +150,17 @@ class SqlStore(abc.ABC):
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
     ) -> tuple[list[Request], list[SuppressedUser]]:
-        records = [record async for record in self.records(run, STATES, 10_000)]
+        # One statement, not pages: each page of :meth:`records` sorts the
+        # whole run again (no index of positions: it would cost every plan).
+        # No user of the accepted: a report lists none (see ._build.chunk_of).
+        async with self.connection() as tx:
+            rows = await tx.fetch(
+                "SELECT phone, position, state, launch_request_id, detail,"
+                f" CASE WHEN state = '{ACCEPTED}' THEN NULL ELSE user_wire END, claim"
+                " FROM campaignkit_recipients WHERE run = ? ORDER BY position, phone",
+                run,
+            )
+        records = [Record(*row) for row in rows]
         return requests_of(records, acks), suppressed_of(records)
 
     async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:

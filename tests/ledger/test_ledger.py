@@ -587,25 +587,28 @@ async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> Non
 async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_use(
     tmp_path: Path,
 ) -> None:
-    """Each index of the recipients is rewritten at every move of one (plan,
-    claim, settle): one is kept, and a claim's recipients (a settle, the
-    daily limit's count) are found through it, never by reading them all.
-    A ledger made with the two older indexes loses them when opened."""
+    """An index of the recipients holding their state is rewritten at every
+    move of one (claim, settle): one is kept, of their run and chunk only,
+    and a claim's recipients (a settle, the daily limit's count) are found
+    through it, never by reading them all. A ledger made with the older
+    indexes loses them when opened."""
     from campaignkit.ledger._sql import _TAKEN
 
     path = tmp_path / "ledger.db"
     async with SqliteLedger(path) as ledger:
-        await sql(
-            ledger,
-            "CREATE INDEX campaignkit_recipients_state ON campaignkit_recipients (run, state)",
-        )
+        await sql(ledger, "DROP INDEX campaignkit_recipients_run_chunk")
+        for name, columns in [("state", "run, state"), ("chunk", "run, chunk, state")]:
+            await sql(
+                ledger,
+                f"CREATE INDEX campaignkit_recipients_{name} ON campaignkit_recipients ({columns})",
+            )
     async with SqliteLedger(path) as ledger:
         indexes = await sql(
             ledger,
             "SELECT name FROM sqlite_master WHERE type = 'index'"
             " AND tbl_name = 'campaignkit_recipients' AND name NOT LIKE 'sqlite_autoindex%'",
         )
-        assert indexes == [("campaignkit_recipients_chunk",)]
+        assert indexes == [("campaignkit_recipients_run_chunk",)]
         settle = (
             "UPDATE campaignkit_recipients SET state = 'accepted' WHERE run = ?"
             " AND chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND claim IN (?))"
@@ -614,7 +617,7 @@ async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_us
         counted = f"SELECT COUNT(DISTINCT r.phone){_TAKEN} AND r.state IN ('accepted')"
         for statement, args in [(settle, ("r", "r", "c", "c")), (counted, (0.0,))]:
             steps = [row[-1] for row in await sql(ledger, "EXPLAIN QUERY PLAN " + statement, *args)]
-            assert any("campaignkit_recipients_chunk" in step for step in steps), steps
+            assert any("campaignkit_recipients_run_chunk" in step for step in steps), steps
             assert not any(
                 step.startswith(("SCAN r", "SCAN campaignkit_recipients")) for step in steps
             )
