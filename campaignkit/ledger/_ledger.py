@@ -271,13 +271,16 @@ class Ledger(abc.ABC):
             # running send would let it message everyone its runs already reached.
             await self._check_identity(tx)
             await self._suppress_late(tx, run, chunk, now)
-            await self._defer_over_budget(tx, run, chunk, now)
+            options = await self._options(tx, run)
+            await self._defer_over_budget(tx, run, chunk, now, options)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
                 return None
             expires = now + self.claim_ttl
             await tx.add_claim(run, token, chunk, owner, len(taken), now, expires)
-        return Claim(token, chunk, taken, expires)
+            found = await tx.run(run)
+        info = None if found is None else found[0]
+        return Claim(token, chunk, taken, expires, run=info, options=options)
 
     async def _check_identity(self, tx: StoreTx) -> None:
         """Raise unless the ledger is still the one opened: a file copied over
@@ -301,10 +304,12 @@ class Ledger(abc.ABC):
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})
 
-    async def _defer_over_budget(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
+    async def _defer_over_budget(
+        self, tx: StoreTx, run: str, chunk: str, now: float, options: Mapping[str, Any]
+    ) -> None:
         """File deferred the planned recipients of ``chunk`` past the run's
-        daily limit, so that the claim leaves them."""
-        limit = daily_limit_of(await self._options(tx, run))
+        daily limit (one of its ``options``), so that the claim leaves them."""
+        limit = daily_limit_of(options)
         if limit is None:
             return
         await tx.lock("daily_limit")

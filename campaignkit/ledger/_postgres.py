@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # Any fixed number: it names the lock that serialises schema creation.
 _SCHEMA_LOCK = 0x63616D70
+# The recipients' pages are filled to half (see PostgresStore._tune_schema).
+_RECIPIENT_FILL = "fillfactor=50"
 
 
 # A password in the user part (user:pw@host) or as a query parameter, written
@@ -139,6 +141,20 @@ class PostgresStore(SqlStore):
     async def _lock_schema(self, tx: Transaction) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
 
+    async def _tune_schema(self, tx: Transaction) -> None:
+        """Leave half of each page of recipients free (new pages; set once).
+
+        A claim and a settle each write a new version of every recipient of
+        a chunk: with room on its page, the version changes no index (a HOT
+        update), and a claim or a settle costs the server less than half
+        (benchmarks, row 17), for a table twice the size.
+        """
+        rows = await tx.fetch(
+            "SELECT reloptions FROM pg_class WHERE oid = to_regclass('campaignkit_recipients')"
+        )
+        if _RECIPIENT_FILL not in (rows[0][0] or ()):
+            await tx.execute(f"ALTER TABLE campaignkit_recipients SET ({_RECIPIENT_FILL})")
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Transaction]:
         import asyncpg
@@ -220,6 +236,15 @@ class _PostgresTransaction:
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *args)]
+
+    async def insert(
+        self, into: str, types: Sequence[str], rows: Sequence[Sequence[Any]], then: str
+    ) -> int:
+        # One statement whose rows come as an array a column: a statement a
+        # row (executemany) costs the server a third more.
+        arrays = ", ".join(f"?::{kind}[]" for kind in types)
+        columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in types]
+        return await self.execute(f"{into} SELECT * FROM unnest({arrays}) {then}", *columns)
 
     def spaced(self, column: str) -> str:
         return f"string_agg({column}, ' ')"

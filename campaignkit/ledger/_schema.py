@@ -27,6 +27,15 @@ class Transaction(Protocol):
         ...
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
+    async def insert(
+        self, into: str, types: Sequence[str], rows: Sequence[Sequence[Any]], then: str
+    ) -> int:
+        """Run ``{into} <rows> {then}``: ``into`` is ``INSERT INTO table
+        (columns)``, ``rows`` their values (of the SQL ``types``), ``then``
+        an ``ON CONFLICT`` clause; in as few statements as the dialect
+        allows (one a chunk, not one a row). How many rows it changed."""
+        ...
+
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         """``column IN (...)`` for ``values``: the SQL and its arguments."""
         ...

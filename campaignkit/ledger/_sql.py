@@ -67,6 +67,17 @@ _TAKEN: Final = (
     " FROM campaignkit_claims c CROSS JOIN campaignkit_recipients r"
     " WHERE r.run = c.run AND r.chunk = c.chunk AND r.claim = c.claim AND c.claimed > ?"
 )
+# The types of the columns a plan inserts (see Transaction.insert).
+_RECIPIENT_TYPES: Final = (
+    "text",
+    "text",
+    "bigint",
+    "text",
+    "text",
+    "text",
+    "text",
+    "double precision",
+)
 # The columns a move or a claim update may set: never a caller's text.
 _RECIPIENT_FIELDS: Final = frozenset({"detail", "launch_request_id", "claim"})
 _CLAIM_FIELDS: Final = frozenset({"ack", "detail"})
@@ -101,6 +112,10 @@ class SqlStore(abc.ABC):
         """Serialise schema creation between processes."""
 
     @abc.abstractmethod
+    async def _tune_schema(self, tx: Transaction) -> None:
+        """Set what the dialect's tables need beyond the shared schema."""
+
+    @abc.abstractmethod
     def connection(self) -> AbstractAsyncContextManager[Transaction]:
         """One transaction of the connection: committed durably on success,
         rolled back on error."""
@@ -119,7 +134,9 @@ class SqlStore(abc.ABC):
         await self._connect()
         async with self.connection() as tx:
             await self._lock_schema(tx)
-            return await create_schema(tx)
+            created = await create_schema(tx)
+            await self._tune_schema(tx)
+            return created
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqlTx]:
@@ -355,23 +372,27 @@ class SqlTx:
         replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        changed = await self.sql.executemany(
+        values = [
+            (run, phone, position, chunk, state, detail, user, now)
+            for phone, position, user in zip(
+                recipients.phones, recipients.positions, recipients.users, strict=True
+            )
+        ]
+        last = {phone: i for i, phone in enumerate(recipients.phones)}
+        if len(last) < len(values):  # a phone given twice: its last row is filed
+            values = [values[i] for i in sorted(last.values())]
+        changed = await self.sql.insert(
             "INSERT INTO campaignkit_recipients"
-            " (run, phone, position, chunk, state, detail, user_wire, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+            " (run, phone, position, chunk, state, detail, user_wire, updated)",
+            _RECIPIENT_TYPES,
+            values,
+            "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
             " position = excluded.position, user_wire = excluded.user_wire,"
             " state = excluded.state, claim = NULL, detail = excluded.detail,"
             " updated = excluded.updated"
             f" WHERE campaignkit_recipients.state IN {_in(replace)}",
-            [
-                (run, phone, position, chunk, state, detail, user, now)
-                for phone, position, user in zip(
-                    recipients.phones, recipients.positions, recipients.users, strict=True
-                )
-            ],
         )
-        if changed == len(recipients):
+        if changed == len(values):
             return []  # each one new to the run or replaced: none kept
         # Those kept are still in their chunk (the others are in this one).
         kept: list[Record] = []

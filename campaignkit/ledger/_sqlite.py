@@ -257,6 +257,9 @@ class SqliteStore(SqlStore):
     async def _lock_schema(self, tx: Transaction) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the file's write lock."""
 
+    async def _tune_schema(self, tx: Transaction) -> None:
+        """Nothing to do: SQLite rewrites a row in place."""
+
     async def aclose(self) -> None:
         executor, conn = self._executor, self._conn
         self._executor = self._conn = None
@@ -352,6 +355,23 @@ class _SqliteTransaction:
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._conn.execute(sql, args).fetchall()
+
+    async def insert(
+        self, into: str, types: Sequence[str], rows: Sequence[Sequence[Any]], then: str
+    ) -> int:
+        return await self._ledger._call(self._insert, into, len(types), rows, then)
+
+    def _insert(self, into: str, width: int, rows: Sequence[Sequence[Any]], then: str) -> int:
+        # One statement of many rows: a third faster than a statement a row.
+        per = max(1, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        row = "(" + ", ".join("?" * width) + ")"
+        changed = 0
+        for start in range(0, len(rows), per):
+            batch = rows[start : start + per]
+            values = ", ".join([row] * len(batch))
+            args = [value for one in batch for value in one]
+            changed += self._conn.execute(f"{into} VALUES {values} {then}", args).rowcount
+        return changed
 
     def spaced(self, column: str) -> str:
         return f"group_concat({column}, ' ')"
