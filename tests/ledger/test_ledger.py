@@ -156,6 +156,29 @@ async def test_a_run_stopped_by_a_fatal_answer(ledger: Ledger) -> None:
     assert (await ledger.report(RUN)).fatal is None
 
 
+async def test_a_claim_carries_its_run_and_options_as_its_transaction_read_them(
+    ledger: Ledger,
+) -> None:
+    """Its sender reads nothing more before the request leaves: the run's
+    poll, the fatal answer that stopped it, its send options."""
+    gone = "NotFoundError: POST http://x.test/v2/send-campaign/7 -> 404: Poll 7 not found."
+    await ledger.start_run(RUN, "poll-1")
+    await ledger.save_run_options(RUN, {"lines": ["573001"]})
+    await ledger.plan(RUN, "c1", people(2))
+    await ledger.plan(RUN, "c2", people(2, first=2))
+    first = await claimed(ledger, "c1")
+    assert first.run is not None
+    assert first.run == await ledger.run_info(RUN)
+    assert (first.run.poll, first.run.stopped) == ("poll-1", None)
+    assert first.options == {"lines": ["573001"]}
+    await ledger.stop_run(RUN, gone)
+    await ledger.save_run_options(RUN, {})
+    second = await claimed(ledger, "c2")
+    assert second.run is not None
+    assert second.run.stopped == gone
+    assert second.options == {}
+
+
 # -- planning
 
 
