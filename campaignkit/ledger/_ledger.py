@@ -491,7 +491,14 @@ class Ledger(abc.ABC):
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )
-        report.funnel = await self.funnel(run)
+        # The recipients counted as read for the report: one reading of the
+        # run, not a second (a whole run's, without an index of states).
+        counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
+        for request in requests:
+            counts[request.state] += len(request.positions)
+        counts[SUPPRESSED] += len(suppressed)
+        counts["invalid"], counts["duplicate"] = len(invalid), len(duplicates)
+        report.funnel = build_funnel(counts, await self.outcome_groups(run))
         if info.stopped is not None:
             report.fatal = error_from_detail(info.stopped)
         return report

@@ -167,18 +167,33 @@ class SqlStore(abc.ABC):
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
     ) -> tuple[list[Request], list[SuppressedUser]]:
-        # One statement, not pages: each page of :meth:`records` sorts the
-        # whole run again (no index of positions: it would cost every plan).
-        # No user of the accepted: a report lists none (see ._build.chunk_of).
+        # Whole, not page by page (each page of :meth:`records` sorts the run
+        # again: no index of positions, it would cost every plan). The
+        # accepted, most of a run, as their claim and position only: a
+        # report lists no accepted user (see ._build.chunk_of).
         async with self.connection() as tx:
             rows = await tx.fetch(
-                "SELECT phone, position, state, launch_request_id, detail,"
-                f" CASE WHEN state = '{ACCEPTED}' THEN NULL ELSE user_wire END, claim"
-                " FROM campaignkit_recipients WHERE run = ? ORDER BY position, phone",
-                run,
+                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND state <> ?"
+                " ORDER BY position, phone",
+                *(run, ACCEPTED),
+            )
+            accepted = await tx.fetch(
+                "SELECT claim, detail, position FROM campaignkit_recipients"
+                " WHERE run = ? AND state = ?",
+                *(run, ACCEPTED),
             )
         records = [Record(*row) for row in rows]
-        return requests_of(records, acks), suppressed_of(records)
+        requests = requests_of(records, acks)
+        # Grouped by claim, as requests_of groups them: the detail of the first.
+        by_claim: dict[str | None, list[tuple[int, str | None]]] = {}
+        for claim, detail, position in accepted:
+            by_claim.setdefault(claim, []).append((position, detail))
+        for claim, group in by_claim.items():
+            group.sort(key=itemgetter(0))
+            positions = [position for position, _ in group]
+            ack = acks.get(claim or "")
+            requests.append(Request(claim, ACCEPTED, positions, None, group[0][1], ack))
+        return requests, suppressed_of(records)
 
     async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
         after = ""
