@@ -238,13 +238,22 @@ class _PostgresTransaction:
         return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *args)]
 
     async def insert(
-        self, into: str, types: Sequence[str], rows: Sequence[Sequence[Any]], then: str
+        self,
+        into: str,
+        fixed: Sequence[tuple[str, Any]],
+        columns: Sequence[tuple[str, Sequence[Any]]],
+        then: str,
     ) -> int:
         # One statement whose rows come as an array a column: a statement a
-        # row (executemany) costs the server a third more.
-        arrays = ", ".join(f"?::{kind}[]" for kind in types)
-        columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in types]
-        return await self.execute(f"{into} SELECT * FROM unnest({arrays}) {then}", *columns)
+        # row (executemany) costs the server a third more. The constants are
+        # given once, not in an array each (asyncpg checks every element).
+        constants = ", ".join(f"?::{kind}" for kind, _ in fixed)
+        arrays = ", ".join(f"?::{kind}[]" for kind, _ in columns)
+        return await self.execute(
+            f"{into} SELECT {constants}, * FROM unnest({arrays}) {then}",
+            *(value for _, value in fixed),
+            *(list(values) for _, values in columns),
+        )
 
     def spaced(self, column: str) -> str:
         return f"string_agg({column}, ' ')"

@@ -28,12 +28,17 @@ class Transaction(Protocol):
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
     async def insert(
-        self, into: str, types: Sequence[str], rows: Sequence[Sequence[Any]], then: str
+        self,
+        into: str,
+        fixed: Sequence[tuple[str, Any]],
+        columns: Sequence[tuple[str, Sequence[Any]]],
+        then: str,
     ) -> int:
         """Run ``{into} <rows> {then}``: ``into`` is ``INSERT INTO table
-        (columns)``, ``rows`` their values (of the SQL ``types``), ``then``
-        an ``ON CONFLICT`` clause; in as few statements as the dialect
-        allows (one a chunk, not one a row). How many rows it changed."""
+        (names)`` naming the ``fixed`` columns (one value for every row)
+        first, then ``columns`` (a value a row), each given with its SQL
+        type; ``then`` an ``ON CONFLICT`` clause. In as few statements as the
+        dialect allows (one a chunk, not one a row); how many rows it changed."""
         ...
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:

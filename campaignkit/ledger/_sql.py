@@ -67,17 +67,6 @@ _TAKEN: Final = (
     " FROM campaignkit_claims c CROSS JOIN campaignkit_recipients r"
     " WHERE r.run = c.run AND r.chunk = c.chunk AND r.claim = c.claim AND c.claimed > ?"
 )
-# The types of the columns a plan inserts (see Transaction.insert).
-_RECIPIENT_TYPES: Final = (
-    "text",
-    "text",
-    "bigint",
-    "text",
-    "text",
-    "text",
-    "text",
-    "double precision",
-)
 # The columns a move or a claim update may set: never a caller's text.
 _RECIPIENT_FIELDS: Final = frozenset({"detail", "launch_request_id", "claim"})
 _CLAIM_FIELDS: Final = frozenset({"ack", "detail"})
@@ -387,27 +376,31 @@ class SqlTx:
         replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        values = [
-            (run, phone, position, chunk, state, detail, user, now)
-            for phone, position, user in zip(
-                recipients.phones, recipients.positions, recipients.users, strict=True
-            )
-        ]
-        last = {phone: i for i, phone in enumerate(recipients.phones)}
-        if len(last) < len(values):  # a phone given twice: its last row is filed
-            values = [values[i] for i in sorted(last.values())]
+        phones, positions, users = recipients.phones, recipients.positions, recipients.users
+        last = {phone: i for i, phone in enumerate(phones)}
+        if len(last) < len(phones):  # a phone given twice: its last row is filed
+            kept_rows = sorted(last.values())
+            phones = [phones[i] for i in kept_rows]
+            positions = [positions[i] for i in kept_rows]
+            users = [users[i] for i in kept_rows]
         changed = await self.sql.insert(
             "INSERT INTO campaignkit_recipients"
-            " (run, phone, position, chunk, state, detail, user_wire, updated)",
-            _RECIPIENT_TYPES,
-            values,
+            " (run, chunk, state, detail, updated, phone, position, user_wire)",
+            [
+                ("text", run),
+                ("text", chunk),
+                ("text", state),
+                ("text", detail),
+                ("double precision", now),
+            ],
+            [("text", phones), ("bigint", positions), ("text", users)],
             "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
             " position = excluded.position, user_wire = excluded.user_wire,"
             " state = excluded.state, claim = NULL, detail = excluded.detail,"
             " updated = excluded.updated"
             f" WHERE campaignkit_recipients.state IN {_in(replace)}",
         )
-        if changed == len(values):
+        if changed == len(phones):
             return []  # each one new to the run or replaced: none kept
         # Those kept are still in their chunk (the others are in this one).
         kept: list[Record] = []

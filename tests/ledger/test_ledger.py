@@ -4,6 +4,7 @@ and the memory ledger (tests of the SQL schema itself skip the memory one)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
 import time
 from collections import Counter
@@ -32,7 +33,7 @@ from campaignkit.ledger import (
     SqliteLedger,
 )
 from campaignkit.ledger._records import Recipients
-from campaignkit.ledger._schema import SCHEMA_VERSION
+from campaignkit.ledger._schema import BATCH, SCHEMA_VERSION
 from campaignkit.ledger._sql import SqlStore
 
 RUN = "run-1"
@@ -605,6 +606,23 @@ async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> Non
         with pytest.raises(TransactionConflict):
             await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L1")
         assert store.conflicts == 4  # six tries, then the conflict is the caller's
+
+
+async def test_an_sqlite_plan_of_more_values_than_a_statement_takes_is_filed_whole(
+    tmp_path: Path,
+) -> None:
+    """A plan inserts its recipients many rows a statement, as many as the
+    file's limit of variables allows (here 1,665 rows of 3, after the 5
+    values common to all), then another statement."""
+    async with SqliteLedger(tmp_path / "ledger.db") as ledger:
+        assert ledger.store._conn is not None
+        ledger.store._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, BATCH)
+        await ledger.start_run(RUN, "poll-1")
+        given = people(2000)
+        assert await ledger.plan(RUN, "c1", given) == []
+        claim = await claimed(ledger, "c1")
+        assert list(claim.recipients) == given
+        assert (await ledger.counts(RUN))[IN_FLIGHT] == 2000
 
 
 async def test_postgres_recipients_leave_room_on_their_pages_for_their_moves(
