@@ -278,21 +278,21 @@ class SqliteStore(SqlStore):
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         async with self._lock:
+            # Begun by its first statement, in the same call to the thread: a
+            # call less a transaction, each a wait for the thread and the loop.
+            tx = _SqliteTransaction(self)
             try:
-                await self._call(self._begin, self._conn)
-            except asyncio.CancelledError:
-                # Cancelled while the thread began it, the transaction is open all
-                # the same: end it there (after the BEGIN: the thread is one), or
-                # every later transaction fails to begin.
-                await asyncio.shield(self._call(self._rollback_open, self._conn))
-                raise
-            try:
-                yield _SqliteTransaction(self)
+                yield tx
             except BaseException:
                 # Shielded: a cancelled caller must still leave the file unlocked.
-                await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
+                # Cancelled while the thread ran a statement (the first one begins
+                # the transaction), the transaction is open all the same: ended
+                # there (after the statement: the thread is one), or every later
+                # transaction would fail to begin.
+                await asyncio.shield(self._call(self._rollback_open, self._conn))
                 raise
-            await asyncio.shield(self._commit())
+            if tx.begun:
+                await asyncio.shield(self._commit())
 
     @staticmethod
     def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -337,23 +337,34 @@ class _SqliteTransaction:
         self._ledger = ledger
         assert ledger._conn is not None
         self._conn = ledger._conn
+        self.begun = False
+        """Whether a statement began the transaction (``BEGIN IMMEDIATE``)."""
+
+    def _begin(self) -> None:
+        """Begin the transaction, before its first statement (in the thread)."""
+        if not self.begun:
+            self._ledger._begin(self._conn)
+            self.begun = True
 
     async def execute(self, sql: str, *args: Any) -> int:
         return await self._ledger._call(self._execute, sql, args)
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
+        self._begin()
         return self._conn.execute(sql, args).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         return await self._ledger._call(self._executemany, sql, rows)
 
     def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        self._begin()
         return self._conn.executemany(sql, rows).rowcount
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return await self._ledger._call(self._fetch, sql, args)
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        self._begin()
         return self._conn.execute(sql, args).fetchall()
 
     async def insert(
@@ -370,6 +381,7 @@ class _SqliteTransaction:
     def _insert(
         self, into: str, constants: list[Any], rows: list[tuple[Any, ...]], then: str
     ) -> int:
+        self._begin()
         # One statement of many rows, a third faster than a statement a row;
         # each row names the constants by number (?1, ?2...) and numbers its
         # own values after the largest so far (plain ?).
