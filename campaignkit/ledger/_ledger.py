@@ -297,9 +297,8 @@ class Ledger(abc.ABC):
         """File suppressed the planned recipients of ``chunk`` whose numbers
         were listed since they were planned."""
         late: dict[str, list[str]] = {}  # by reason
-        for phone, entry, updated in await tx.listed_in(run, chunk, PLANNED):
-            if entry.added >= updated:
-                late.setdefault(entry.reason, []).append(phone)
+        for phone, entry in await tx.listed_in(run, chunk, PLANNED):
+            late.setdefault(entry.reason, []).append(phone)
         for reason, phones in late.items():
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})

@@ -147,6 +147,9 @@ SCHEMA: Final = (
         source TEXT,
         added DOUBLE PRECISION NOT NULL
     )""",
+    # A claim looks its chunk's recipients up only when a number was listed
+    # since the chunk was made (see ._sql): found through this index.
+    "CREATE INDEX IF NOT EXISTS campaignkit_suppressions_added ON campaignkit_suppressions (added)",
     *OUTCOME_TABLES,
     """CREATE TABLE IF NOT EXISTS campaignkit_run_options (
         run TEXT PRIMARY KEY,
