@@ -63,9 +63,7 @@ class _TimedTx(SqlTx):
         finally:
             self.store.looking_up += time.perf_counter() - started
 
-    async def listed_in(
-        self, run: str, chunk: str, state: str
-    ) -> list[tuple[str, Suppression, float]]:
+    async def listed_in(self, run: str, chunk: str, state: str) -> list[tuple[str, Suppression]]:
         started = time.perf_counter()
         try:
             return await super().listed_in(run, chunk, state)

@@ -198,6 +198,8 @@ class ChunkSender:
         self.client, self.ledger = client, ledger
         self.owner = owner or worker_name()
         self.timeout, self.max_retries = timeout, max_retries
+        self._found: set[str] = set()
+        """The runs found in the ledger: a run is never removed from one."""
 
     async def send(
         self, run: str, chunk: str, *, ledger_identity: str | None = None
@@ -222,11 +224,12 @@ class ChunkSender:
                 f"run {run} chunk {chunk} belongs to ledger {ledger_identity}, and this "
                 f"worker's ledger {ledger!r} is ledger {ledger.identity}"
             )
-        if await ledger.run_info(run) is None:
+        if run not in self._found and await ledger.run_info(run) is None:
             raise WrongLedger(
                 f"run {run} chunk {chunk}: no run named {run!r} in this worker's ledger "
                 f"{ledger!r} (ledger {ledger.identity}): is it the producer's ledger?"
             )
+        self._found.add(run)
         retrying = reconnecting(
             LedgerUnavailable,
             tenacity.stop_after_delay(getattr(ledger, "reconnect_timeout", 0.0)),
@@ -248,16 +251,18 @@ class ChunkSender:
         in its order, when the caller has them). Once any sender's fatal
         answer has stopped the run, they are filed rejected with it, unsent."""
         ledger = self.ledger
-        # Read after the claim, as late as can be before the request would
-        # leave: once a fatal answer ended the run, nobody sends for it again.
-        info = await ledger.run_info(run)
+        # Read with the claim (or after it), as late as can be before the
+        # request would leave: once a fatal answer ended the run, nobody
+        # sends for it again.
+        info = claim.run or await ledger.run_info(run)
         if info is None:
             raise WrongLedger(f"run {run}: gone from {ledger!r} while sending it")
         if info.stopped is not None:
             result = await reject_unsent(ledger, run, claim, error_from_detail(info.stopped))
             return Sent(claim, result, unsent=True)
         # The producer's send window and lines, as it stored them with the run.
-        rules = SendRules.from_options(await ledger.run_options(run))
+        options = claim.options if claim.run is not None else await ledger.run_options(run)
+        rules = SendRules.from_options(options)
         result = await send_claim(
             self.client,
             ledger,

@@ -24,8 +24,10 @@ from ._records import (
     IN_FLIGHT,
     PLANNED,
     REJECTED,
+    STATES,
     SUPPRESSED,
     Record,
+    Skipped,
 )
 
 Outcome = Literal["accepted", "rejected", "ambiguous", "deferred"]
@@ -159,6 +161,34 @@ def chunk_of(index: int, request: Request, *, keep_accepted_users: bool = False)
         positions=request.positions,
         users=users if keep else None,
     )
+
+
+def skipped_users(items: Iterable[Skipped]) -> tuple[list[InvalidUser], list[DuplicateUser]]:
+    """The invalid and the repeated inputs a run skipped, as a report lists them."""
+    invalid, duplicates = [], []
+    for item in items:
+        if item.kind == "duplicate":
+            user = user_of(item.item or "{}")
+            duplicates.append(DuplicateUser(item.position, item.phone or "", user))
+        else:
+            value = None if item.item is None else orjson.loads(item.item)
+            invalid.append(InvalidUser(item.position, item.reason or "invalid", item.line, value))
+    return invalid, duplicates
+
+
+def state_counts(
+    requests: Iterable[Request],
+    suppressed: Sequence[SuppressedUser],
+    invalid: Sequence[InvalidUser],
+    duplicates: Sequence[DuplicateUser],
+) -> dict[str, int]:
+    """How many of a report's inputs are in each state (and invalid, duplicate)."""
+    counts = dict.fromkeys((*STATES, "invalid", "duplicate"), 0)
+    for request in requests:
+        counts[request.state] += len(request.positions)
+    counts[SUPPRESSED] += len(suppressed)
+    counts["invalid"], counts["duplicate"] = len(invalid), len(duplicates)
+    return counts
 
 
 def build_report(

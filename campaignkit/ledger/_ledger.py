@@ -20,18 +20,17 @@ from .._funnel import Funnel, OutcomeGroup, build_funnel
 from .._guards import template_pauses
 from .._input.validation import raise_problems
 from .._redaction import sdk_logger
-from .._report import BulkReport, DuplicateUser, InvalidUser
+from .._report import BulkReport
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, user_of
+from ._build import build_report, skipped_users, state_counts, user_of
 from ._errors import error_from_detail
 from ._guarding import (
     FAILED,
     MANUAL_PAUSE,
     TEMPLATE,
     defer_contacted,
-    is_paused,
     judge_breaker,
     pause_problems,
     pause_running,
@@ -284,17 +283,20 @@ class Ledger(abc.ABC):
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
             await self._check_identity(tx)
-            if await is_paused(tx, run):  # the chunk stays planned, for after its resumption
-                return None
+            found = await tx.run(run)
+            info = None if found is None else found[0]
+            if info is not None and info.paused is not None:
+                return None  # the chunk stays planned, for after its resumption
             await self._suppress_late(tx, run, chunk, now)
-            await defer_contacted(tx, run, chunk, now, await self._options(tx, run), _COUNTED)
-            await self._defer_over_budget(tx, run, chunk, now)
+            options = await self._options(tx, run)
+            await defer_contacted(tx, run, chunk, now, options, _COUNTED)
+            await self._defer_over_budget(tx, run, chunk, now, options)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
                 return None
             expires = now + self.claim_ttl
             await tx.add_claim(run, token, chunk, owner, len(taken), now, expires)
-        return Claim(token, chunk, taken, expires)
+        return Claim(token, chunk, taken, expires, run=info, options=options)
 
     async def _check_identity(self, tx: StoreTx) -> None:
         """Raise unless the ledger is still the one opened: a file copied over
@@ -311,17 +313,18 @@ class Ledger(abc.ABC):
         """File suppressed the planned recipients of ``chunk`` whose numbers
         were listed since they were planned."""
         late: dict[str, list[str]] = {}  # by reason
-        for phone, entry, updated in await tx.listed_in(run, chunk, PLANNED):
-            if entry.added >= updated:
-                late.setdefault(entry.reason, []).append(phone)
+        for phone, entry in await tx.listed_in(run, chunk, PLANNED):
+            late.setdefault(entry.reason, []).append(phone)
         for reason, phones in late.items():
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})
 
-    async def _defer_over_budget(self, tx: StoreTx, run: str, chunk: str, now: float) -> None:
+    async def _defer_over_budget(
+        self, tx: StoreTx, run: str, chunk: str, now: float, options: Mapping[str, Any]
+    ) -> None:
         """File deferred the planned recipients of ``chunk`` past the run's
-        daily limit, so that the claim leaves them."""
-        limit = daily_limit_of(await self._options(tx, run))
+        daily limit (one of its ``options``), so that the claim leaves them."""
+        limit = daily_limit_of(options)
         if limit is None:
             return
         await tx.lock("daily_limit")
@@ -488,15 +491,7 @@ class Ledger(abc.ABC):
         requests, suppressed = await self.store.report_groups(run, acks)
         if info.paused is not None:
             requests = [paused_request(request, info.paused) for request in requests]
-        invalid, duplicates = [], []
-        for item in await self.skipped(run):
-            if item.kind == "duplicate":
-                user = user_of(item.item or "{}")
-                duplicates.append(DuplicateUser(item.position, item.phone or "", user))
-            else:
-                value = None if item.item is None else orjson.loads(item.item)
-                reason = item.reason or "invalid"
-                invalid.append(InvalidUser(item.position, reason, item.line, value))
+        invalid, duplicates = skipped_users(await self.skipped(run))
         last = await self.last_update(run)
         report = build_report(
             info.poll,
@@ -507,7 +502,10 @@ class Ledger(abc.ABC):
             total=info.total,
             elapsed=max(0.0, (last or info.created) - info.created),
         )
-        report.funnel = await self.funnel(run)
+        # The recipients counted as read for the report: one reading of the
+        # run, not a second (a whole run's, without an index of states).
+        counts = state_counts(requests, suppressed, invalid, duplicates)
+        report.funnel = build_funnel(counts, await self.outcome_groups(run))
         if info.stopped is not None:
             report.fatal = error_from_detail(info.stopped)
         if info.paused is not None:

@@ -370,17 +370,15 @@ class MemoryStore:
         batches = self.state(run).in_chunk(chunk, (state,))
         return [phone for _, phone in sorted((q, p) for _, _, p, q in live(batches))]
 
-    async def listed_in(
-        self, run: str, chunk: str, state: str
-    ) -> list[tuple[str, Suppression, float]]:
+    async def listed_in(self, run: str, chunk: str, state: str) -> list[tuple[str, Suppression]]:
         kept = self._suppressions
         if not kept:
             return []
         batches = self.state(run).in_chunk(chunk, (state,))
         return [
-            (phone, entry, batch.updated)
+            (phone, entry)
             for batch, _, phone, _ in live(batches)
-            if (entry := kept.get(phone)) is not None
+            if (entry := kept.get(phone)) is not None and entry.added >= batch.updated
         ]
 
     def _counted(

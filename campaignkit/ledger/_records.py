@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import operator
 import shlex
-from collections.abc import Iterator, Sequence
-from typing import Final, overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, overload
 
 import attrs
 
@@ -108,6 +108,13 @@ class Claim:
     chunk: str
     recipients: Sequence[Recipient] = attrs.field(repr=lambda r: f"<{len(r)} recipients>")
     expires: float = 0.0
+    run: RunInfo | None = None
+    """The run as the claim's transaction read it (its poll, the fatal answer
+    that had stopped it): its sender needs no other read before the request
+    leaves. None in a claim made otherwise than by a ledger's ``claim``."""
+    options: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+    """The run's options as the claim's transaction read them (see
+    :meth:`~campaignkit.ledger.Ledger.save_run_options`)."""
 
 
 @attrs.frozen

@@ -27,6 +27,20 @@ class Transaction(Protocol):
         ...
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
+    async def insert(
+        self,
+        into: str,
+        fixed: Sequence[tuple[str, Any]],
+        columns: Sequence[tuple[str, Sequence[Any]]],
+        then: str,
+    ) -> int:
+        """Run ``{into} <rows> {then}``: ``into`` is ``INSERT INTO table
+        (names)`` naming the ``fixed`` columns (one value for every row)
+        first, then ``columns`` (a value a row), each given with its SQL
+        type; ``then`` an ``ON CONFLICT`` clause. In as few statements as the
+        dialect allows (one a chunk, not one a row); how many rows it changed."""
+        ...
+
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         """``column IN (...)`` for ``values``: the SQL and its arguments."""
         ...
@@ -79,10 +93,13 @@ SCHEMA: Final = (
         updated DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (run, phone)
     )""",
-    # One secondary index: a recipient's every move rewrites its entries, and
-    # a claim's recipients are found through its chunk (see ._sql).
-    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_chunk"
-    " ON campaignkit_recipients (run, chunk, state)",
+    # One secondary index, of what never moves: a plan writes its entries, a
+    # claim or a settle (a change of state) none. A claim's recipients are
+    # found through its chunk (see ._sql); an older ledger's index holding
+    # the state, rewritten at each move, is replaced when it is opened.
+    "DROP INDEX IF EXISTS campaignkit_recipients_chunk",
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_run_chunk"
+    " ON campaignkit_recipients (run, chunk)",
     "DROP INDEX IF EXISTS campaignkit_recipients_claim",
     "DROP INDEX IF EXISTS campaignkit_recipients_state",
     """CREATE TABLE IF NOT EXISTS campaignkit_claims (
@@ -130,6 +147,9 @@ SCHEMA: Final = (
         source TEXT,
         added DOUBLE PRECISION NOT NULL
     )""",
+    # A claim looks its chunk's recipients up only when a number was listed
+    # since the chunk was made (see ._sql): found through this index.
+    "CREATE INDEX IF NOT EXISTS campaignkit_suppressions_added ON campaignkit_suppressions (added)",
     *OUTCOME_TABLES,
     """CREATE TABLE IF NOT EXISTS campaignkit_run_options (
         run TEXT PRIMARY KEY,

@@ -22,7 +22,7 @@ from .._funnel import OutcomeGroup
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import STATES, Recipients, Record, RunInfo, RunPause, Skipped
+from ._records import ACCEPTED, Recipients, Record, RunInfo, RunPause, Skipped
 from ._rekey import create_schema
 from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
@@ -36,6 +36,7 @@ _RUNS: Final = (
     " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
 )
 _SUPPRESSION: Final = "phone, reason, source, added"
+_LISTED: Final = "s.phone, s.reason, s.source, s.added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
 _LISTED_ROWS: Final = 1000
 _OUTCOME: Final = (
@@ -103,6 +104,9 @@ class SqlStore(abc.ABC):
     async def _lock_schema(self, tx: Transaction) -> None:
         """Serialise schema creation between processes."""
 
+    async def _tune_schema(self, tx: Transaction) -> None:  # noqa: B027 (a hook: most need nothing)
+        """Set what the dialect's tables need beyond the shared schema (none by default)."""
+
     @abc.abstractmethod
     def connection(self) -> AbstractAsyncContextManager[Transaction]:
         """One transaction of the connection: committed durably on success,
@@ -122,7 +126,9 @@ class SqlStore(abc.ABC):
         await self._connect()
         async with self.connection() as tx:
             await self._lock_schema(tx)
-            return await create_schema(tx)
+            created = await create_schema(tx)
+            await self._tune_schema(tx)
+            return created
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqlTx]:
@@ -153,8 +159,33 @@ class SqlStore(abc.ABC):
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
     ) -> tuple[list[Request], list[SuppressedUser]]:
-        records = [record async for record in self.records(run, STATES, 10_000)]
-        return requests_of(records, acks), suppressed_of(records)
+        # Whole, not page by page (each page of :meth:`records` sorts the run
+        # again: no index of positions, it would cost every plan). The
+        # accepted, most of a run, as their claim and position only: a
+        # report lists no accepted user (see ._build.chunk_of).
+        async with self.connection() as tx:
+            rows = await tx.fetch(
+                f"SELECT {_RECORD} FROM campaignkit_recipients WHERE run = ? AND state <> ?"
+                " ORDER BY position, phone",
+                *(run, ACCEPTED),
+            )
+            accepted = await tx.fetch(
+                "SELECT claim, detail, position FROM campaignkit_recipients"
+                " WHERE run = ? AND state = ?",
+                *(run, ACCEPTED),
+            )
+        records = [Record(*row) for row in rows]
+        requests = requests_of(records, acks)
+        # Grouped by claim, as requests_of groups them: the detail of the first.
+        by_claim: dict[str | None, list[tuple[int, str | None]]] = {}
+        for claim, detail, position in accepted:
+            by_claim.setdefault(claim, []).append((position, detail))
+        for claim, group in by_claim.items():
+            group.sort(key=itemgetter(0))
+            positions = [position for position, _ in group]
+            ack = acks.get(claim or "")
+            requests.append(Request(claim, ACCEPTED, positions, None, group[0][1], ack))
+        return requests, suppressed_of(records)
 
     async def suppressions(self, page_size: int) -> AsyncIterator[Suppression]:
         after = ""
@@ -386,23 +417,31 @@ class SqlTx:
         replace: Collection[str],
         now: float,
     ) -> list[Record]:
-        changed = await self.sql.executemany(
+        phones, positions, users = recipients.phones, recipients.positions, recipients.users
+        last = {phone: i for i, phone in enumerate(phones)}
+        if len(last) < len(phones):  # a phone given twice: its last row is filed
+            kept_rows = sorted(last.values())
+            phones = [phones[i] for i in kept_rows]
+            positions = [positions[i] for i in kept_rows]
+            users = [users[i] for i in kept_rows]
+        changed = await self.sql.insert(
             "INSERT INTO campaignkit_recipients"
-            " (run, phone, position, chunk, state, detail, user_wire, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+            " (run, chunk, state, detail, updated, phone, position, user_wire)",
+            [
+                ("text", run),
+                ("text", chunk),
+                ("text", state),
+                ("text", detail),
+                ("double precision", now),
+            ],
+            [("text", phones), ("bigint", positions), ("text", users)],
+            "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
             " position = excluded.position, user_wire = excluded.user_wire,"
             " state = excluded.state, claim = NULL, detail = excluded.detail,"
             " updated = excluded.updated"
             f" WHERE campaignkit_recipients.state IN {_in(replace)}",
-            [
-                (run, phone, position, chunk, state, detail, user, now)
-                for phone, position, user in zip(
-                    recipients.phones, recipients.positions, recipients.users, strict=True
-                )
-            ],
         )
-        if changed == len(recipients):
+        if changed == len(phones):
             return []  # each one new to the run or replaced: none kept
         # Those kept are still in their chunk (the others are in this one).
         kept: list[Record] = []
@@ -470,16 +509,21 @@ class SqlTx:
         )
         return [row[0] for row in rows]
 
-    async def listed_in(
-        self, run: str, chunk: str, state: str
-    ) -> list[tuple[str, Suppression, float]]:
+    async def listed_in(self, run: str, chunk: str, state: str) -> list[tuple[str, Suppression]]:
+        # Each recipient of the chunk looked up only when a number was listed
+        # since the chunk was made (before any of its records last changed),
+        # found through the entries' index of times: a claim's check costs
+        # next to nothing while the list does not change (benchmarks, row 16).
         rows = await self.sql.fetch(
-            "SELECT s.phone, s.reason, s.source, s.added, r.updated"
-            " FROM campaignkit_recipients r JOIN campaignkit_suppressions s ON s.phone = r.phone"
-            " WHERE r.run = ? AND r.chunk = ? AND r.state = ?",
-            *(run, chunk, state),
+            f"SELECT {_LISTED} FROM campaignkit_recipients r"
+            " JOIN campaignkit_suppressions s ON s.phone = r.phone"
+            " WHERE r.run = ? AND r.chunk = ? AND r.state = ? AND s.added >= r.updated"
+            " AND EXISTS (SELECT 1 FROM campaignkit_suppressions n WHERE n.added >="
+            " COALESCE((SELECT c.created FROM campaignkit_chunks c"
+            " WHERE c.run = ? AND c.chunk = ?), 0))",
+            *(run, chunk, state, run, chunk),
         )
-        return [(row[0], Suppression(*row[:4]), float(row[4])) for row in rows]
+        return [(row[0], Suppression(*row)) for row in rows]
 
     async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
         used, oldest = (

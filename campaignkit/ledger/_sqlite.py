@@ -275,21 +275,21 @@ class SqliteStore(SqlStore):
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         async with self._lock:
+            # Begun by its first statement, in the same call to the thread: a
+            # call less a transaction, each a wait for the thread and the loop.
+            tx = _SqliteTransaction(self)
             try:
-                await self._call(self._begin, self._conn)
-            except asyncio.CancelledError:
-                # Cancelled while the thread began it, the transaction is open all
-                # the same: end it there (after the BEGIN: the thread is one), or
-                # every later transaction fails to begin.
-                await asyncio.shield(self._call(self._rollback_open, self._conn))
-                raise
-            try:
-                yield _SqliteTransaction(self)
+                yield tx
             except BaseException:
                 # Shielded: a cancelled caller must still leave the file unlocked.
-                await asyncio.shield(self._call(self._conn.execute, "ROLLBACK"))
+                # Cancelled while the thread ran a statement (the first one begins
+                # the transaction), the transaction is open all the same: ended
+                # there (after the statement: the thread is one), or every later
+                # transaction would fail to begin.
+                await asyncio.shield(self._call(self._rollback_open, self._conn))
                 raise
-            await asyncio.shield(self._commit())
+            if tx.begun:
+                await asyncio.shield(self._commit())
 
     @staticmethod
     def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -334,24 +334,65 @@ class _SqliteTransaction:
         self._ledger = ledger
         assert ledger._conn is not None
         self._conn = ledger._conn
+        self.begun = False
+        """Whether a statement began the transaction (``BEGIN IMMEDIATE``)."""
+
+    def _begin(self) -> None:
+        """Begin the transaction, before its first statement (in the thread)."""
+        if not self.begun:
+            self._ledger._begin(self._conn)
+            self.begun = True
 
     async def execute(self, sql: str, *args: Any) -> int:
         return await self._ledger._call(self._execute, sql, args)
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
+        self._begin()
         return self._conn.execute(sql, args).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         return await self._ledger._call(self._executemany, sql, rows)
 
     def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        self._begin()
         return self._conn.executemany(sql, rows).rowcount
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return await self._ledger._call(self._fetch, sql, args)
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        self._begin()
         return self._conn.execute(sql, args).fetchall()
+
+    async def insert(
+        self,
+        into: str,
+        fixed: Sequence[tuple[str, Any]],
+        columns: Sequence[tuple[str, Sequence[Any]]],
+        then: str,
+    ) -> int:
+        constants = [value for _, value in fixed]
+        rows = list(zip(*(values for _, values in columns), strict=True))
+        return await self._ledger._call(self._insert, into, constants, rows, then)
+
+    def _insert(
+        self, into: str, constants: list[Any], rows: list[tuple[Any, ...]], then: str
+    ) -> int:
+        self._begin()
+        # One statement of many rows, a third faster than a statement a row;
+        # each row names the constants by number (?1, ?2...) and numbers its
+        # own values after the largest so far (plain ?).
+        width = len(rows[0]) if rows else 1
+        limit = self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        per = max(1, (limit - len(constants)) // width)
+        row = "(" + ", ".join([f"?{i}" for i in range(1, len(constants) + 1)] + ["?"] * width) + ")"
+        changed = 0
+        for start in range(0, len(rows), per):
+            batch = rows[start : start + per]
+            args = [*constants, *(value for one in batch for value in one)]
+            values = ", ".join([row] * len(batch))
+            changed += self._conn.execute(f"{into} VALUES {values} {then}", args).rowcount
+        return changed
 
     def spaced(self, column: str) -> str:
         return f"group_concat({column}, ' ')"

@@ -163,11 +163,10 @@ class StoreTx(Protocol):
     async def phones_in(self, run: str, chunk: str, state: str) -> list[str]:
         """The phones of the chunk's recipients in ``state``, in input order."""
 
-    async def listed_in(
-        self, run: str, chunk: str, state: str
-    ) -> list[tuple[str, Suppression, float]]:
-        """The chunk's recipients in ``state`` whose numbers are on the
-        suppression list: phone, entry, and when their record last changed."""
+    async def listed_in(self, run: str, chunk: str, state: str) -> list[tuple[str, Suppression]]:
+        """The chunk's recipients in ``state`` whose numbers were put on the
+        suppression list since their record last changed (at that time or
+        after): phone and entry."""
 
     async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
         """Across runs, the people taken by claims made after ``since`` whose
