@@ -30,7 +30,7 @@ from pathlib import Path
 from campaignkit import CampaignClient
 from campaignkit.ledger import Ledger, Suppression
 from campaignkit.ledger._schema import Transaction
-from campaignkit.ledger._sql import SqlTx
+from campaignkit.ledger._sql_tx import SqlTx
 from campaignkit.ledger._sqlite import SqliteStore
 
 from ._harness import Row, Timing, time_ratio

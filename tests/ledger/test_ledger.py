@@ -648,7 +648,7 @@ async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_us
     and a claim's recipients (a settle, the daily limit's count) are found
     through it, never by reading them all. A ledger made with the older
     indexes loses them when opened."""
-    from campaignkit.ledger._sql import _TAKEN
+    from campaignkit.ledger._sql_tx import _TAKEN
 
     path = tmp_path / "ledger.db"
     async with SqliteLedger(path) as ledger:

@@ -21,7 +21,8 @@ from campaignkit.ledger import (
     SqliteLedger,
     StatusRow,
 )
-from campaignkit.ledger._sql import RUN_OF_PHONE, SqlStore
+from campaignkit.ledger._sql import SqlStore
+from campaignkit.ledger._sql_tx import RUN_OF_PHONE
 from campaignkit.webhooks import parse_event
 
 pytestmark = pytest.mark.timeout(30)
