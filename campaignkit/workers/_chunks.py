@@ -18,7 +18,14 @@ from .._redaction import sdk_logger
 from ..bulk import ChunkSender, Sent, worker_name
 from ..client import CampaignClient
 from ..errors import ConfigurationError
-from ..ledger import Journal, Ledger, LedgerUnavailable, WrongLedger, ledger_from
+from ..ledger import (
+    Journal,
+    Ledger,
+    LedgerNotFound,
+    LedgerUnavailable,
+    WrongLedger,
+    ledger_from,
+)
 
 log = sdk_logger("campaignkit.workers")
 
@@ -28,16 +35,19 @@ LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
 
 class LedgerSide:
     """One process's ledger (producer or worker side): made from the source,
-    opened on first use, closed only if this side made it."""
+    opened on first use, closed only if this side made it. ``create=False``
+    (a worker's): a DSN or path naming no ledger is never made one
+    (:class:`~campaignkit.ledger.LedgerNotFound`, tried again at the next use)."""
 
-    def __init__(self, source: LedgerSource) -> None:
+    def __init__(self, source: LedgerSource, *, create: bool = True) -> None:
         self._source = source
+        self._create = create
         self._ledger: Ledger | None = None
 
     async def get(self) -> Ledger:
         if self._ledger is None:
             source = self._source
-            ledger = source() if callable(source) else ledger_from(source)
+            ledger = source() if callable(source) else ledger_from(source, create=self._create)
             await ledger.open()
             self._ledger = ledger
         return self._ledger
@@ -61,7 +71,7 @@ class ChunkTask:
         timeout: float | None,
         max_retries: int | None,
     ) -> None:
-        self._ledger = LedgerSide(ledger)
+        self._ledger = LedgerSide(ledger, create=False)
         self._client_factory = client
         self._client: CampaignClient | None = None
         self._sender: ChunkSender | None = None
@@ -70,16 +80,27 @@ class ChunkTask:
         self._said_left: set[tuple[str, str | None]] = set()
 
     async def startup(self, state: TaskiqState) -> None:
+        """Open the client and, if it exists, the ledger: a worker never
+        creates one. Started before any producer made it, the worker opens it
+        at its first chunk (a chunk of a ledger that is still missing is
+        left on the queue, as another ledger's is)."""
         self.owner = worker_name()
-        ledger = await self._ledger.get()
         self._client = self._client_factory()
-        self._sender = ChunkSender(
-            self._client,
-            ledger,
-            owner=self.owner,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        )
+        try:
+            await self._sender_of(self._client)
+        except LedgerNotFound as missing:
+            log.warning("%s: this worker takes chunks once a producer has created it", missing)
+
+    async def _sender_of(self, client: CampaignClient) -> ChunkSender:
+        if self._sender is None:
+            self._sender = ChunkSender(
+                client,
+                await self._ledger.get(),
+                owner=self.owner,
+                timeout=self._timeout,
+                max_retries=self._max_retries,
+            )
+        return self._sender
 
     async def shutdown(self, state: TaskiqState) -> None:
         client, self._client, self._sender = self._client, None, None
@@ -146,11 +167,17 @@ class ChunkTask:
     async def _send(
         self, run: str, chunk: str, ledger_identity: str | None
     ) -> tuple[str | None, int]:
-        if self._sender is None:
+        if self._client is None:
             raise ConfigurationError(
                 "the campaignkit chunk task ran before its worker started: run it in a "
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
+        try:
+            sender = await self._sender_of(self._client)
+        except LedgerNotFound as missing:
+            raise WrongLedger(
+                f"run {run} chunk {chunk}: {missing} (the producer's is ledger {ledger_identity})"
+            ) from None
         # Lost for longer than the ledger waits, a failed task would be
         # acknowledged and its chunk stay planned for good: the chunk is tried
         # again, which never sends anyone twice (what it sent is claimed, not planned).
@@ -162,7 +189,5 @@ class ChunkTask:
                 *(run, chunk, lost, delay, attempt),
             ),
         )
-        sent: Sent | None = await retrying(
-            self._sender.send, run, chunk, ledger_identity=ledger_identity
-        )
+        sent: Sent | None = await retrying(sender.send, run, chunk, ledger_identity=ledger_identity)
         return (None, 0) if sent is None else (sent.result.outcome, len(sent.claim.recipients))
