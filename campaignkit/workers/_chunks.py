@@ -172,15 +172,22 @@ class ChunkTask:
                 "the campaignkit chunk task ran before its worker started: run it in a "
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
-        try:
-            sender = await self._sender_of(self._client)
-        except LedgerNotFound as missing:
-            raise WrongLedger(
-                f"run {run} chunk {chunk}: {missing} (the producer's is ledger {ledger_identity})"
-            ) from None
-        # Lost for longer than the ledger waits, a failed task would be
-        # acknowledged and its chunk stay planned for good: the chunk is tried
-        # again, which never sends anyone twice (what it sent is claimed, not planned).
+        client = self._client
+
+        async def attempt() -> Sent | None:
+            try:
+                sender = await self._sender_of(client)
+            except LedgerNotFound as missing:
+                raise WrongLedger(
+                    f"run {run} chunk {chunk}: {missing} (the producer's is ledger "
+                    f"{ledger_identity})"
+                ) from None
+            return await sender.send(run, chunk, ledger_identity=ledger_identity)
+
+        # Lost for longer than the ledger waits (or not reached at the first
+        # chunk), a failed task would be acknowledged and its chunk stay
+        # planned for good: the chunk is tried again, which never sends
+        # anyone twice (what it sent is claimed, not planned).
         retrying = reconnecting(
             LedgerUnavailable,
             tenacity.stop_never,
@@ -189,5 +196,5 @@ class ChunkTask:
                 *(run, chunk, lost, delay, attempt),
             ),
         )
-        sent: Sent | None = await retrying(sender.send, run, chunk, ledger_identity=ledger_identity)
+        sent: Sent | None = await retrying(attempt)
         return (None, 0) if sent is None else (sent.result.outcome, len(sent.claim.recipients))
