@@ -109,7 +109,11 @@ class PostgresStore(SqlStore):
                 f"{str(exc).replace(self.dsn, redact_dsn(self.dsn))}"
             ) from None
         if not self.create:
-            await self._refuse_missing(self._pool)
+            try:
+                await self._refuse_missing(self._pool)
+            except BaseException:  # nothing to open: its connections are closed
+                await self.aclose()
+                raise
 
     async def _refuse_missing(self, pool: asyncpg.Pool) -> None:
         import asyncpg
@@ -121,8 +125,6 @@ class PostgresStore(SqlStore):
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise self._failed(LedgerError, exc) from None
         if not found:
-            self._pool = None
-            await pool.close()
             where = (
                 "no schema of its search_path exists"
                 if schema is None

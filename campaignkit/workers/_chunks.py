@@ -48,7 +48,12 @@ class LedgerSide:
         if self._ledger is None:
             source = self._source
             ledger = source() if callable(source) else ledger_from(source, create=self._create)
-            await ledger.open()
+            try:
+                await ledger.open()
+            except BaseException:
+                if ledger is not source:  # made here: its connections are ours to close
+                    await ledger.aclose()
+                raise
             self._ledger = ledger
         return self._ledger
 
