@@ -18,14 +18,7 @@ from .._redaction import sdk_logger
 from ..bulk import ChunkSender, Sent, worker_name
 from ..client import CampaignClient
 from ..errors import ConfigurationError
-from ..ledger import (
-    Journal,
-    Ledger,
-    LedgerNotFound,
-    LedgerUnavailable,
-    WrongLedger,
-    ledger_from,
-)
+from ..ledger import Journal, Ledger, LedgerUnavailable, WrongLedger, ledger_from
 
 log = sdk_logger("campaignkit.workers")
 
@@ -35,25 +28,17 @@ LedgerSource: TypeAlias = "Journal | Callable[[], Ledger]"
 
 class LedgerSide:
     """One process's ledger (producer or worker side): made from the source,
-    opened on first use, closed only if this side made it. ``create=False``
-    (a worker's): a DSN or path naming no ledger is never made one
-    (:class:`~campaignkit.ledger.LedgerNotFound`, tried again at the next use)."""
+    opened on first use, closed only if this side made it."""
 
-    def __init__(self, source: LedgerSource, *, create: bool = True) -> None:
+    def __init__(self, source: LedgerSource) -> None:
         self._source = source
-        self._create = create
         self._ledger: Ledger | None = None
 
     async def get(self) -> Ledger:
         if self._ledger is None:
             source = self._source
-            ledger = source() if callable(source) else ledger_from(source, create=self._create)
-            try:
-                await ledger.open()
-            except BaseException:
-                if ledger is not source:  # made here: its connections are ours to close
-                    await ledger.aclose()
-                raise
+            ledger = source() if callable(source) else ledger_from(source)
+            await ledger.open()
             self._ledger = ledger
         return self._ledger
 
@@ -76,7 +61,7 @@ class ChunkTask:
         timeout: float | None,
         max_retries: int | None,
     ) -> None:
-        self._ledger = LedgerSide(ledger, create=False)
+        self._ledger = LedgerSide(ledger)
         self._client_factory = client
         self._client: CampaignClient | None = None
         self._sender: ChunkSender | None = None
@@ -85,27 +70,16 @@ class ChunkTask:
         self._said_left: set[tuple[str, str | None]] = set()
 
     async def startup(self, state: TaskiqState) -> None:
-        """Open the client and, if it exists, the ledger: a worker never
-        creates one. Started before any producer made it, the worker opens it
-        at its first chunk (a chunk of a ledger that is still missing is
-        left on the queue, as another ledger's is)."""
         self.owner = worker_name()
+        ledger = await self._ledger.get()
         self._client = self._client_factory()
-        try:
-            await self._sender_of(self._client)
-        except LedgerNotFound as missing:
-            log.warning("%s: this worker takes chunks once a producer has created it", missing)
-
-    async def _sender_of(self, client: CampaignClient) -> ChunkSender:
-        if self._sender is None:
-            self._sender = ChunkSender(
-                client,
-                await self._ledger.get(),
-                owner=self.owner,
-                timeout=self._timeout,
-                max_retries=self._max_retries,
-            )
-        return self._sender
+        self._sender = ChunkSender(
+            self._client,
+            ledger,
+            owner=self.owner,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        )
 
     async def shutdown(self, state: TaskiqState) -> None:
         client, self._client, self._sender = self._client, None, None
@@ -172,27 +146,14 @@ class ChunkTask:
     async def _send(
         self, run: str, chunk: str, ledger_identity: str | None
     ) -> tuple[str | None, int]:
-        if self._client is None:
+        if self._sender is None:
             raise ConfigurationError(
                 "the campaignkit chunk task ran before its worker started: run it in a "
                 "taskiq worker (the broker's WORKER_STARTUP event opens the client and ledger)"
             )
-        client = self._client
-
-        async def attempt() -> Sent | None:
-            try:
-                sender = await self._sender_of(client)
-            except LedgerNotFound as missing:
-                raise WrongLedger(
-                    f"run {run} chunk {chunk}: {missing} (the producer's is ledger "
-                    f"{ledger_identity})"
-                ) from None
-            return await sender.send(run, chunk, ledger_identity=ledger_identity)
-
-        # Lost for longer than the ledger waits (or not reached at the first
-        # chunk), a failed task would be acknowledged and its chunk stay
-        # planned for good: the chunk is tried again, which never sends
-        # anyone twice (what it sent is claimed, not planned).
+        # Lost for longer than the ledger waits, a failed task would be
+        # acknowledged and its chunk stay planned for good: the chunk is tried
+        # again, which never sends anyone twice (what it sent is claimed, not planned).
         retrying = reconnecting(
             LedgerUnavailable,
             tenacity.stop_never,
@@ -201,5 +162,7 @@ class ChunkTask:
                 *(run, chunk, lost, delay, attempt),
             ),
         )
-        sent: Sent | None = await retrying(attempt)
+        sent: Sent | None = await retrying(
+            self._sender.send, run, chunk, ledger_identity=ledger_identity
+        )
         return (None, 0) if sent is None else (sent.result.outcome, len(sent.claim.recipients))

@@ -17,14 +17,12 @@ from helpers import real_servers
 from helpers.cli import run
 from helpers.ledgers import people
 from helpers.workers import producer, unique_name
-from taskiq import TaskiqState
 
 from campaignkit.cli.context import ExitStatus
 from campaignkit.ledger import PLANNED, PostgresLedger, WrongLedger, ledger_from
 from campaignkit.ledger._postgres import redact_dsn
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import BulkWorkers, broker_from, send_chunk
-from campaignkit.workers._chunks import ChunkTask
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,23 +146,3 @@ async def test_a_worker_never_creates_its_ledger(
         with pytest.raises(Exception, match="no campaignkit tables"):
             async with ledger_from(journal, create=False):
                 pass
-
-
-async def test_a_library_worker_never_creates_its_ledger(sb: Sandbox, tmp_path: Path) -> None:
-    """A ``BulkWorkers`` worker given a path where no ledger is yet starts,
-    creates nothing, leaves a chunk on the queue (``WrongLedger``) until a
-    producer has made the ledger, and opens it at its next chunk."""
-    path = tmp_path / "ledger.sqlite"
-    task = ChunkTask(str(path), sb.client, timeout=None, max_retries=None)
-    await task.startup(TaskiqState())
-    try:
-        assert not path.exists()
-        with pytest.raises(WrongLedger, match="does not exist"):
-            await task.send("spring", "c0", "the-producers", None)
-        assert not path.exists()
-        async with ledger_from(str(path)) as ledger:
-            await ledger.start_run("spring", str(await first_poll(sb)))
-            identity = ledger.identity
-        assert await task.send("spring", "c0", identity, None) is None  # nothing planned
-    finally:
-        await task.shutdown(TaskiqState())
