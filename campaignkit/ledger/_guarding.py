@@ -1,7 +1,7 @@
 """The guards a ledger keeps itself (see :mod:`campaignkit._guards`), as
-steps of its transactions over a :class:`~._store.StoreTx`: the cool-down
-and open conversations at claim, the breaker where failures are recorded,
-and what a paused run's pause says."""
+steps of its transactions over a :class:`~._store.StoreTx`: the cool-down,
+open conversations and the daily limit at claim, the breaker where
+failures are recorded, and what a paused run's pause says."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .._report import COOLDOWN, OPEN_CONVERSATION, PAUSED, deferral_detail
 from ..status import DeploymentStatus
 from ._build import Request
 from ._records import DEFERRED, PLANNED, RunPause
-from ._sending import DAY
+from ._sending import DAY, daily_limit_of, deferred_detail, over_budget
 from ._store import StoreTx, Where
 
 if TYPE_CHECKING:
@@ -67,6 +67,34 @@ async def defer_contacted(
             "and no reply since; a rerun sends it once the cool-down has passed",
         )
         await _defer(tx, run, chunk, contacted, detail, now)
+
+
+async def defer_over_budget(
+    tx: StoreTx,
+    run: str,
+    chunk: str,
+    now: float,
+    options: Mapping[str, Any],
+    counted: Collection[str],
+) -> None:
+    """File deferred the planned recipients of ``chunk`` past the run's
+    daily limit (one of its ``options``; the people held in a ``counted``
+    state by claims of the last 24 h use it), so that the claim leaves them."""
+    limit = daily_limit_of(options)
+    if limit is None:
+        return
+    await tx.lock("daily_limit")
+    since = now - DAY
+    phones = await tx.phones_in(run, chunk, PLANNED)
+    used, oldest = await tx.budget_used(since, counted)
+    if len(phones) <= limit - used:
+        return
+    already = await tx.counted_among(since, counted, phones)
+    deferred = over_budget(phones, already, used, limit)
+    if deferred:
+        detail = deferred_detail(limit, None if oldest is None else oldest + DAY)
+        where = Where((PLANNED,), chunk=chunk, phones=deferred)
+        await tx.move(run, where, DEFERRED, now, {"detail": detail})
 
 
 async def _defer(

@@ -31,6 +31,7 @@ from ._guarding import (
     MANUAL_PAUSE,
     TEMPLATE,
     defer_contacted,
+    defer_over_budget,
     judge_breaker,
     pause_problems,
     pause_running,
@@ -58,7 +59,7 @@ from ._records import (
     Stall,
 )
 from ._schema import retried
-from ._sending import DAY, daily_limit_of, deferred_detail, over_budget, spread
+from ._sending import spread
 from ._store import ClaimRow, Store, StoreTx, Where
 from ._suppression import (
     MANUAL,
@@ -84,6 +85,14 @@ _OPEN: Final = (IN_FLIGHT, AMBIGUOUS)
 _COUNTED: Final = (IN_FLIGHT, ACCEPTED, AMBIGUOUS)
 """The states of recipients that count against the daily limit: taken into a
 request, and not surely refused."""
+
+
+async def _give_back(tx: StoreTx, run: str, claim: str, now: float) -> None:
+    """Put what ``claim`` holds back to planned in its chunk (nothing, if it
+    holds nothing open)."""
+    if await tx.update_claims(run, PLANNED, _OPEN, claim=claim):
+        where = Where(_OPEN, claims=[claim])
+        await tx.move(run, where, PLANNED, now, {"claim": None, "detail": None})
 
 
 def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
@@ -286,11 +295,14 @@ class Ledger(abc.ABC):
             found = await tx.run(run)
             info = None if found is None else found[0]
             if info is not None and info.paused is not None:
-                return None  # the chunk stays planned, for after its resumption
+                # The chunk stays planned, for after its resumption: with what
+                # this claim took before a COMMIT whose answer was lost.
+                await _give_back(tx, run, token, now)
+                return None
             await self._suppress_late(tx, run, chunk, now)
             options = await self._options(tx, run)
             await defer_contacted(tx, run, chunk, now, options, _COUNTED)
-            await self._defer_over_budget(tx, run, chunk, now, options)
+            await defer_over_budget(tx, run, chunk, now, options, _COUNTED)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
             if not taken:
                 return None
@@ -318,27 +330,6 @@ class Ledger(abc.ABC):
         for reason, phones in late.items():
             where = Where((PLANNED,), chunk=chunk, phones=phones)
             await tx.move(run, where, SUPPRESSED, now, {"detail": reason})
-
-    async def _defer_over_budget(
-        self, tx: StoreTx, run: str, chunk: str, now: float, options: Mapping[str, Any]
-    ) -> None:
-        """File deferred the planned recipients of ``chunk`` past the run's
-        daily limit (one of its ``options``), so that the claim leaves them."""
-        limit = daily_limit_of(options)
-        if limit is None:
-            return
-        await tx.lock("daily_limit")
-        since = now - DAY
-        phones = await tx.phones_in(run, chunk, PLANNED)
-        used, oldest = await tx.budget_used(since, _COUNTED)
-        if len(phones) <= limit - used:
-            return
-        counted = await tx.counted_among(since, _COUNTED, phones)
-        deferred = over_budget(phones, counted, used, limit)
-        if deferred:
-            detail = deferred_detail(limit, None if oldest is None else oldest + DAY)
-            where = Where((PLANNED,), chunk=chunk, phones=deferred)
-            await tx.move(run, where, DEFERRED, now, {"detail": detail})
 
     @retried
     async def settle(
@@ -375,9 +366,7 @@ class Ledger(abc.ABC):
         already keeps its outcome; one reported ambiguous because it expired
         is released, as its sender knows better."""
         async with self.store.transaction() as tx:
-            if await tx.update_claims(run, PLANNED, _OPEN, claim=claim):
-                where = Where(_OPEN, claims=[claim])
-                await tx.move(run, where, PLANNED, time.time(), {"claim": None, "detail": None})
+            await _give_back(tx, run, claim, time.time())
 
     @retried
     async def expire(self, run: str, *, now: float | None = None) -> int:

@@ -5,14 +5,25 @@ run."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from helpers.ledgers import NewLedger, people
 
 from campaignkit import ValidationError
 from campaignkit.errors import LedgerError
-from campaignkit.ledger import ACCEPTED, DEFERRED, PLANNED, Ledger, RunPause
+from campaignkit.ledger import (
+    ACCEPTED,
+    DEFERRED,
+    PLANNED,
+    Ledger,
+    LedgerUnavailable,
+    RunPause,
+)
 from campaignkit.webhooks import EventKind, WebhookEvent, parse_event
 
 pytestmark = pytest.mark.timeout(60)
@@ -144,3 +155,54 @@ async def test_an_approved_template_pauses_nothing(ledger: Ledger) -> None:
     await ledger.plan(RUN, "c1", people(1))
     await ledger.record_event(template_event("APPROVED"))
     assert (await ledger.run_info(RUN)).paused is None  # type: ignore[union-attr]
+
+
+class CommitAnswerLost:
+    """``ledger``'s store, whose next transaction commits and then loses its
+    answer (the connection dropped during COMMIT), ``meanwhile`` run first."""
+
+    def __init__(self, ledger: Ledger, meanwhile: Callable[[], Awaitable[object]]) -> None:
+        self._store, self._meanwhile, self._armed = ledger.store, meanwhile, True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        async with self._store.transaction() as tx:
+            yield tx
+        if self._armed:
+            self._armed = False
+            await self._meanwhile()
+            raise LedgerUnavailable("connection lost during COMMIT")
+
+
+async def test_a_claim_whose_commit_was_lost_gives_back_what_it_took_when_paused_meanwhile(
+    new_ledger: NewLedger,
+) -> None:
+    async with new_ledger() as ledger, new_ledger() as person:
+        await ledger.start_run(RUN, "1")
+        await ledger.plan(RUN, "c1", people(3))
+        ledger.store = CommitAnswerLost(ledger, lambda: person.pause_run(RUN))
+        # Committed once, run again: the run is paused by then, so nothing is sent.
+        assert await ledger.claim(RUN, "c1") is None
+        assert await states(ledger) == Counter({PLANNED: 3})
+        await person.resume_run(RUN)
+        claim = await ledger.claim(RUN, "c1")
+        assert claim is not None
+        assert len(claim.recipients) == 3
+        await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L")
+        assert await ledger.expire(RUN, now=time.time() + 10 * ledger.claim_ttl) == 0
+        assert await states(ledger) == Counter({ACCEPTED: 3})
+
+
+async def test_a_claim_whose_commit_was_lost_takes_back_what_it_holds(
+    new_ledger: NewLedger,
+) -> None:
+    async with new_ledger() as ledger, new_ledger() as other:
+        await ledger.start_run(RUN, "1")
+        await ledger.plan(RUN, "c1", people(3))
+        ledger.store = CommitAnswerLost(ledger, lambda: other.claim(RUN, "c1"))
+        claim = await ledger.claim(RUN, "c1")
+        assert claim is not None
+        assert len(claim.recipients) == 3
