@@ -64,7 +64,7 @@ from .._report import (
     SuppressedUser,
 )
 from ..progress import ProgressUpdate
-from ._canary import CanaryGate, workers_canary
+from ._canary import workers_canary
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import (
     DEFAULT_CHUNK_SIZE,
@@ -95,7 +95,6 @@ __all__ = [
     "BulkOptions",
     "BulkOptionsDict",
     "BulkReport",
-    "CanaryGate",
     "ChunkSender",
     "ClaimOutcome",
     "DuplicateUser",

@@ -2,7 +2,7 @@
 their chunks are settled, so that what the outcomes judge acts while the run
 still sends (the ledger's breaker pauses it where the statuses are written:
 no claim takes anything more, the producer hands nothing more over), and
-the canary's gate (:mod:`._canary`), which holds the rest of the input back
+the canary's gate (``CanaryGate``), which holds the rest of the input back
 until the first recipients' outcomes say it may go.
 """
 
@@ -30,7 +30,7 @@ class Watch:
     :meth:`sent` are followed (every one with ``follow``, the canary's
     otherwise), chunks handed over through :meth:`gate` wait for the
     canary's verdict, and :meth:`during` runs the send with them. It is the
-    canary's :class:`~._canary.Settling`: its chunks are sent here."""
+    canary's ``Settling``: its chunks are sent here."""
 
     def __init__(
         self,
