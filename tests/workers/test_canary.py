@@ -188,6 +188,37 @@ async def test_a_judgement_a_submit_left_is_taken_up_by_the_next_submit(
     assert sum(map(len, await launches(sb))) == 10
 
 
+async def test_chunks_a_crashed_submit_never_enqueued_go_behind_the_canary(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    poll = (await client.list_polls())[0].id
+    users = people(range(100))
+
+    async def lost(run: str, chunk: str) -> None:
+        raise ConnectionError("the broker went away")
+
+    async with SqliteLedger(tmp_path / "runs.db") as ledger, workers(client, ledger) as side:
+        # A first submit planned a chunk of 20 and died before enqueueing it.
+        with pytest.raises(ConnectionError):
+            await submit_run(ledger, poll, users, enqueue=lost, run="r", chunk_size=20)
+        assert len(await ledger.unenqueued_chunks("r")) == 1
+        await submit_run(
+            ledger,
+            poll,
+            users,
+            enqueue=side.enqueue,
+            client=client,
+            run="r",
+            chunk_size=20,
+            canary=FAST,
+        )
+        await side.idle()
+        assert (await ledger.counts("r"))[ACCEPTED] == 100
+    # Its recipients were planned again behind the gate: the canary first, alone.
+    sent = await launches(sb)
+    assert [len(launch) for launch in sent] == [15, 20, 20, 20, 20, 5]
+
+
 async def test_a_submit_with_a_canary_needs_a_client(tmp_path: Path) -> None:
     async def enqueue(run: str, chunk: str) -> None:
         raise AssertionError("nothing is handed over")
