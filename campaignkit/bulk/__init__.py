@@ -64,6 +64,7 @@ from .._report import (
     SuppressedUser,
 )
 from ..progress import ProgressUpdate
+from ._canary import workers_canary
 from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
 from ._options import (
     DEFAULT_CHUNK_SIZE,
@@ -124,6 +125,7 @@ __all__ = [
     "send_bulk",
     "send_claim",
     "users_from_csv",
+    "workers_canary",
     "worker_name",
     "zone_deferral",
     "zone_named",

@@ -214,6 +214,18 @@ class Following:
             self.written.set()
 
 
+async def logging_failures(following: Following) -> None:
+    """Run ``following``; a launch that cannot be followed is logged, not
+    raised (the send took place, and ``follow_run`` retries it later), the
+    ledger's failure is raised."""
+    try:
+        await following.run()
+    except LedgerError:
+        raise
+    except CampaignKitError as exc:
+        log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
+
+
 async def follow_launches(
     source: StatusSource,
     ledger: Ledger | None,

@@ -2,54 +2,35 @@
 their chunks are settled, so that what the outcomes judge acts while the run
 still sends (the ledger's breaker pauses it where the statuses are written:
 no claim takes anything more, the producer hands nothing more over), and
-the canary's gate, which holds the rest of the input back until the first
-recipients' outcomes say it may go.
-
-The canary's state is the run's own, kept by the ledger: its first ``size``
-recipients are those sent first (accepted, rejected or ambiguous); while
-they are judged the run is paused (reason ``canary``, detail
-:data:`JUDGING`...), so an interrupted judgement is taken up again by the
-run's next send, its wait counted from that pause. Once judged, the pause is
-lifted (the shares held) or replaced by the figures that failed, and a run
-holding ``size`` sent recipients, resumed or not, is never gated again.
+the canary's gate (``CanaryGate``), which holds the rest of the input back
+until the first recipients' outcomes say it may go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Coroutine
-from datetime import timedelta
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
-from .._guards import Canary, Verdict
-from .._redaction import sdk_logger
-from ..errors import CampaignKitError, LedgerError
-from ..ledger import ACCEPTED, AMBIGUOUS, CANARY, REJECTED, Ledger, RunInfo, RunPause
+from ..ledger import ACCEPTED, Ledger
 from ..models import CampaignAck
 from ..tracker import TrackOptions
-from ._follow import DEFAULT_FOLLOW_CONCURRENCY, FLUSH_SECONDS, Following, accepted_launches
+from ._canary import CanaryGate
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, Following, accepted_launches, logging_failures
 from ._options import BulkOptions
 from ._pipeline import Handed, HandOver, Sent
 from ._planner import Planner
 from ._seam import BulkClient
-
-log = sdk_logger("campaignkit.bulk")
-
-JUDGING: Final = "judging its first"
-"""How the detail of the pause of a run whose canary is being judged begins."""
-_RECHECK: Final = 5.0
-"""Seconds at most between two judgements of a canary (and at each write)."""
 
 
 class Watch:
     """The following and the canary of one ``send_bulk``: launches given by
     :meth:`sent` are followed (every one with ``follow``, the canary's
     otherwise), chunks handed over through :meth:`gate` wait for the
-    canary's verdict, and :meth:`during` runs the send with them."""
+    canary's verdict, and :meth:`during` runs the send with them. It is the
+    canary's ``Settling``: its chunks are sent here."""
 
     def __init__(
         self,
@@ -60,15 +41,13 @@ class Watch:
         planner: Planner,
     ) -> None:
         self._ledger, self._run, self._options = ledger, run, options
-        self._planner = planner
         self._following = Following(
             client.transport, ledger, run, TrackOptions("settled"), DEFAULT_FOLLOW_CONCURRENCY
         )
-        self._canary = options.canary
-        self._gated = self._canary is not None
-        """Chunks handed over wait for the canary's verdict."""
-        self._left = 0
-        """Canary recipients still to hand over."""
+        canary, following = options.canary, self._following
+        self._canary = (
+            None if canary is None else CanaryGate(canary, ledger, run, planner, following, self)
+        )
         self._pending: set[str] = set()
         """The canary's chunks handed over and not settled yet."""
         self._settled = asyncio.Event()
@@ -90,7 +69,8 @@ class Watch:
             async with asyncio.TaskGroup() as group:
                 following = group.create_task(self._follow())
                 try:
-                    await self._start()
+                    if self._canary is not None:
+                        await self._canary.start()
                     await send
                 except BaseException:
                     following.cancel()
@@ -113,7 +93,11 @@ class Watch:
             acks, phones = await accepted_launches(self._ledger, self._run)
             for ack in acks:
                 self._following.add(ack, phones.get(ack.launch_request_id, ()))
-        await _logging_failures(self._following)
+        await logging_failures(self._following)
+
+    def gate(self, hand_over: HandOver) -> HandOver:
+        """``hand_over`` behind the canary's gate (if the send has a canary)."""
+        return hand_over if self._canary is None else self._canary.gate(hand_over)
 
     def sent(self, chunk: str, sent: Sent | None) -> None:
         """``chunk`` was sent (``sent``) or found nothing to claim (None)."""
@@ -125,100 +109,14 @@ class Watch:
         if not self._pending:
             self._settled.set()
 
-    # -- the canary
+    # -- the canary's Settling: its chunks are sent by this send's senders
 
-    async def _start(self) -> None:
-        """Take the canary up where the run left it: judged already (the
-        gate is open), being judged when a send stopped (judged now), or
-        with some of its recipients still to send."""
-        canary = self._canary
-        if canary is None:
-            return
-        if (pause := judging(await self._ledger.run_info(self._run))) is not None:
-            acks, phones = await accepted_launches(self._ledger, self._run)
-            for ack in acks:
-                self._following.add(ack, phones.get(ack.launch_request_id, ()))
-            if acks:  # their statuses read once, however long ago the wait began
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._following.written.wait(), FLUSH_SECONDS * 2)
-            await self._judge(canary, pause.paused_at)
-        elif (left := canary.size - await self._sent()) > 0:
-            self._hold(left)
-        else:
-            self._open()
+    def handing(self, handed: Handed) -> None:
+        self._pending.add(handed.chunk)
+        self._settled.clear()
 
-    def gate(self, hand_over: HandOver) -> HandOver:
-        """``hand_over`` behind the canary's gate."""
-
-        async def gated(handed: Handed) -> object:
-            canary = self._canary
-            if not self._gated or canary is None:
-                return await hand_over(handed)
-            self._pending.add(handed.chunk)
-            self._settled.clear()
-            handed_over = await hand_over(handed)
-            self._left -= len(handed.planned.phones) - len(handed.held)
-            if self._left > 0:
-                self._hold(self._left)
-                return handed_over
-            await self._settled.wait()
-            # Claims may have taken fewer than were planned (a cool-down,
-            # the daily limit): the canary goes on until it has its size.
-            if (left := canary.size - await self._sent()) > 0:
-                self._hold(left)
-            else:
-                await self._judge(canary, time.time(), sent_now=True)
-            return handed_over
-
-        return gated
-
-    def _hold(self, left: int) -> None:
-        """``left`` canary recipients to go: no chunk planned larger."""
-        self._left = left
-        self._planner.chunk_size = min(self._options.chunk_size, left)
-
-    def _open(self) -> None:
-        self._gated = False
-        self._planner.chunk_size = self._options.chunk_size
-
-    async def _sent(self) -> int:
-        counts = await self._ledger.counts(self._run)
-        return counts[ACCEPTED] + counts[REJECTED] + counts[AMBIGUOUS]
-
-    async def _judge(self, canary: Canary, since: float, *, sent_now: bool = False) -> None:
-        """Pause the run while the canary, sent at ``since``, is judged; then
-        resume it if the shares hold, or pause it with the figures that failed."""
-        ledger, run = self._ledger, self._run
-        if sent_now:
-            sent = time.strftime("%H:%M:%S UTC", time.gmtime(since))
-            detail = (
-                f"{JUDGING} {canary.size} recipients (sent at {sent}): the rest is sent once "
-                f"their outcomes hold, within {canary.wait}"
-            )
-            if not await ledger.pause_run(run, CANARY, detail):
-                self._open()  # paused meanwhile (a guard, a person): theirs to resume
-                return
-        written = self._following.written
-        while judging(await ledger.run_info(run)) is not None:
-            written.clear()
-            funnel = await ledger.funnel(run)
-            waited = timedelta(seconds=time.time() - since)
-            judgement = canary.judge(
-                funnel.accepted, funnel.delivered, sum(funnel.failed.values()), waited=waited
-            )
-            if judgement.verdict is Verdict.WAIT:
-                left = (canary.wait - waited).total_seconds()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(written.wait(), max(0.0, min(left, _RECHECK)))
-                continue
-            await ledger.resume_run(run)
-            if judgement.verdict is Verdict.PAUSE:
-                await ledger.pause_run(run, CANARY, judgement.detail)
-            else:
-                log.info("run %s: its canary held (%s): sending the rest", run, judgement.detail)
-            break
-        # Resumed by a person meanwhile, the rest goes without the verdict.
-        self._open()
+    async def settled(self) -> None:
+        await self._settled.wait()
 
 
 class FollowingRun:
@@ -247,7 +145,7 @@ class FollowingRun:
 
     async def __aenter__(self) -> FollowingRun:
         self._final = await self._ledger.final_launches(self._run)
-        self._task = asyncio.create_task(_logging_failures(self._following))
+        self._task = asyncio.create_task(logging_failures(self._following))
         return self
 
     async def feed(self) -> None:
@@ -274,23 +172,3 @@ class FollowingRun:
                 await asyncio.wait([task])
         if exc_type is None:
             task.result()
-
-
-async def _logging_failures(following: Following) -> None:
-    """Run ``following``; a launch that cannot be followed is logged, not
-    raised (the send took place, and ``follow_run`` retries it later), the
-    ledger's failure is raised."""
-    try:
-        await following.run()
-    except LedgerError:
-        raise
-    except CampaignKitError as exc:
-        log.warning("follow: %s (%s)", exc, "; ".join(getattr(exc, "__notes__", ())))
-
-
-def judging(info: RunInfo | None) -> RunPause | None:
-    """The run's pause while its canary is judged, if it is."""
-    pause = None if info is None else info.paused
-    if pause is not None and pause.reason == CANARY and pause.detail.startswith(JUDGING):
-        return pause
-    return None

@@ -169,7 +169,7 @@ def _stalled(info: RunInfo, stall: Stall, journal: str) -> str:
     )
 
 
-def _paused(info: RunInfo, journal: str) -> str:
+def paused_words(info: RunInfo, journal: str) -> str:
     """What a paused run says: who paused it, when, its figures, and the
     command that resumes it."""
     assert info.paused is not None
@@ -262,7 +262,7 @@ async def cmd_runs(ctx: Ctx) -> ExitStatus:
             if info.stopped is not None:
                 ctx.print(f"ended by a fatal answer: {info.stopped}")
             if info.paused is not None:
-                ctx.print(_paused(info, a.journal))
+                ctx.print(paused_words(info, a.journal))
             if stall is not None:
                 ctx.print(_stalled(info, stall, a.journal))
             if guards:
@@ -310,6 +310,6 @@ async def list_runs(ctx: Ctx, ledger: Ledger) -> None:
     ctx.print(table(rows, ["run", "poll", "created", "input", *(runs[0][1] if runs else STATES)]))
     for info, _ in runs:
         if info.paused is not None:
-            ctx.print(_paused(info, a.journal))
+            ctx.print(paused_words(info, a.journal))
         if (stall := stalls[info.run]) is not None:
             ctx.print(_stalled(info, stall, a.journal))

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from .. import errors
-from .._guards import Canary
 from .._report import COOLDOWN, DAILY_LIMIT, OPEN_CONVERSATION, PAUSED, ZONE_UNKNOWN
 from .._words import counted
 from ..bulk import (
@@ -25,7 +24,7 @@ from ..client import CampaignClient
 from ..ledger import Ledger, MemoryLedger, ledger_from
 from ..progress import ProgressUpdate, percent
 from . import sending_line
-from .argtypes import duration, non_negative_float, positive_int, share
+from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
@@ -108,34 +107,6 @@ def register(add: AddCommand) -> None:
         help="on a terminal, show the dry run and ask before sending to more than N users",
     )
     sending_line.add_options(p)
-    canary = p.add_argument_group(
-        "canary (send --bulk): the first recipients alone, the rest only if they hold"
-    )
-    canary.add_argument(
-        "--canary",
-        type=positive_int,
-        metavar="N",
-        help="send the first N recipients, follow them, and send the rest only if their "
-        "outcomes hold; otherwise pause the run (`campaignkit runs RUN --resume` goes on)",
-    )
-    canary.add_argument(
-        "--canary-wait",
-        type=duration,
-        metavar="DURATION",
-        help="how long the canary is followed at most (15m, 1h: d, h, m, s; default 15m)",
-    )
-    canary.add_argument(
-        "--canary-min-delivered",
-        type=share,
-        metavar="SHARE",
-        help="the share of the canary delivered within the wait (0 to 1; default 0.8)",
-    )
-    canary.add_argument(
-        "--canary-max-failed",
-        type=share,
-        metavar="SHARE",
-        help="the share of the canary that may fail (0 to 1; default 0.05)",
-    )
     p.set_defaults(func=cmd_send, needs_client=True)
 
 
@@ -153,7 +124,6 @@ async def cmd_send(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         ("--dry-run", a.dry_run),
         ("--max-recipients", a.max_recipients),
         ("--confirm-over", a.confirm_over),
-        ("--canary", a.canary),
         *((flag, True) for flag in sending_line.given(a)),
     ):
         if given:
@@ -192,7 +162,6 @@ async def cmd_bulk(ctx: Ctx, client: CampaignClient) -> ExitStatus:
         raise UsageError("--run, --retry-rejected and --ignore-suppression need --journal")
     check_follow_timeout(a)
     rules = sending_line.options(a)
-    rules["canary"] = _canary(a)
     if a.confirm_over is not None and not a.dry_run:
         if not sys.stdin.isatty():
             raise UsageError("--confirm-over asks on a terminal: run --dry-run first instead")
@@ -279,25 +248,6 @@ async def _bulk(
         ctx.print(funnel_table(report.funnel))
         note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
     return bulk_status(report)
-
-
-def _canary(a: Any) -> Canary | None:
-    """The --canary and its --canary-* flags, as a Canary (None without it)."""
-    given = {
-        name: value
-        for name, value in (
-            ("wait", a.canary_wait),
-            ("min_delivered", a.canary_min_delivered),
-            ("max_failed", a.canary_max_failed),
-        )
-        if value is not None
-    }
-    if a.canary is None:
-        if given:
-            flags = ", ".join(f"--canary-{name.replace('_', '-')}" for name in given)
-            raise UsageError(f"{flags} need --canary N")
-        return None
-    return Canary(size=a.canary, **given)
 
 
 def bulk_status(report: BulkReport) -> ExitStatus:

@@ -1,15 +1,16 @@
 """The options that protect the sending line, shared by the commands that
-start a bulk run (``send --bulk``, and ``submit`` for the workers)."""
+start a bulk run (``send --bulk``, and ``submit`` for the workers): the
+canary's among them, which holds for the workers as for one process."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from .._guards import Breaker
+from .._guards import Breaker, Canary
 from ..bulk import SendWindow, zone_named
 from ..errors import ValidationError
-from .argtypes import duration, positive_int
+from .argtypes import duration, positive_int, share
 from .context import UsageError
 
 
@@ -67,6 +68,35 @@ def add_options(parser: argparse.ArgumentParser | Any) -> None:
         help="pause the run when more than SHARE (0 to 1) of its last N settled recipients "
         "failed, e.g. 0.2/500; `campaignkit runs RUN --resume` goes on",
     )
+    canary = parser.add_argument_group(
+        "canary: the first recipients alone, the rest only if they hold (with `submit`, it "
+        "returns once the canary is judged, having followed it: it needs the API key)"
+    )
+    canary.add_argument(
+        "--canary",
+        type=positive_int,
+        metavar="N",
+        help="send the first N recipients, follow them, and send the rest only if their "
+        "outcomes hold; otherwise pause the run (`campaignkit runs RUN --resume` goes on)",
+    )
+    canary.add_argument(
+        "--canary-wait",
+        type=duration,
+        metavar="DURATION",
+        help="how long the canary is followed at most (15m, 1h: d, h, m, s; default 15m)",
+    )
+    canary.add_argument(
+        "--canary-min-delivered",
+        type=share,
+        metavar="SHARE",
+        help="the share of the canary delivered within the wait (0 to 1; default 0.8)",
+    )
+    canary.add_argument(
+        "--canary-max-failed",
+        type=share,
+        metavar="SHARE",
+        help="the share of the canary that may fail (0 to 1; default 0.05)",
+    )
 
 
 def given(args: argparse.Namespace) -> list[str]:
@@ -80,14 +110,18 @@ def given(args: argparse.Namespace) -> list[str]:
         ("--cooldown", args.cooldown),
         ("--skip-open-conversations", args.skip_open_conversations),
         ("--breaker", args.breaker),
+        ("--canary", args.canary),
+        ("--canary-wait", args.canary_wait),
+        ("--canary-min-delivered", args.canary_min_delivered is not None),
+        ("--canary-max-failed", args.canary_max_failed is not None),
     )
     return [flag for flag, value in names if value]
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
     """``send_window``, ``default_tz``, ``daily_limit``, ``lines`` and the
-    guards the ledger keeps (``cooldown``, ``skip_open_conversations``,
-    ``breaker``) for ``send_bulk`` or ``submit``."""
+    guards (``cooldown``, ``skip_open_conversations``, ``breaker``,
+    ``canary``) for ``send_bulk`` or ``submit``."""
     for flag, value in (("--days", args.days), ("--default-tz", args.default_tz)):
         if value and not args.send_window:
             raise UsageError(f"{flag} needs --send-window")
@@ -107,7 +141,27 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "cooldown": args.cooldown,
         "skip_open_conversations": args.skip_open_conversations,
         "breaker": args.breaker,
+        "canary": _canary(args),
     }
+
+
+def _canary(args: argparse.Namespace) -> Canary | None:
+    """The --canary and its --canary-* flags, as a Canary (None without it)."""
+    given = {
+        name: value
+        for name, value in (
+            ("wait", args.canary_wait),
+            ("min_delivered", args.canary_min_delivered),
+            ("max_failed", args.canary_max_failed),
+        )
+        if value is not None
+    }
+    if args.canary is None:
+        if given:
+            flags = ", ".join(f"--canary-{name.replace('_', '-')}" for name in given)
+            raise UsageError(f"{flags} need --canary N")
+        return None
+    return Canary(size=args.canary, **given)
 
 
 def _breaker(text: str) -> Breaker:

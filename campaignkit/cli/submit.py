@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import attrs
+
 from ..bulk import DEFAULT_CHUNK_SIZE
 from . import sending_line
 from .argtypes import positive_int
 from .context import AddCommand, Ctx, ExitStatus, require_workers
 from .input import add_users_arguments, bulk_input
 from .output import command_line, table
-from .runs import open_ledger, say_if_new
+from .runs import open_ledger, paused_words, say_if_new
 
 
 def register(add: AddCommand) -> None:
@@ -23,7 +25,10 @@ def register(add: AddCommand) -> None:
         "is planned, and chunks never enqueued are enqueued again. The ledger must exist "
         "(a resumed run's ledger is never created anew): --create makes a new one for a "
         "first run, and says so on the first line. Each chunk message names the ledger: "
-        "workers on another ledger leave it to the right ones.",
+        "workers on another ledger leave it to the right ones. With --canary, only the "
+        "canary's chunks are enqueued first: it waits for the workers to send them, follows "
+        "them (with the API key) and enqueues the rest only if they hold; otherwise the run "
+        "is paused, says how to resume it (then submit again to hand the rest over) and exits 6.",
     )
     add_users_arguments(p)
     p.add_argument(
@@ -69,7 +74,8 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
         say_if_new(ctx, ledger)
         await broker.startup()
         try:
-            async with BulkWorkers(broker, ledger) as bulk:
+            # A client only for a canary, which the submit follows.
+            async with BulkWorkers(broker, ledger, client=ctx.client) as bulk:
                 run = await bulk.submit(
                     a.poll_id,
                     users,
@@ -80,16 +86,23 @@ async def cmd_submit(ctx: Ctx) -> ExitStatus:
                     **rules,
                 )
                 counts = await bulk.counts(run)
+            info = await ledger.run_info(run)
         finally:
             await broker.shutdown()
+    paused = None if info is None else info.paused
+    # A paused run (a canary that failed) is sent in part: the rest waits for its resumption.
+    status = ExitStatus.OK if paused is None else ExitStatus.PARTIAL
     watch = command_line("runs", run, "--journal", a.journal)
     if ctx.json:
-        ctx.emit({"run": run, "counts": counts, "watch": watch})
-        return ExitStatus.OK
+        pause = None if paused is None else attrs.asdict(paused)
+        ctx.emit({"run": run, "counts": counts, "watch": watch, "paused": pause})
+        return status
     ctx.print(f"run {run}: submitted for the workers")
     ctx.print(table([(state, n) for state, n in counts.items() if n], ["state", "recipients"]))
+    if info is not None and paused is not None:
+        ctx.note(paused_words(info, a.journal))
     ctx.note(
         f"watch it with:\n  {watch}\n"
         f"or on the dashboard:\n  {command_line('dashboard', '--journal', a.journal)}"
     )
-    return ExitStatus.OK
+    return status

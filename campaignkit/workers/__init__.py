@@ -28,6 +28,9 @@ worker killed mid-chunk leaves a claim that expires (``claim_ttl`` of the
 workers' ledger) and is reported ambiguous, never resent; a restarted
 producer re-enqueues the chunks its predecessor planned but may not have
 enqueued, and its re-read input plans only recipients the run has not taken.
+With a ``canary``, the producer enqueues the canary alone, follows and judges
+it once the workers have sent it, and enqueues the rest only if it held
+(``submit`` returns once it is judged).
 On another task engine (Celery, arq, Dramatiq, Temporal), :func:`submit_run`
 is the producer (your ``enqueue(run, chunk)`` sends the task) and
 :func:`send_chunk` what the task awaits (README recipes).

@@ -10,7 +10,14 @@ from typing import Final, Unpack
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, Context, TaskiqDepends, TaskiqEvents
 
 from .._input.validation import raise_problems
-from ..bulk import BulkOptions, BulkOptionsDict, BulkReport, FollowingRun, UserInput
+from ..bulk import (
+    BulkOptions,
+    BulkOptionsDict,
+    BulkReport,
+    FollowingRun,
+    UserInput,
+    checked_options,
+)
 from ..client import CampaignClient
 from ..errors import LedgerError
 from ..ledger import IN_FLIGHT, PLANNED
@@ -54,6 +61,7 @@ class BulkWorkers:
             [name for name in IN_PROCESS_ONLY if name not in ("timeout", "max_retries")],
             "applies to send_bulk in one process, not to the workers",
         )
+        options.refuse(["canary"], "a run's canary is given to submit")
         self._worker = ChunkTask(
             ledger, client, timeout=options.timeout, max_retries=options.max_retries
         )
@@ -130,15 +138,21 @@ class BulkWorkers:
         run's name. :func:`~campaignkit.workers.submit_run` on this broker: see it.
 
         A recipient listed on the suppression list while its chunk waits for a
-        worker is filed suppressed by the worker's claim."""
+        worker is filed suppressed by the worker's claim. With a ``canary``,
+        it returns once the canary is judged (and the rest handed over if it
+        held), its launches followed with a client of ``client=``."""
         ledger = await self._producer.get()
 
         async def enqueue(run: str, chunk: str) -> object:
             return await self.task.kiq(run, chunk, ledger_identity=ledger.identity)
 
-        return await submit_run(
-            ledger, poll_id, users, enqueue=enqueue, options=options, **keywords
-        )
+        _, checked = checked_options(poll_id, users, options, keywords)
+        if checked.canary is None:
+            return await submit_run(ledger, poll_id, users, enqueue=enqueue, options=checked)
+        async with self._client() as client:
+            return await submit_run(
+                ledger, poll_id, users, enqueue=enqueue, client=client, options=checked
+            )
 
     async def progress(
         self, run: str, *, poll_interval: float = 1.0

@@ -12,6 +12,7 @@ from typing import Literal, Unpack
 
 import attrs
 
+from .._input.validation import raise_problems
 from ..bulk import (
     BulkOptions,
     BulkOptionsDict,
@@ -21,6 +22,7 @@ from ..bulk import (
     UserInput,
     checked_options,
     default_run,
+    workers_canary,
 )
 from ..client import CampaignClient
 from ..errors import CampaignKitError
@@ -42,12 +44,9 @@ IN_PROCESS_ONLY = (
     "follow",
     "follow_timeout",
     "dry_run",
-    "canary",
 )
 """The options of a send in one process that a submit does not take (the
-workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`'; a
-canary's gate follows the run's first launches, which a producer that only
-enqueues does not)."""
+workers' ``timeout`` and ``max_retries`` are :class:`BulkWorkers`')."""
 
 
 @attrs.frozen
@@ -120,6 +119,7 @@ async def submit_run(
     users: UserInput,
     *,
     enqueue: Enqueue,
+    client: CampaignClient | None = None,
     options: BulkOptions | None = None,
     **keywords: Unpack[BulkOptionsDict],
 ) -> str:
@@ -145,9 +145,21 @@ async def submit_run(
     (``concurrency``, ``follow``...) are refused. Let your task message carry
     ``ledger.identity`` too, for :func:`send_chunk`'s ``ledger_identity``: a
     worker on another ledger then leaves it.
+
+    A ``canary`` holds for every worker as it does for ``send_bulk``: its
+    recipients alone are handed over, then this call waits for the workers
+    to settle them, follows their launches with ``client`` (required with
+    a canary) and judges them, the run paused meanwhile; only if they hold
+    is the rest handed over. Otherwise the run stays paused with the
+    figures, the rest planned and never enqueued: once it is resumed
+    (``campaignkit runs RUN --resume``, ``ledger.resume_run``), the run's
+    next submit hands it over. A submit stopped while the canary is judged
+    leaves the run paused so: the next one judges it.
     """
     segment, options = checked_options(poll_id, users, options, keywords)
     options.refuse(IN_PROCESS_ONLY, "applies to send_bulk in one process, not to a submit")
+    if options.canary is not None and client is None:
+        raise_problems([("client", "a submit with a canary follows its launches: give client=")])
     name = options.run or default_run(segment)
     producer = Producer(ledger, name, options, input_pass=uuid.uuid4().hex[:8])
     await producer.start(segment)
@@ -156,11 +168,28 @@ async def submit_run(
         await enqueue(name, chunk)
         await ledger.mark_enqueued(name, chunk)
 
-    for chunk in await ledger.unenqueued_chunks(name):
-        await hand_over(chunk)
+    async def hand_over_unenqueued() -> None:
+        info = await ledger.run_info(name)
+        if info is not None and info.paused is not None:
+            return  # left planned, never enqueued: the submit after its resumption hands them over
+        for chunk in await ledger.unenqueued_chunks(name):
+            await hand_over(chunk)
 
     async def hand_over_planned(handed: Handed) -> None:
         await hand_over(handed.chunk)
 
-    await producer.run(users, hand_over_planned)
+    if options.canary is None:
+        await hand_over_unenqueued()
+        await producer.run(users, hand_over_planned)
+        return name
+    assert client is not None  # checked with the options
+    async with workers_canary(client, ledger, name, options.canary, producer.planner) as canary:
+        # A canary still to send: chunks never enqueued go once it is judged
+        # (the input re-read meanwhile plans their recipients behind its gate).
+        held_back = canary.gated
+        if not held_back:
+            await hand_over_unenqueued()
+        await producer.run(users, canary.gate(hand_over_planned))
+    if held_back and not canary.gated:
+        await hand_over_unenqueued()
     return name

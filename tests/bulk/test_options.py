@@ -173,10 +173,10 @@ async def test_submit_takes_the_value_and_refuses_what_only_a_send_in_process_ta
         with pytest.raises(ValidationError) as raised:
             await submit_run(ledger, 7, read_nothing(), enqueue=enqueue, concurrency=8, follow=True)
         assert [path for path, _ in raised.value.problems] == ["concurrency", "follow"]
-        # A canary's gate follows the run's first launches: a submit does not.
+        # A canary's gate follows the run's first launches: with a client only.
         with pytest.raises(ValidationError) as raised:
             await submit_run(ledger, 7, read_nothing(), enqueue=enqueue, canary=Canary(size=5))
-        assert [path for path, _ in raised.value.problems] == ["canary"]
+        assert [path for path, _ in raised.value.problems] == ["client"]
         with pytest.raises(ValidationError, match="options"):
             await submit_run(
                 ledger, 7, read_nothing(), enqueue=enqueue, options=BulkOptions(), run="r"
@@ -199,3 +199,7 @@ def test_the_workers_take_the_value_and_refuse_what_only_a_send_in_process_takes
     with pytest.raises(ValidationError) as raised:
         BulkWorkers(InMemoryBroker(), "unused.db", timeout=-1)
     assert [path for path, _ in raised.value.problems] == ["timeout"]
+    # A run's canary is its submit's.
+    with pytest.raises(ValidationError, match="given to submit") as raised:
+        BulkWorkers(InMemoryBroker(), "unused.db", canary=Canary(size=5))
+    assert [path for path, _ in raised.value.problems] == ["canary"]

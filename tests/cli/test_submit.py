@@ -125,3 +125,37 @@ async def test_submit_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch
     result = await run(None, *argv)
     assert result.code == 3, result.err
     assert "campaignkit submit needs the 'workers' extra" in result.err
+
+
+async def test_submit_with_a_canary_returns_once_it_is_judged(
+    sb: Sandbox, tmp_path: Path, postgres_dsn: str, redis_url: str
+) -> None:
+    """``submit --canary`` hands the canary alone to the worker and waits for
+    its verdict: one that fails leaves the run paused, says how to resume
+    it, and exits 6 (the rest planned, never enqueued)."""
+    queue = unique_name("ck-submit-")
+    await sb.fail_prefix("+57300", rate=1.0, status="FAILURE_BY_META_CHOSE_NOT_DELIVER")
+    users = write_csv(tmp_path / "users.csv", users_rows(30))
+    poll = str(await first_poll(sb))
+    base = ["submit", poll, str(users), "--broker", redis_url, "--journal", postgres_dsn]
+    base += ["--queue", queue, "--run", "r", "--chunk-size", "5"]
+    alone = await run(sb, *base, "--canary-max-failed", "0.1")
+    assert alone.code == 2
+    assert "--canary-max-failed need --canary N" in alone.err
+    async with worker_process(sb, redis_url, queue, postgres_dsn, "--concurrency", "2"):
+        canary = ["--canary", "10", "--canary-wait", "30s", "--canary-max-failed", "0.1"]
+        submitted = await run(sb, *base, *canary)
+    assert submitted.code == ExitStatus.PARTIAL, submitted.err
+    assert "run r paused by the canary at " in submitted.err
+    # Judged as soon as the failures pass the share: some may not have settled yet.
+    assert "of 10 canary recipients failed" in submitted.err
+    assert "over the canary's max_failed of 0.1" in submitted.err
+    assert shlex.join(["campaignkit", "runs", "r", "--journal", postgres_dsn, "--resume"]) in (
+        submitted.err
+    )
+    received: dict[str, int] = (await sb.snapshot())["companies"][0]["phone_counts"]
+    assert len(received) == 10
+    async with PostgresLedger(postgres_dsn) as ledger:
+        counts = await ledger.counts("r")
+        assert (counts[ACCEPTED], counts[PLANNED]) == (10, 20)
+        assert (await ledger.run_options("r"))["canary"]["max_failed"] == 0.1
