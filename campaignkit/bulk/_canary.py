@@ -8,8 +8,11 @@ they are judged the run is paused (reason ``canary``, detail
 :data:`JUDGING`...), so that no worker claims anything more of it and an
 interrupted judgement is taken up again by the run's next send, its wait
 counted from that pause. Once judged, the pause is lifted (the shares held)
-or replaced by the figures that failed, and a run holding ``size`` sent
-recipients, resumed or not, is never gated again.
+or replaced by the figures that failed. The ledger records the judgement
+with that first pause (:meth:`~campaignkit.ledger.Ledger.judge_canary`): a
+run so recorded, resumed or not, is never gated again, and one holding
+``size`` sent recipients never judged (its send stopped between the last
+of them and the pause) is judged by its next send.
 
 What differs between the two sends is only how the gate learns that the
 canary's chunks were sent (:class:`Settling`): from the senders of its own
@@ -44,7 +47,6 @@ from ._follow import (
     DEFAULT_FOLLOW_CONCURRENCY,
     FLUSH_SECONDS,
     Following,
-    accepted_launches,
     logging_failures,
 )
 from ._pipeline import Handed, HandOver
@@ -103,18 +105,24 @@ class CanaryGate:
         gate is open), being judged when a send stopped (judged now), or
         with some of its recipients still to send."""
         canary = self._canary
-        if (pause := judging(await self._ledger.run_info(self._run))) is not None:
-            acks, phones = await accepted_launches(self._ledger, self._run)
-            for ack in acks:
-                self._following.add(ack, phones.get(ack.launch_request_id, ()))
-            if acks:  # their statuses read once, however long ago the wait began
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._following.written.wait(), FLUSH_SECONDS * 2)
+        info = await self._ledger.run_info(self._run)
+        if (pause := judging(info)) is not None:
+            await self._follow_sent()
             await self._judge(canary, pause.paused_at)
+        elif info is not None and info.canary_judged is not None:
+            self._open()
         elif (left := canary.size - await self._sent()) > 0:
             self._hold(left)
         else:
-            self._open()
+            await self._follow_sent()
+            await self._judge(canary, time.time(), sent_now=True)
+
+    async def _follow_sent(self) -> None:
+        """Follow the run's accepted launches not yet final, their statuses
+        read once (however long ago they were sent) before a judgement."""
+        if await self._following.add_accepted(self._ledger):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._following.written.wait(), FLUSH_SECONDS * 2)
 
     def gate(self, hand_over: HandOver) -> HandOver:
         """``hand_over`` behind the canary's gate."""
@@ -162,7 +170,7 @@ class CanaryGate:
                 f"{JUDGING} {canary.size} recipients (sent at {sent}): the rest is sent once "
                 f"their outcomes hold, within {canary.wait}"
             )
-            if not await ledger.pause_run(run, CANARY, detail):
+            if not await ledger.judge_canary(run, detail):
                 self._open()  # paused meanwhile (a guard, a person): theirs to resume
                 return
         written = self._following.written
@@ -197,8 +205,6 @@ class SettledInLedger:
         self._ledger, self._run, self._following = ledger, run, following
         self._phones: list[str] = []
         """The recipients of the canary's chunks handed over."""
-        self._followed: set[str] = set()
-        """The launches given to the following."""
 
     def handing(self, handed: Handed) -> None:
         held = {record.phone for record in handed.held}
@@ -211,20 +217,13 @@ class SettledInLedger:
             # recipients are reported ambiguous, as the run's progress does.
             await ledger.expire(run)
             held = await ledger.held(run, self._phones)
-            await self._follow_accepted()
+            await self._following.add_accepted(ledger)
             if not any(record.state in (PLANNED, IN_FLIGHT) for record, _ in held.values()):
                 return
             info = await ledger.run_info(run)
             if info is None or info.paused is not None:
                 return  # no worker claims them: the gate opens to the pause
             await asyncio.sleep(SETTLED_POLL)
-
-    async def _follow_accepted(self) -> None:
-        acks, phones = await accepted_launches(self._ledger, self._run)
-        for ack in acks:
-            if ack.launch_request_id not in self._followed:
-                self._followed.add(ack.launch_request_id)
-                self._following.add(ack, phones.get(ack.launch_request_id, ()))
 
 
 @contextlib.asynccontextmanager

@@ -88,7 +88,8 @@ class Following:
         self._queue = asyncio.Queue()
         self._writer = None if ledger is None else OutcomeWriter(ledger, run)
         self._failures: list[CampaignKitError] = []
-        self._given = 0
+        self._given: set[str] = set()
+        """The launches given, each followed once however often it is given."""
         self._ended = 0  # launches followed to their end, or given up
         self._ends_at: float | None = None
         self._deadline: asyncio.Timeout | None = None
@@ -97,9 +98,20 @@ class Following:
         """Set each time outcomes are written (cleared by whoever waits for them)."""
 
     def add(self, ack: CampaignAck, phones: Sequence[str] | None = None) -> None:
-        """Follow ``ack`` (``phones``: its recipients', else read from the ledger)."""
-        self._given += 1
+        """Follow ``ack`` (``phones``: its recipients', else read from the
+        ledger), unless it was given before."""
+        if ack.launch_request_id in self._given:
+            return
+        self._given.add(ack.launch_request_id)
         self._queue.put_nowait((ack, phones))
+
+    async def add_accepted(self, ledger: Ledger) -> int:
+        """Follow the run's accepted launches not yet final, read in
+        ``ledger``; how many there are (given before or not)."""
+        acks, phones = await accepted_launches(ledger, self._run)
+        for ack in acks:
+            self.add(ack, phones.get(ack.launch_request_id, ()))
+        return len(acks)
 
     def close(self, follow_timeout: float | None = None) -> None:
         """No more launches: :meth:`run` returns once those given have
@@ -134,14 +146,14 @@ class Following:
                 "follow: stopped after %g s (follow_timeout) with %d of %s of run %r "
                 "not yet settled; what was read is written, and following again resumes",
                 self._follow_timeout,
-                self._given - self._ended,
-                counted(self._given, "launch"),
+                len(self._given) - self._ended,
+                counted(len(self._given), "launch"),
                 self._run,
             )
         if self._failures:
             first = self._failures[0]
             first.add_note(
-                f"follow: {len(self._failures)} of {counted(self._given, 'launch')} of run "
+                f"follow: {len(self._failures)} of {counted(len(self._given), 'launch')} of run "
                 f"{self._run!r} could not be followed; the others were (following again "
                 "retries those)"
             )

@@ -18,7 +18,7 @@ from ..ledger import ACCEPTED, Ledger
 from ..models import CampaignAck
 from ..tracker import TrackOptions
 from ._canary import CanaryGate
-from ._follow import DEFAULT_FOLLOW_CONCURRENCY, Following, accepted_launches, logging_failures
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, Following, logging_failures
 from ._options import BulkOptions
 from ._pipeline import Handed, HandOver, Sent
 from ._planner import Planner
@@ -90,9 +90,7 @@ class Watch:
         """Follow the launches given; with ``follow``, first the run's
         earlier launches not yet final."""
         if self._options.follow:
-            acks, phones = await accepted_launches(self._ledger, self._run)
-            for ack in acks:
-                self._following.add(ack, phones.get(ack.launch_request_id, ()))
+            await self._following.add_accepted(self._ledger)
         await logging_failures(self._following)
 
     def gate(self, hand_over: HandOver) -> HandOver:

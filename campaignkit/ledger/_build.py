@@ -6,14 +6,23 @@ build their report here, so they agree, errors' classes included."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 import orjson
 
+from .._funnel import build_funnel
 from .._input.users import as_user
 from .._input.validation import ledger_phone
-from .._report import BulkChunk, BulkReport, DuplicateUser, InvalidUser, SuppressedUser
+from .._report import (
+    PAUSED,
+    BulkChunk,
+    BulkReport,
+    DuplicateUser,
+    InvalidUser,
+    SuppressedUser,
+    deferral_detail,
+)
 from ..errors import AmbiguousSendError, CampaignKitError, LedgerError
 from ..models import CampaignAck, User
 from ._errors import error_from_detail
@@ -27,8 +36,12 @@ from ._records import (
     STATES,
     SUPPRESSED,
     Record,
+    RunPause,
     Skipped,
 )
+
+if TYPE_CHECKING:
+    from ._ledger import Ledger
 
 Outcome = Literal["accepted", "rejected", "ambiguous", "deferred"]
 
@@ -220,4 +233,44 @@ def build_report(
     counted = sum(report.counts.values())
     report.total = max(total or 0, counted)
     report.elapsed = elapsed
+    return report
+
+
+def paused_request(request: Request, pause: RunPause) -> Request:
+    """A paused run's request as its report shows it: its planned
+    recipients deferred (``paused``), sent once the run is resumed."""
+    if request.state != PLANNED:
+        return request
+    why = f"{pause.reason}: {pause.detail}; resuming the run sends them"
+    return attrs.evolve(request, state=DEFERRED, detail=deferral_detail(PAUSED, why))
+
+
+async def read_report(ledger: Ledger, run: str) -> BulkReport:
+    """The run's report, read from ``ledger`` (see :meth:`Ledger.report`)."""
+    info = await ledger.run_info(run)
+    if info is None:
+        raise LedgerError(f"this ledger has no run {run!r}")
+    acks = {claim: ack for claim, _, _, ack, _ in await ledger.claims(run) if ack}
+    requests, suppressed = await ledger.store.report_groups(run, acks)
+    if info.paused is not None:
+        requests = [paused_request(request, info.paused) for request in requests]
+    invalid, duplicates = skipped_users(await ledger.skipped(run))
+    last = await ledger.last_update(run)
+    report = build_report(
+        info.poll,
+        requests,
+        invalid=invalid,
+        duplicates=duplicates,
+        suppressed=suppressed,
+        total=info.total,
+        elapsed=max(0.0, (last or info.created) - info.created),
+    )
+    # The recipients counted as read for the report: one reading of the
+    # run, not a second (a whole run's, without an index of states).
+    counts = state_counts(requests, suppressed, invalid, duplicates)
+    report.funnel = build_funnel(counts, await ledger.outcome_groups(run))
+    if info.stopped is not None:
+        report.fatal = error_from_detail(info.stopped)
+    if info.paused is not None:
+        report.paused = f"{info.paused.reason}: {info.paused.detail}"
     return report

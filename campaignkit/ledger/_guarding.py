@@ -10,15 +10,12 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-import attrs
-
 from .._guards import Verdict, breaker_of, cooldown_of, skips_open_conversations
 from .._input.validation import Problems
 from .._redaction import sdk_logger
-from .._report import COOLDOWN, OPEN_CONVERSATION, PAUSED, deferral_detail
+from .._report import COOLDOWN, OPEN_CONVERSATION, deferral_detail
 from ..status import DeploymentStatus
-from ._build import Request
-from ._records import DEFERRED, PLANNED, RunPause
+from ._records import DEFERRED, PLANNED
 from ._sending import DAY, daily_limit_of, deferred_detail, over_budget
 from ._store import StoreTx, Where
 
@@ -163,12 +160,3 @@ def pause_problems(reason: object, detail: object) -> Problems:
     if not isinstance(detail, str):
         problems.append(("detail", f"must be a string, got {detail!r}"))
     return problems
-
-
-def paused_request(request: Request, pause: RunPause) -> Request:
-    """A paused run's request as its report shows it: its planned
-    recipients deferred (``paused``), sent once the run is resumed."""
-    if request.state != PLANNED:
-        return request
-    why = f"{pause.reason}: {pause.detail}; resuming the run sends them"
-    return attrs.evolve(request, state=DEFERRED, detail=deferral_detail(PAUSED, why))

@@ -24,9 +24,9 @@ from .._report import BulkReport
 from ..errors import LedgerError
 from ..models import User
 from ..status import DeploymentStatus
-from ._build import build_report, skipped_users, state_counts, user_of
-from ._errors import error_from_detail
+from ._build import read_report, user_of
 from ._guarding import (
+    CANARY,
     FAILED,
     MANUAL_PAUSE,
     TEMPLATE,
@@ -35,7 +35,6 @@ from ._guarding import (
     judge_breaker,
     pause_problems,
     pause_running,
-    paused_request,
     template_detail,
 )
 from ._identity import new_identity
@@ -471,35 +470,10 @@ class Ledger(abc.ABC):
         """The run's :class:`BulkReport`, as ``send_bulk`` gives it, read from the ledger.
 
         One chunk per request (claim); recipients still planned count as
-        rejected (surely not sent), those still in flight as ambiguous.
+        rejected (surely not sent), those still in flight as ambiguous (the
+        planned ones of a paused run deferred).
         """
-        info = await self.run_info(run)
-        if info is None:
-            raise LedgerError(f"this ledger has no run {run!r}")
-        acks = {claim: ack for claim, _, _, ack, _ in await self.claims(run) if ack}
-        requests, suppressed = await self.store.report_groups(run, acks)
-        if info.paused is not None:
-            requests = [paused_request(request, info.paused) for request in requests]
-        invalid, duplicates = skipped_users(await self.skipped(run))
-        last = await self.last_update(run)
-        report = build_report(
-            info.poll,
-            requests,
-            invalid=invalid,
-            duplicates=duplicates,
-            suppressed=suppressed,
-            total=info.total,
-            elapsed=max(0.0, (last or info.created) - info.created),
-        )
-        # The recipients counted as read for the report: one reading of the
-        # run, not a second (a whole run's, without an index of states).
-        counts = state_counts(requests, suppressed, invalid, duplicates)
-        report.funnel = build_funnel(counts, await self.outcome_groups(run))
-        if info.stopped is not None:
-            report.fatal = error_from_detail(info.stopped)
-        if info.paused is not None:
-            report.paused = f"{info.paused.reason}: {info.paused.detail}"
-        return report
+        return await read_report(self, run)
 
     async def funnel(self, run: str) -> Funnel:
         """The run's :class:`~campaignkit.Funnel`: planned → accepted →
@@ -751,19 +725,33 @@ class Ledger(abc.ABC):
 
     # -- paused runs
 
-    @retried
     async def pause_run(self, run: str, reason: str = MANUAL_PAUSE, detail: str = "") -> bool:
         """Pause the run: no claim (of any worker) takes anything more of it
         until :meth:`resume_run`. ``reason``: who paused it (``breaker``,
         ``canary``, ``template``, ``manual``); ``detail``: its figures.
         Whether it was paused now (a paused run keeps its first pause)."""
         raise_problems(pause_problems(reason, detail))
+        return await self._pause(run, reason, detail or "paused by hand")
+
+    async def judge_canary(self, run: str, detail: str) -> bool:
+        """Pause the run while its canary is judged (reason ``canary``,
+        ``detail``) and record, in the same transaction, that it was taken to
+        judgement (:attr:`RunInfo.canary_judged`): a send stopped before the
+        verdict leaves the pause for the next one to judge, never an ungated
+        run. Whether it was paused now (if not, nothing is recorded)."""
+        return await self._pause(run, CANARY, detail, canary=True)
+
+    @retried
+    async def _pause(self, run: str, reason: str, detail: str, *, canary: bool = False) -> bool:
         async with self.store.transaction() as tx:
             if await tx.run(run) is None:
                 raise LedgerError(f"this ledger has no run {run!r}")
-            paused = await tx.pause_run(run, reason, detail or "paused by hand", time.time())
+            now = time.time()
+            paused = await tx.pause_run(run, reason, detail, now)
+            if paused and canary:
+                await tx.judge_canary(run, now)
         if paused:
-            log.warning("run %s: paused (%s): %s", run, reason, detail or "paused by hand")
+            log.warning("run %s: paused (%s): %s", run, reason, detail)
         return paused
 
     @retried

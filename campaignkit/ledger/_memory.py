@@ -104,6 +104,7 @@ class MemoryStore:
         self._line_load: Counter[str] = Counter()
         self._taken: deque[_Taken] = deque()
         self._pauses: dict[str, RunPause] = {}
+        self._canaries: dict[str, float] = {}
 
     async def open(self) -> bool:
         self.is_open = True
@@ -205,9 +206,12 @@ class MemoryStore:
         return sorted(infos, key=lambda info: (-info.created, info.run))
 
     def _paused(self, info: RunInfo) -> RunInfo:
-        """``info`` with its pause, as the SQL store reads it with the run."""
-        pause = self._pauses.get(info.run)
-        return info if pause is None else attrs.evolve(info, paused=pause)
+        """``info`` with its pause and its canary's judgement, as the SQL
+        store reads them with the run."""
+        pause, judged = self._pauses.get(info.run), self._canaries.get(info.run)
+        if pause is None and judged is None:
+            return info
+        return attrs.evolve(info, paused=pause, canary_judged=judged)
 
     async def add_run(self, run: str, poll: str, created: float) -> None:
         state = self.state(run)
@@ -547,6 +551,9 @@ class MemoryStore:
 
     async def resume_run(self, run: str) -> bool:
         return self._pauses.pop(run, None) is not None
+
+    async def judge_canary(self, run: str, judged: float) -> None:
+        self._canaries.setdefault(run, judged)
 
     async def running_runs(self, states: Collection[str]) -> list[str]:
         running = []

@@ -150,6 +150,9 @@ class RunInfo:
     rejected recipient's ``detail``): nothing more of it is sent."""
     paused: RunPause | None = None
     """Why the run is paused, if it is: nothing more of it is sent until it is resumed."""
+    canary_judged: float | None = None
+    """When the run's canary was taken to judgement (UNIX seconds), if it
+    was: no later send of the run gates it again."""
 
 
 STALL_AFTER: Final = 300.0

@@ -182,6 +182,12 @@ SCHEMA: Final = (
         detail TEXT NOT NULL,
         paused DOUBLE PRECISION NOT NULL
     )""",
+    # The runs whose canary was taken to judgement: a later send of the run
+    # never gates it again, however it was stopped before a verdict.
+    """CREATE TABLE IF NOT EXISTS campaignkit_run_canaries (
+        run TEXT PRIMARY KEY,
+        judged DOUBLE PRECISION NOT NULL
+    )""",
 )
 
 

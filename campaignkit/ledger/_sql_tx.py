@@ -20,9 +20,10 @@ from ._suppression import Suppression
 RECORD_COLUMNS: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
 _RUNS: Final = (
     "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
-    " p.reason, p.detail, p.paused"
+    " p.reason, p.detail, p.paused, c.judged"
     " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
     " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
+    " LEFT JOIN campaignkit_run_canaries c ON c.run = r.run"
 )
 SUPPRESSION_COLUMNS: Final = "phone, reason, source, added"
 _LISTED: Final = "s.phone, s.reason, s.source, s.added"
@@ -606,6 +607,13 @@ class SqlTx:
     async def resume_run(self, run: str) -> bool:
         return bool(await self.sql.execute("DELETE FROM campaignkit_run_pauses WHERE run = ?", run))
 
+    async def judge_canary(self, run: str, judged: float) -> None:
+        await self.sql.execute(
+            "INSERT INTO campaignkit_run_canaries (run, judged) VALUES (?, ?)"
+            " ON CONFLICT (run) DO NOTHING",
+            *(run, judged),
+        )
+
     async def running_runs(self, states: Collection[str]) -> list[str]:
         # Run by run, each a lookup of the recipients' primary key (as RUN_OF_PHONE).
         rows = await self.sql.fetch(
@@ -672,6 +680,7 @@ class SqlTx:
 
 def _run_of(row: tuple[Any, ...]) -> RunInfo:
     name, poll, created, total, done, stopped = row[:6]
-    reason, detail, paused = row[7:10]
+    reason, detail, paused, judged = row[7:11]
     pause = None if reason is None else RunPause(reason, detail, float(paused))
-    return RunInfo(name, poll, created, total, bool(done), stopped, pause)
+    judged = None if judged is None else float(judged)
+    return RunInfo(name, poll, created, total, bool(done), stopped, pause, judged)

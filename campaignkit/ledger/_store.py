@@ -263,6 +263,10 @@ class StoreTx(Protocol):
     async def resume_run(self, run: str) -> bool:
         """Forget the run's pause; whether it had one."""
 
+    async def judge_canary(self, run: str, judged: float) -> None:
+        """Record when the run's canary was taken to judgement, unless it is
+        (read with the run: :attr:`RunInfo.canary_judged`)."""
+
     async def running_runs(self, states: Collection[str]) -> list[str]:
         """The runs neither stopped nor paused whose input is not all read,
         or that hold a recipient in ``states``."""

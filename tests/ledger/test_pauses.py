@@ -206,3 +206,33 @@ async def test_a_claim_whose_commit_was_lost_takes_back_what_it_holds(
         claim = await ledger.claim(RUN, "c1")
         assert claim is not None
         assert len(claim.recipients) == 3
+
+
+async def test_a_canary_taken_to_judgement_is_recorded_with_its_pause_for_good(
+    new_ledger: NewLedger,
+) -> None:
+    async with new_ledger() as ledger, new_ledger() as other:
+        await ledger.start_run(RUN, "1")
+        await ledger.start_run("held", "1")
+        assert await ledger.pause_run("held", "breaker", "60% failed")
+        # Paused already by another guard: neither paused again nor recorded.
+        assert not await ledger.judge_canary("held", "judging its first 10 recipients")
+        assert (await other.run_info("held")).canary_judged is None  # type: ignore[union-attr]
+        before = time.time()
+        assert await ledger.judge_canary(RUN, "judging its first 10 recipients")
+        info = await other.run_info(RUN)
+        assert info is not None
+        assert info.paused is not None
+        assert (info.paused.reason, info.paused.detail) == (
+            "canary",
+            "judging its first 10 recipients",
+        )
+        assert info.canary_judged == info.paused.paused_at >= before
+        # Resumed, and paused again: the first judgement stays recorded.
+        await other.resume_run(RUN)
+        assert await ledger.judge_canary(RUN, "judging again")
+        runs = {run.run: run for run in await other.runs()}
+        assert runs[RUN].canary_judged == info.canary_judged
+        assert runs["held"].canary_judged is None
+        with pytest.raises(LedgerError, match="no run 'nope'"):
+            await ledger.judge_canary("nope", "judging")

@@ -188,6 +188,68 @@ async def test_a_judgement_a_submit_left_is_taken_up_by_the_next_submit(
     assert sum(map(len, await launches(sb))) == 10
 
 
+async def test_a_canary_sent_whole_by_the_workers_after_its_submit_stopped_is_judged_next(
+    sb: Sandbox, client: CampaignClient, tmp_path: Path
+) -> None:
+    poll = (await client.list_polls())[0].id
+    await sb.fail_prefix("+5732", rate=1.0, status="FAILURE_BY_META_CHOSE_NOT_DELIVER")
+    users = people(range(5), prefix="32") + people(range(95), prefix="31")
+    handed: list[str] = []
+
+    async def hand(run: str, chunk: str) -> None:
+        handed.append(chunk)
+
+    async with SqliteLedger(tmp_path / "runs.db") as ledger:
+        first = asyncio.create_task(
+            submit_run(
+                ledger,
+                poll,
+                users,
+                enqueue=hand,
+                client=client,
+                run="r",
+                chunk_size=20,
+                canary=FAST,
+            )
+        )
+        for _ in range(500):  # until the canary is handed over, its enqueueing recorded
+            if handed and await ledger.unenqueued_chunks("r") == []:
+                break
+            await asyncio.sleep(0.02)
+        # Stopped while the workers send its canary, before any judgement.
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        async with workers(client, ledger) as side:
+            for chunk in handed:
+                await side.enqueue("r", chunk)
+            await side.idle()
+            info = await ledger.run_info("r")
+            assert info is not None
+            assert (info.paused, info.canary_judged) == (None, None)
+            # The canary is sent whole, never judged: the next submit judges it.
+            await asyncio.wait_for(
+                submit_run(
+                    ledger,
+                    poll,
+                    users,
+                    enqueue=side.enqueue,
+                    client=client,
+                    run="r",
+                    chunk_size=20,
+                    canary=FAST,
+                ),
+                20,
+            )
+            await side.idle()
+            info = await ledger.run_info("r")
+            assert info is not None
+            assert info.paused is not None
+            assert info.paused.detail.startswith("33.3% of 15 canary recipients failed (5)")
+            assert info.canary_judged is not None
+    assert sum(map(len, await launches(sb))) == 15
+
+
 async def test_chunks_a_crashed_submit_never_enqueued_go_behind_the_canary(
     sb: Sandbox, client: CampaignClient, tmp_path: Path
 ) -> None:
