@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Final, Unpack
 
+import attrs
 from taskiq import AsyncBroker, AsyncTaskiqDecoratedTask, Context, TaskiqDepends, TaskiqEvents
 
 from .._input.validation import raise_problems
@@ -39,7 +40,8 @@ class BulkWorkers:
     closed here. ``client``: makes each worker's :class:`CampaignClient`
     (default: configured from the ``CAMPAIGNKIT_*`` variables); the options
     (``options=BulkOptions(...)`` or its fields as keywords) ``timeout`` and
-    ``max_retries`` apply to each chunk's request. Worker-side state is
+    ``max_retries`` apply to each chunk's request; a run's rules and guards
+    are given to :meth:`submit` (refused here). Worker-side state is
     opened on the broker's ``WORKER_STARTUP`` event and closed on
     ``WORKER_SHUTDOWN``.
     """
@@ -57,11 +59,21 @@ class BulkWorkers:
         self.broker = broker
         self._producer = LedgerSide(ledger)
         options = BulkOptions.of(options, keywords)
+        workers_own = ("timeout", "max_retries")
         options.refuse(
-            [name for name in IN_PROCESS_ONLY if name not in ("timeout", "max_retries")],
+            [name for name in IN_PROCESS_ONLY if name not in workers_own],
             "applies to send_bulk in one process, not to the workers",
         )
-        options.refuse(["canary"], "a run's canary is given to submit")
+        # Taken here and never applied, a run's rule would be a guard the
+        # user believes holds: each run's are given to submit.
+        options.refuse(
+            [
+                field.name
+                for field in attrs.fields(BulkOptions)
+                if field.init and field.name not in (*IN_PROCESS_ONLY, *workers_own)
+            ],
+            "is a run's option: give it to submit (kept with the run, every worker applies it)",
+        )
         self._worker = ChunkTask(
             ledger, client, timeout=options.timeout, max_retries=options.max_retries
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from taskiq import InMemoryBroker
 
 import campaignkit
 from campaignkit import (
+    Breaker,
     BulkOptions,
     CampaignClient,
     Canary,
@@ -199,7 +201,23 @@ def test_the_workers_take_the_value_and_refuse_what_only_a_send_in_process_takes
     with pytest.raises(ValidationError) as raised:
         BulkWorkers(InMemoryBroker(), "unused.db", timeout=-1)
     assert [path for path, _ in raised.value.problems] == ["timeout"]
-    # A run's canary is its submit's.
-    with pytest.raises(ValidationError, match="given to submit") as raised:
+    # A run's rules are its submit's: taken here, they would guard nothing.
+    with pytest.raises(ValidationError, match="give it to submit") as raised:
         BulkWorkers(InMemoryBroker(), "unused.db", canary=Canary(size=5))
     assert [path for path, _ in raised.value.problems] == ["canary"]
+    with pytest.raises(ValidationError) as raised:
+        BulkWorkers(
+            InMemoryBroker(),
+            "unused.db",
+            breaker=Breaker(max_failed=0.2, over=100),
+            cooldown=timedelta(hours=24),
+            daily_limit=10,
+            chunk_size=50,
+            max_retries=2,
+        )
+    assert sorted(path for path, _ in raised.value.problems) == [
+        "breaker",
+        "chunk_size",
+        "cooldown",
+        "daily_limit",
+    ]
