@@ -190,7 +190,8 @@ class CanaryGate:
             if judgement.verdict is Verdict.PAUSE:
                 await ledger.pause_run(run, CANARY, judgement.detail)
             else:
-                log.info("run %s: its canary held (%s): sending the rest", run, judgement.detail)
+                # As loud as the pause that announced the judgement: both are shown.
+                log.warning("run %s: its canary held (%s): sending the rest", run, judgement.detail)
             break
         # Resumed by a person meanwhile, the rest goes without the verdict.
         self._open()

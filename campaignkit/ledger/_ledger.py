@@ -766,7 +766,8 @@ class Ledger(abc.ABC):
             resumed = await tx.resume_run(run)
             planned = (await tx.counts(run)).get(PLANNED, 0)
         if resumed:
-            log.warning("run %s: resumed (%d recipients planned)", run, planned)
+            # Asked for by its caller, who says it (a pause is news, a resume is not).
+            log.info("run %s: resumed (%d recipients planned)", run, planned)
         return planned
 
     @retried

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -81,8 +82,9 @@ async def workers(client: CampaignClient, ledger: SqliteLedger) -> AsyncIterator
 
 
 async def test_a_canary_that_holds_goes_to_the_workers_alone_then_the_rest(
-    sb: Sandbox, client: CampaignClient, tmp_path: Path
+    sb: Sandbox, client: CampaignClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, "campaignkit")
     poll = (await client.list_polls())[0].id
     async with SqliteLedger(tmp_path / "runs.db") as ledger, workers(client, ledger) as side:
         await submit_run(
@@ -106,6 +108,14 @@ async def test_a_canary_that_holds_goes_to_the_workers_alone_then_the_rest(
         info = await ledger.run_info("r")
         assert info is not None
         assert info.paused is None
+    # What a command line shows: the judgement announced and its verdict, no
+    # "resumed (0 recipients planned)" of the pause lifted before the rest is planned.
+    shown = [record.getMessage() for record in caplog.records]
+    assert [line.split(": ")[1] for line in shown] == [
+        "paused (canary)",
+        "its canary held (100% of 15 canary recipients were delivered (15); "
+        "0% of 15 canary recipients failed (0))",
+    ]
 
 
 async def test_a_failing_canary_stops_the_workers_and_the_resumed_run_sends_the_rest(
