@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -288,7 +289,13 @@ async def _send(sb: Sandbox, engine: Engine, postgres_dsn: str, run: str, queue:
     phones = await received(sb)
 
     assert {n for n in phones.values()} == {1}, "a phone received twice"
-    assert set(phones) == expected_phones(USERS)
+    expected = expected_phones(USERS)
+    missing = expected - set(phones)
+    assert set(phones) == expected, (
+        f"{len(missing)} never received, in the ledger as "
+        f"{Counter(states.get(phone, 'absent') for phone in missing)}; "
+        f"{len(set(phones) - expected)} received unexpected"
+    )
     assert set(states) == set(phones)
     assert set(states.values()) == {ACCEPTED, AMBIGUOUS}  # ambiguous: the killed request
     assert report.total == USERS
