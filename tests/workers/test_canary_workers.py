@@ -20,9 +20,11 @@ from campaignkit.ledger import ACCEPTED, PLANNED, PostgresLedger
 from campaignkit.sandbox import Sandbox
 from campaignkit.workers import BulkWorkers, broker_from
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(180)
 
-CANARY = Canary(size=20, wait=timedelta(seconds=30), min_delivered=0.8, max_failed=0.05)
+# Long enough for a loaded machine (3.13 under a full suite delivered 10 of 20 within
+# 30 s): a canary that holds goes as soon as its shares are known, not at the wait.
+CANARY = Canary(size=20, wait=timedelta(seconds=75), min_delivered=0.8, max_failed=0.05)
 CHUNK = 10
 WORKERS = 3
 
