@@ -117,23 +117,42 @@ class _Country:
     """True for a cellphone that is its own national number: ASCII digits, a
     length the country allows, and nothing a trunk prefix (with a carrier
     code) could be at its head; such a number is for ``phonenumbers`` to read."""
+    read_as_is: Callable[[str], object]
+    """True for a cellphone that reading (:func:`read_phone`) leaves as it
+    is: its own national number that cannot be the country code written
+    again before a mobile (:func:`_written_again`, which may ask
+    ``phonenumbers``). The hot paths' one test of a cellphone."""
 
     def fast(self, cellphone: str) -> bool:
         """Whether ``cellphone`` is its own national number."""
         return bool(self.is_national(cellphone))
 
 
-def _is_national(lengths: frozenset[int], trunk: str | None) -> Callable[[str], object]:
+def _is_national(
+    lengths: frozenset[int], trunk: str | None, unless: str = ""
+) -> Callable[[str], object]:
     """:attr:`_Country.is_national`: one regular expression (one call in C,
-    for the hot paths) where the trunk pattern only matches something."""
+    for the hot paths) where the trunk pattern only matches something;
+    ``unless``, a pattern the number must not match at its head as well."""
     digits = "|".join(f"[0-9]{{{length}}}" for length in sorted(lengths, reverse=True))
     if not trunk:
-        return re.compile(f"(?:{digits})").fullmatch
+        return re.compile(f"{unless}(?:{digits})").fullmatch
     if re.match(trunk, "") is None and not re.search(r"\(\?<?[=!]", trunk):
-        return re.compile(f"(?!{trunk})(?:{digits})").fullmatch
+        return re.compile(f"{unless}(?!{trunk})(?:{digits})").fullmatch
     # A pattern that may match nothing (Argentina's optional 0 and 15).
-    whole, head = re.compile(f"(?:{digits})").fullmatch, re.compile(trunk).match
+    whole, head = re.compile(f"{unless}(?:{digits})").fullmatch, re.compile(trunk).match
     return lambda cellphone: whole(cellphone) and not head(cellphone).end()  # type: ignore[union-attr]
+
+
+def _not_written_again(digits: str, mobile_lengths: frozenset[int]) -> str:
+    """A look-ahead refusing the numbers :func:`_written_again` may find
+    the country code ``digits`` written again in: those that start with it
+    before a mobile's length, and are of no mobile's length whole."""
+    again = [n for n in sorted(mobile_lengths) if n + len(digits) not in mobile_lengths]
+    if not again:
+        return ""
+    rest = "|".join(f"[0-9]{{{length}}}" for length in again)
+    return f"(?!{digits}(?:{rest})\\Z)"
 
 
 @cache
@@ -151,13 +170,15 @@ def _country(digits: str) -> _Country | None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
     lengths = frozenset(metadata.general_desc.possible_length)
-    mobile = metadata.mobile.possible_length if metadata.mobile is not None else ()
+    mobile = frozenset(metadata.mobile.possible_length if metadata.mobile is not None else ())
+    mobile = mobile or lengths
     return _Country(
         "+" + digits,
         digits,
         lengths,
-        frozenset(mobile) or lengths,
+        mobile,
         _is_national(lengths, trunk),
+        _is_national(lengths, trunk, _not_written_again(digits, mobile)),
     )
 
 

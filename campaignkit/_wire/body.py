@@ -136,20 +136,19 @@ def users_json(users: tuple[Any, ...]) -> bytes | None:
 
 
 def _own_national_numbers(country_codes: list[str], cellphones: list[str]) -> bool:
-    """Whether every cellphone is its own national number under its country
-    code, written as the wire writes it: what reading it into a Phone would
-    leave as it is."""
+    """Whether every cellphone is what reading it into a Phone under its
+    country code, written as the wire writes it, leaves as it is."""
     codes = {*country_codes}
     if len(codes) == 1:
         place = country(codes.pop())
         return (
             place is not None
             and place.code == country_codes[0]
-            and all(map(place.fast, cellphones))
+            and all(map(place.read_as_is, cellphones))
         )
     places = {code: country(code) for code in codes}
     return all(
-        (place := places[code]) is not None and place.code == code and place.fast(cellphone)
+        (place := places[code]) is not None and place.code == code and place.read_as_is(cellphone)
         for code, cellphone in zip(country_codes, cellphones, strict=True)
     )
 
@@ -189,9 +188,9 @@ def user_wire_at(user: Any, index: int, problems: Problems) -> dict[str, Any] | 
         if (
             type(country_code) is str
             and type(cellphone) is str
-            # A country user_wire read before, the cellphone its own national number.
+            # A country user_wire read before, the cellphone what reading leaves as it is.
             and (place := COUNTRIES_AS_ON_THE_WIRE.get(country_code)) is not None
-            and place.is_national(cellphone)
+            and place.read_as_is(cellphone)
             and type(items) is tuple
         ):
             keys: list[dict[str, str]] = []
