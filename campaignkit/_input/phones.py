@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -355,13 +355,29 @@ def country_code_hint(value: object) -> str:
     return ""
 
 
+def int_keys(phones: Sequence[str]) -> list[int] | None:
+    """Each phone as a 64-bit int, ``int("1" + phone[1:])`` (the leading 1
+    keeps leading zeros apart), worked out a column at a time in C; None
+    unless every phone is its ``+`` and 1 to 18 ASCII digits after it."""
+    digits = [phone[1:] for phone in phones]
+    joined = "".join(digits)
+    if not (
+        joined.isascii()
+        and joined.isdigit()
+        and min(map(len, digits)) > 0
+        and max(map(len, digits)) <= 18
+    ):
+        return None
+    return [*map(int, map("1".__add__, digits))]
+
+
 class PhoneSet:
     """Phone keys seen so far, packed as 64-bit ints in an open-addressing table.
 
     A key (``+`` then up to 18 digits, always so for a :class:`Phone`)
-    becomes ``int("1" + digits)``: exact (the leading 1 keeps leading zeros
-    apart) and below 2**63. Anything longer goes to a plain set. 8 bytes a
-    slot at most half full: about 16 bytes a phone.
+    becomes its :func:`int_keys` int: exact and below 2**63. Anything longer
+    goes to a plain set. 8 bytes a slot at most half full: about 16 bytes a
+    phone.
     """
 
     __slots__ = ("_count", "_long", "_mask", "_shift", "_slots")
@@ -400,6 +416,31 @@ class PhoneSet:
             if found == key:
                 return False
             index = (index + 1) & mask
+
+    def add_each(self, phones: Sequence[str]) -> list[bool]:
+        """:meth:`add` of each phone in turn, at once: what each returned.
+        (A bulk send's planner files a batch of users so: one Python loop over
+        keys worked out in C, about a third of the calls' cost.)"""
+        keys = int_keys(phones)
+        if keys is None:
+            return [*map(self.add, phones)]
+        added: list[bool] = []
+        slots, mask, shift = self._slots, self._mask, self._shift
+        golden, bits64 = self._GOLDEN, self._BITS64
+        for key in keys:
+            index = ((key * golden) & bits64) >> shift
+            while (found := slots[index]) and found != key:
+                index = (index + 1) & mask
+            if found:
+                added.append(False)
+                continue
+            slots[index] = key
+            self._count += 1
+            added.append(True)
+            if self._count * 2 > len(slots):
+                self._grow()
+                slots, mask, shift = self._slots, self._mask, self._shift
+        return added
 
     def _grow(self) -> None:
         old = self._slots

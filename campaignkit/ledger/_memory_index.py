@@ -4,7 +4,7 @@ phone its current record, in arrays (about 16 bytes a phone)."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _BITS64 = (1 << 64) - 1
@@ -64,6 +64,36 @@ class Index:
         if not found:
             self.new_record(index, key)
         return found
+
+    def add_new(self, keys: Sequence[int]) -> int:
+        """:meth:`add` of each key in turn while it is new: how many were (a
+        new record each, numbered in turn). One loop for a chunk new to the
+        run, without a call a key."""
+        table, records, mask, shift = self._table, self.keys, self._mask, self._shift
+        for count, key in enumerate(keys):
+            index = ((key * _GOLDEN) & _BITS64) >> shift
+            while (found := table[index]) and records[found - 1] != key:
+                index = (index + 1) & mask
+            if found:
+                return count
+            records.append(key)
+            table[index] = len(records)
+            self._size += 1
+            if self._size * 2 > len(table):
+                self._grow()
+                table, mask, shift = self._table, self._mask, self._shift
+        return len(keys)
+
+    def found_each(self, keys: Sequence[int]) -> list[int]:
+        """:meth:`find`'s record number + 1 of each key (0: none)."""
+        table, records, mask, shift = self._table, self.keys, self._mask, self._shift
+        numbers = []
+        for key in keys:
+            index = ((key * _GOLDEN) & _BITS64) >> shift
+            while (found := table[index]) and records[found - 1] != key:
+                index = (index + 1) & mask
+            numbers.append(found)
+        return numbers
 
     def items(self) -> Iterator[tuple[int, int]]:
         """Every key and its current record number."""
