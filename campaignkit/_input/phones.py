@@ -431,11 +431,14 @@ class PhoneSet:
         return added
 
     def _grow(self) -> None:
-        old = [key for key in self._slots if key]
-        self._slots = slots = array("Q", bytes(len(self._slots) * 16))
+        old = self._slots
+        self._slots = slots = array("Q", bytes(len(old) * 16))
         self._mask = mask = len(slots) - 1
-        for key, hashed in zip(old, slot_hashes(old), strict=True):
-            index = hashed & mask
-            while slots[index]:
-                index = (index + 1) & mask
-            slots[index] = key
+        # Read from the old table as it goes: a list of its keys would be an
+        # int object a phone at the peak of a send's memory.
+        for key in old:
+            if key:
+                index = hash((key,)) & mask  # slot_hashes' hash of one key
+                while slots[index]:
+                    index = (index + 1) & mask
+                slots[index] = key

@@ -98,12 +98,14 @@ class Index:
                 yield keys[found - 1], found - 1
 
     def _grow(self) -> None:
-        found = [number for number in self._table if number]
-        keys = self.keys
-        self._table = table = array("I", bytes(len(self._table) * 8))
+        old, keys = self._table, self.keys
+        self._table = table = array("I", bytes(len(old) * 8))
         self._mask = mask = len(table) - 1
-        for number, hashed in zip(found, slot_hashes(keys[n - 1] for n in found), strict=True):
-            index = hashed & mask
-            while table[index]:
-                index = (index + 1) & mask
-            table[index] = number
+        # Read from the old table as it goes: a list of its numbers would be
+        # an int object a phone at the peak of a run's memory (row 6n).
+        for number in old:
+            if number:
+                index = hash((keys[number - 1],)) & mask  # slot_hashes' hash of one key
+                while table[index]:
+                    index = (index + 1) & mask
+                table[index] = number
