@@ -3,6 +3,7 @@ different lines never share one."""
 
 from __future__ import annotations
 
+import orjson
 import phonenumbers
 import pytest
 from helpers.phones import REGIONS, example, mobiles
@@ -10,7 +11,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from campaignkit import Phone, User, ValidationError
+from campaignkit._input import validation
 from campaignkit._input.phones import country, read_phone, read_text
+from campaignkit._wire import body as send_body
 
 
 def forms(region: str, code: str, national: str) -> list[tuple[str, str]]:
@@ -143,6 +146,39 @@ def test_a_mobile_of_india_starting_with_its_country_code_is_itself() -> None:
     # 91 is India's country code and the head of many of its mobiles.
     assert Phone.of("+91", "9198765432").key == "+919198765432"
     assert Phone.of("+91", "919198765432").key == "+919198765432"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from(REGIONS), st.data())
+def test_what_the_hot_paths_take_as_it_is_reading_leaves_as_it_is(
+    region: str, data: st.DataObject
+) -> None:
+    code, _ = example(region)
+    place = country(code)
+    assert place is not None
+    # Digits of the lengths the country allows, its country code often at their head.
+    size = data.draw(st.sampled_from(sorted(place.lengths)))
+    head = data.draw(st.sampled_from(["", place.digits]))[:size]
+    digits = head + data.draw(
+        st.text("0123456789", min_size=size - len(head), max_size=size - len(head))
+    )
+    assume(place.read_as_is(digits))
+    phone = read_phone(code, digits)
+    assert isinstance(phone, Phone)
+    assert phone.cellphone == digits
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_a_country_code_written_again_reads_alike_on_every_road(region: str) -> None:
+    # India's 91 8123456789 was sent as it is once its country had been read
+    # (by the one-user road), or by the whole-body road: a 12-digit number.
+    code, national = example(region)
+    user = User(cellphone=code[1:] + national, country_code=code, user_session_keys={"k": "v"})
+    expected = validation.user_wire(user, "users[0]", [])
+    assert expected is not None
+    assert send_body.user_wire_at(user, 0, []) == expected
+    assert send_body.user_wire_at(user, 0, []) == expected  # its country read now
+    assert orjson.dumps(send_body.users_wire((user,), [])) == orjson.dumps([expected])
 
 
 def test_a_whole_number_as_text() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -117,23 +117,42 @@ class _Country:
     """True for a cellphone that is its own national number: ASCII digits, a
     length the country allows, and nothing a trunk prefix (with a carrier
     code) could be at its head; such a number is for ``phonenumbers`` to read."""
+    read_as_is: Callable[[str], object]
+    """True for a cellphone that reading (:func:`read_phone`) leaves as it
+    is: its own national number that cannot be the country code written
+    again before a mobile (:func:`_written_again`, which may ask
+    ``phonenumbers``). The hot paths' one test of a cellphone."""
 
     def fast(self, cellphone: str) -> bool:
         """Whether ``cellphone`` is its own national number."""
         return bool(self.is_national(cellphone))
 
 
-def _is_national(lengths: frozenset[int], trunk: str | None) -> Callable[[str], object]:
+def _is_national(
+    lengths: frozenset[int], trunk: str | None, unless: str = ""
+) -> Callable[[str], object]:
     """:attr:`_Country.is_national`: one regular expression (one call in C,
-    for the hot paths) where the trunk pattern only matches something."""
+    for the hot paths) where the trunk pattern only matches something;
+    ``unless``, a pattern the number must not match at its head as well."""
     digits = "|".join(f"[0-9]{{{length}}}" for length in sorted(lengths, reverse=True))
     if not trunk:
-        return re.compile(f"(?:{digits})").fullmatch
+        return re.compile(f"{unless}(?:{digits})").fullmatch
     if re.match(trunk, "") is None and not re.search(r"\(\?<?[=!]", trunk):
-        return re.compile(f"(?!{trunk})(?:{digits})").fullmatch
+        return re.compile(f"{unless}(?!{trunk})(?:{digits})").fullmatch
     # A pattern that may match nothing (Argentina's optional 0 and 15).
-    whole, head = re.compile(f"(?:{digits})").fullmatch, re.compile(trunk).match
+    whole, head = re.compile(f"{unless}(?:{digits})").fullmatch, re.compile(trunk).match
     return lambda cellphone: whole(cellphone) and not head(cellphone).end()  # type: ignore[union-attr]
+
+
+def _not_written_again(digits: str, mobile_lengths: frozenset[int]) -> str:
+    """A look-ahead refusing the numbers :func:`_written_again` may find
+    the country code ``digits`` written again in: those that start with it
+    before a mobile's length, and are of no mobile's length whole."""
+    again = [n for n in sorted(mobile_lengths) if n + len(digits) not in mobile_lengths]
+    if not again:
+        return ""
+    rest = "|".join(f"[0-9]{{{length}}}" for length in again)
+    return f"(?!{digits}(?:{rest})\\Z)"
 
 
 @cache
@@ -151,13 +170,15 @@ def _country(digits: str) -> _Country | None:
         return None
     trunk = metadata.national_prefix_for_parsing or metadata.national_prefix
     lengths = frozenset(metadata.general_desc.possible_length)
-    mobile = metadata.mobile.possible_length if metadata.mobile is not None else ()
+    mobile = frozenset(metadata.mobile.possible_length if metadata.mobile is not None else ())
+    mobile = mobile or lengths
     return _Country(
         "+" + digits,
         digits,
         lengths,
-        frozenset(mobile) or lengths,
+        mobile,
         _is_national(lengths, trunk),
+        _is_national(lengths, trunk, _not_written_again(digits, mobile)),
     )
 
 
@@ -334,23 +355,40 @@ def country_code_hint(value: object) -> str:
     return ""
 
 
+def int_keys(phones: Sequence[str]) -> list[int] | None:
+    """Each phone as a 64-bit int, ``int("1" + phone[1:])`` (the leading 1
+    keeps leading zeros apart), worked out a column at a time; None unless
+    every phone is its ``+`` and 1 to 18 ASCII digits after it."""
+    digits = [phone[1:] for phone in phones]
+    joined = "".join(digits)
+    if not (joined.isascii() and joined.isdigit()):
+        return None
+    keys = [*map(int, map("1".__add__, digits))]
+    # Below 10: "1" alone, a phone without digits; from 10**19: more than 18 digits.
+    return keys if min(keys) >= 10 and max(keys) < 10**19 else None
+
+
+def slot_hashes(keys: Iterable[int]) -> Iterator[int]:
+    """The hashes that place int keys in an open-addressing table (their low
+    bits): each key's 1-tuple's, which CPython mixes in C (a round of
+    xxHash), at half the cost of a multiplicative hash in Python's ints."""
+    return map(hash, zip(keys))
+
+
 class PhoneSet:
     """Phone keys seen so far, packed as 64-bit ints in an open-addressing table.
 
     A key (``+`` then up to 18 digits, always so for a :class:`Phone`)
-    becomes ``int("1" + digits)``: exact (the leading 1 keeps leading zeros
-    apart) and below 2**63. Anything longer goes to a plain set. 8 bytes a
-    slot at most half full: about 16 bytes a phone.
+    becomes its :func:`int_keys` int: exact and below 2**63. Anything longer
+    goes to a plain set. 8 bytes a slot at most half full: about 16 bytes a
+    phone.
     """
 
-    __slots__ = ("_count", "_long", "_mask", "_shift", "_slots")
-    _GOLDEN = 0x9E3779B97F4A7C15
-    _BITS64 = (1 << 64) - 1
+    __slots__ = ("_count", "_long", "_mask", "_slots")
 
     def __init__(self, bits: int = 12) -> None:
         self._slots = array("Q", bytes(8 << bits))
         self._mask = (1 << bits) - 1
-        self._shift = 64 - bits
         self._count = 0
         self._long: set[str] = set()
 
@@ -365,31 +403,42 @@ class PhoneSet:
                 return False
             self._long.add(phone)
             return True
-        key = int("1" + digits)
+        return self._add_keys([int("1" + digits)])[0]
+
+    def add_each(self, phones: Sequence[str]) -> list[bool]:
+        """:meth:`add` of each phone in turn, at once: what each returned (a
+        bulk send's planner files a batch of users so: one loop over keys
+        worked out a column at a time)."""
+        keys = int_keys(phones)
+        return [*map(self.add, phones)] if keys is None else self._add_keys(keys)
+
+    def _add_keys(self, keys: list[int]) -> list[bool]:
+        added: list[bool] = []
         slots, mask = self._slots, self._mask
-        index = ((key * self._GOLDEN) & self._BITS64) >> self._shift
-        while True:
-            found = slots[index]
-            if found == 0:
-                slots[index] = key
-                self._count += 1
-                if self._count * 2 > len(slots):
-                    self._grow()
-                return True
-            if found == key:
-                return False
-            index = (index + 1) & mask
+        for key, hashed in zip(keys, slot_hashes(keys), strict=True):
+            index = hashed & mask
+            while (found := slots[index]) and found != key:
+                index = (index + 1) & mask
+            if found:
+                added.append(False)
+                continue
+            slots[index] = key
+            self._count += 1
+            added.append(True)
+            if self._count * 2 > len(slots):
+                self._grow()
+                slots, mask = self._slots, self._mask
+        return added
 
     def _grow(self) -> None:
         old = self._slots
-        bits = 64 - self._shift + 1
-        self._slots = slots = array("Q", bytes(8 << bits))
-        self._mask = mask = (1 << bits) - 1
-        self._shift = shift = 64 - bits
-        golden, bits64 = self._GOLDEN, self._BITS64
+        self._slots = slots = array("Q", bytes(len(old) * 16))
+        self._mask = mask = len(slots) - 1
+        # Read from the old table as it goes: a list of its keys would be an
+        # int object a phone at the peak of a send's memory.
         for key in old:
             if key:
-                index = ((key * golden) & bits64) >> shift
+                index = hash((key,)) & mask  # slot_hashes' hash of one key
                 while slots[index]:
                     index = (index + 1) & mask
                 slots[index] = key

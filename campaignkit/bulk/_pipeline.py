@@ -11,7 +11,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from itertools import chain, islice
+from itertools import islice
 from typing import Any, Final
 
 import attrs
@@ -103,13 +103,13 @@ class Producer:
     async def run(self, users: Iterable[Any] | AsyncIterable[Any], hand_over: HandOver) -> None:
         """Plan ``users`` and ``await hand_over(handed)`` for each chunk with
         recipients to send; then record the input as finished (``total`` items)."""
-        planner, turn = self.planner, _BATCH
-        async for batch in _batches(users):
-            for item in batch:
-                if (chunk := planner.take(item)) is not None:
-                    await self._plan(chunk, hand_over)
-            if planner.total >= turn:
-                turn = planner.total + _BATCH
+        planner = self.planner
+        async for batch in _batches(
+            users, lambda: min(planner.room, _BATCH - planner.total % _BATCH)
+        ):
+            if (chunk := planner.take_many(batch)) is not None:
+                await self._plan(chunk, hand_over)
+            if planner.total % _BATCH == 0:
                 if self._on_read is not None:
                     self._on_read()
                 await asyncio.sleep(0)  # a long input must not starve the senders
@@ -154,17 +154,31 @@ class Producer:
             self.rejected.append(claim)
 
 
-async def _batches(users: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Iterable[Any]]:
-    """The one input loop's batches: an iterable's items :data:`_BATCH` at a
-    time (read lazily, so an item that raises leaves those before it taken),
-    an async iterable's one by one, as they come."""
+async def _batches(
+    users: Iterable[Any] | AsyncIterable[Any], size: Callable[[], int]
+) -> AsyncIterator[Sequence[Any]]:
+    """The one input loop's batches: an iterable's items ``size()`` at a time
+    (what the planner's chunk has room for, up to the next turn of the loop:
+    a batch completes a chunk only with its last item), an async iterable's
+    one by one, as they come. An item that raises leaves the batch read
+    before it to take first: the exception comes with the next batch."""
     if isinstance(users, AsyncIterable):
         async for item in users:
             yield (item,)
         return
     items = iter(users)
-    for first in items:
-        yield chain((first,), islice(items, _BATCH - 1))
+    while True:
+        batch: list[Any] = []
+        try:
+            # extend() keeps the items it appended when the iterator raises.
+            batch.extend(islice(items, size()))
+        except BaseException:
+            if batch:
+                yield batch
+            raise
+        if not batch:
+            return
+        yield batch
 
 
 @attrs.frozen

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from itertools import compress
+from typing import Any, Final, Protocol
 
 import attrs
 import orjson
@@ -13,7 +14,7 @@ from .._input.phones import KEYED_APART, PhoneSet, identity
 from .._input.users import InvalidInput, as_user
 from .._input.validation import Problems, user_wire
 from .._report import DuplicateUser, InvalidUser
-from .._wire.body import user_wire_at
+from .._wire.body import WiredUsers, user_wire_at, users_wired
 from ..ledger import Recipients, Skipped
 from ..models import User
 
@@ -52,9 +53,18 @@ class SeenPhones(Protocol):
         """Add ``phone``; False if it was already there."""
         ...
 
+    def add_each(self, phones: Sequence[str], /) -> list[bool]:
+        """:meth:`add` of each phone in turn: what each returned."""
+        ...
+
+
+_ONE_AT_A_TIME: Final = 16
+"""Inputs :meth:`Planner.take_many` takes one at a time, not halved again,
+when they are not all common users."""
+
 
 class Planner:
-    """Takes inputs one at a time and hands back full chunks.
+    """Takes inputs, one at a time or in batches, and hands back full chunks.
 
     An input that is not a valid user goes to ``invalid``, a person seen
     before (the same :class:`~campaignkit.Phone`) to ``duplicates``; neither
@@ -89,6 +99,69 @@ class Planner:
         self._users: list[User] = []
         self._positions: array[int] = array("Q")
         self._deferred: dict[str, str] = {}
+
+    @property
+    def room(self) -> int:
+        """How many more users the chunk being built takes."""
+        return self.chunk_size - len(self._wires)
+
+    def take_many(self, items: Sequence[Any]) -> PlannedChunk | None:
+        """File ``items`` (no more than :attr:`room`) exactly as :meth:`take`
+        files each in turn; the chunk they complete (with the last of them),
+        if they do.
+
+        Common users (every item a :class:`~campaignkit.User` whose fields
+        need no reading) are checked and written a column at a time, in C;
+        items that are not all so are halved until they are, or few enough
+        to take one at a time. A send with a ``prepare`` (a send window's
+        zones) takes them one at a time: it calls back into the caller's
+        code, which may raise at any item.
+        """
+        if len(items) > self.room:
+            raise ValueError(f"{len(items)} items for a chunk with room for {self.room}")
+        if not items:
+            return None
+        if self._prepare is None and (wired := users_wired(items)) is not None:
+            return self._take_common(items, wired)
+        if self._prepare is not None or len(items) <= _ONE_AT_A_TIME:
+            chunk = None
+            for item in items:
+                chunk = self.take(item)
+            return chunk
+        half = len(items) // 2
+        self.take_many(items[:half])  # fewer than the room: completes no chunk
+        return self.take_many(items[half:])
+
+    def _take_common(self, users: Sequence[Any], wired: WiredUsers) -> PlannedChunk | None:
+        start = self.total
+        self.total += len(users)
+        codes, cellphones = wired.country_codes, wired.cellphones
+        numbers = [*map(str.__add__, codes, cellphones)]
+        phones = numbers if KEYED_APART.isdisjoint(codes) else [*map(identity, codes, cellphones)]
+        added = self._seen.add_each(phones)
+        positions: Sequence[int] = range(start, start + len(users))
+        wires = wired.wires
+        if False in added:
+            self.duplicates += (
+                DuplicateUser(start + offset, phones[offset], users[offset])
+                for offset, new in enumerate(added)
+                if not new
+            )
+            phones = [*compress(phones, added)]
+            numbers = [*compress(numbers, added)]
+            users = [*compress(users, added)]
+            positions = [*compress(positions, added)]
+            wires = [*compress(wires, added)]
+        if self._defer is not None:
+            for phone, number, user in zip(phones, numbers, users, strict=True):
+                # As take() asks: of the number as the service gets it.
+                if (why := self._defer(number, user)) is not None:
+                    self._deferred[phone] = why
+        self._wires += wires
+        self._phones += phones
+        self._users += users
+        self._positions.extend(positions)
+        return self.flush() if len(self._wires) == self.chunk_size else None
 
     def take(self, item: Any) -> PlannedChunk | None:
         """File one input; the chunk it completes, if it does."""

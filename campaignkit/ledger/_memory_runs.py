@@ -10,10 +10,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from itertools import pairwise
+from itertools import pairwise, repeat
 
 import attrs
 
+from .._input.phones import int_keys
 from ._memory_index import Index
 from ._records import ACCEPTED, IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped
 
@@ -112,6 +113,16 @@ class RunState:
             return int("1" + digits)
         return self.long_key(phone)
 
+    def keys_of_planned(self, phones: Sequence[str]) -> list[int]:
+        """The keys of ``phones`` being planned: those the run's planner held
+        pending, no longer pending, the others worked out."""
+        if not self.pending:
+            return int_keys(phones) or [*map(self.key, phones)]
+        keys = [*map(self.pending.pop, phones, repeat(0))]
+        if 0 in keys:
+            keys = [key or self.key(phone) for key, phone in zip(keys, phones, strict=True)]
+        return keys
+
     def long_key(self, phone: str) -> int:
         key = self.long_keys.get(phone)
         if key is None:
@@ -150,14 +161,16 @@ class RunState:
         """File ``columns`` in one batch of ``chunk`` (see ``StoreTx.upsert``);
         the records kept, of those held in another chunk."""
         kept: list[Record] = []
-        index, pending = self.index, self.pending
+        index = self.index
         start = len(index.keys)
+        phones = columns.phones
+        keys = self.keys_of_planned(phones)
         # The offsets of the recipients filed; None while that is all of them
         # so far, in order (a chunk of send_bulk's planner, new to the run: its
-        # columns become the batch's as they are, with no work a recipient).
+        # columns become the batch's as they are, filed in one loop).
         joining: list[int] | None = None
-        for offset, phone in enumerate(columns.phones):
-            key = pending.pop(phone, 0) or self.key(phone)
+        for offset in range(index.add_new(keys), len(keys)):
+            phone, key = phones[offset], keys[offset]
             found = index.add(key)
             if not found:  # new to the run: now filed
                 if joining is not None:
@@ -252,6 +265,19 @@ class RunState:
             return False
         self.pending[phone] = key
         return True
+
+    def add_each(self, phones: Sequence[str]) -> list[bool]:
+        """:meth:`add` of each phone in turn: what each returned."""
+        keys = int_keys(phones)
+        if keys is None:
+            return [*map(self.add, phones)]
+        pending, added = self.pending, []
+        for phone, key, found in zip(phones, keys, self.index.found_each(keys), strict=True):
+            new = not found and phone not in pending
+            if new:
+                pending[phone] = key
+            added.append(new)
+        return added
 
     def current(self, states: set[str]) -> list[tuple[int, str, int]]:
         """``(position, phone, number)`` of the records in ``states``, in input order."""
