@@ -11,38 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.canaries import FAST, launches, people, stuck
 
-from campaignkit import CampaignClient, Canary, DeploymentStatus, User, ValidationError
+from campaignkit import CampaignClient, Canary, ValidationError
 from campaignkit.ledger import SqliteLedger
 from campaignkit.sandbox import Sandbox
-from campaignkit.sandbox._outcomes import STATUSES
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def people(numbers: range, prefix: str = "31") -> list[User]:
-    return [User(cellphone=f"{prefix}{n:08d}", country_code="+57") for n in numbers]
-
-
-def stuck(numbers: range) -> list[User]:
-    """People whose deployment stays RECEIVED for good: never settled."""
-    index = STATUSES.index(DeploymentStatus.RECEIVED)
-    return [User(cellphone=f"33{n:04d}99{index:02d}", country_code="+57") for n in numbers]
-
-
-async def launches(sb: Sandbox) -> list[list[str]]:
-    """The cellphones of each launch the sandbox took, in order."""
-    snapshot = await sb.snapshot()
-    return [
-        [u["cellphone"] for u in launch["users"]] for launch in snapshot["companies"][0]["launches"]
-    ]
-
-
 async def poll_of(client: CampaignClient) -> int:
     return (await client.list_polls())[0].id
-
-
-FAST = Canary(size=15, wait=timedelta(seconds=20), min_delivered=0.8, max_failed=0.05)
 
 
 async def test_a_canary_that_holds_is_sent_alone_and_followed_then_the_rest(
