@@ -88,10 +88,8 @@ async def defer_over_budget(
         return
     already = await tx.counted_among(since, counted, phones)
     deferred = over_budget(phones, already, used, limit)
-    if deferred:
-        detail = deferred_detail(limit, None if oldest is None else oldest + DAY)
-        where = Where((PLANNED,), chunk=chunk, phones=deferred)
-        await tx.move(run, where, DEFERRED, now, {"detail": detail})
+    detail = deferred_detail(limit, None if oldest is None else oldest + DAY)
+    await _defer(tx, run, chunk, deferred, detail, now)
 
 
 async def _defer(
