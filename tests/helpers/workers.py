@@ -108,6 +108,24 @@ async def worker_process(
         await process.wait()
 
 
+@contextlib.asynccontextmanager
+async def worker_fleet(
+    sb: Sandbox, redis_url: str, postgres_dsn: str, prefix: str, count: int = 3
+) -> AsyncIterator[BulkWorkers]:
+    """``count`` worker processes (one chunk at a time each) on a queue of
+    their own, named after ``prefix``, and the producer's side."""
+    queue = unique_name(prefix)
+    broker = broker_from(redis_url, queue=queue)
+    await broker.startup()
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(count):
+            await stack.enter_async_context(
+                worker_process(sb, redis_url, queue, postgres_dsn, "--concurrency", "1")
+            )
+        stack.push_async_callback(broker.shutdown)
+        yield await stack.enter_async_context(BulkWorkers(broker, postgres_dsn, client=sb.client))
+
+
 async def kill_redis_clients(redis_url: str, queue: str) -> int:
     """Kill the Redis connections of the workers of ``queue`` (by their
     client name); how many there were."""

@@ -7,17 +7,15 @@ already taken, and the resumed run sends the rest exactly once."""
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from datetime import datetime
 
 import pytest
-from helpers.workers import unique_name, worker_process
+from helpers.workers import worker_fleet
 
 from campaignkit import Breaker, DeploymentStatus, User
 from campaignkit.ledger import ACCEPTED, PLANNED, PostgresLedger, RecipientOutcome
 from campaignkit.sandbox import Sandbox
-from campaignkit.workers import BulkWorkers, broker_from
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,7 +46,6 @@ def crossing(outcomes: list[RecipientOutcome]) -> int:
 async def test_a_breaker_pauses_a_run_across_three_workers(
     sb: Sandbox, postgres_dsn: str, redis_url: str
 ) -> None:
-    queue = unique_name("ck-breaker-")
     await sb.fail_prefix("+5732", rate=0.5, status=DeploymentStatus.FAILURE_BY_UNABLE_TO_CONTACT)
     # Each request answered 0.5 s after it was taken: the workers send about
     # six chunks a second, the follower learns the outcomes as they go.
@@ -58,15 +55,7 @@ async def test_a_breaker_pauses_a_run_across_three_workers(
     async with sb.client() as client:
         poll = (await client.list_polls())[0].id
     users = people()
-    broker = broker_from(redis_url, queue=queue)
-    await broker.startup()
-    async with contextlib.AsyncExitStack() as stack:
-        for _ in range(WORKERS):
-            await stack.enter_async_context(
-                worker_process(sb, redis_url, queue, postgres_dsn, "--concurrency", "1")
-            )
-        bulk = await stack.enter_async_context(BulkWorkers(broker, postgres_dsn, client=sb.client))
-        stack.push_async_callback(broker.shutdown)
+    async with worker_fleet(sb, redis_url, postgres_dsn, "ck-breaker-", WORKERS) as bulk:
         run = await bulk.submit(poll, users, run="risky", chunk_size=CHUNK, breaker=BREAKER)
         report = await bulk.wait(run, poll_interval=0.1, timeout=60, follow=True)
 

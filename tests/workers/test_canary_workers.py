@@ -7,18 +7,15 @@ person once, the canary first."""
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from helpers.workers import unique_name, worker_process
+from helpers.workers import worker_fleet
 
 from campaignkit import Canary, DeploymentStatus, User
 from campaignkit.ledger import ACCEPTED, PLANNED, PostgresLedger
 from campaignkit.sandbox import Sandbox
-from campaignkit.workers import BulkWorkers, broker_from
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,23 +30,6 @@ def people(count: int, prefix: str = "31") -> list[User]:
     return [User(cellphone=f"{prefix}{n:08d}", country_code="+57") for n in range(count)]
 
 
-@contextlib.asynccontextmanager
-async def three_workers(
-    sb: Sandbox, redis_url: str, postgres_dsn: str
-) -> AsyncIterator[BulkWorkers]:
-    """Three worker processes on a queue of their own, and the producer's side."""
-    queue = unique_name("ck-canary-")
-    broker = broker_from(redis_url, queue=queue)
-    await broker.startup()
-    async with contextlib.AsyncExitStack() as stack:
-        for _ in range(WORKERS):
-            await stack.enter_async_context(
-                worker_process(sb, redis_url, queue, postgres_dsn, "--concurrency", "1")
-            )
-        stack.push_async_callback(broker.shutdown)
-        yield await stack.enter_async_context(BulkWorkers(broker, postgres_dsn, client=sb.client))
-
-
 async def phone_counts(sb: Sandbox) -> Counter[str]:
     return Counter((await sb.snapshot())["companies"][0]["phone_counts"])
 
@@ -62,7 +42,7 @@ async def test_a_failing_canary_stops_every_worker(
     users = canary + people(180, prefix="34")
     async with sb.client() as client:
         poll = (await client.list_polls())[0].id
-    async with three_workers(sb, redis_url, postgres_dsn) as bulk:
+    async with worker_fleet(sb, redis_url, postgres_dsn, "ck-canary-", WORKERS) as bulk:
         run = await bulk.submit(poll, users, run="risky", chunk_size=CHUNK, canary=CANARY)
         # Returned once judged: the canary alone was sent, by the workers.
         assert set(await phone_counts(sb)) == {f"+57{u.cellphone}" for u in canary}
@@ -95,7 +75,7 @@ async def test_a_canary_that_holds_lets_the_workers_send_every_one_once(
     users = people(200)
     async with sb.client() as client:
         poll = (await client.list_polls())[0].id
-    async with three_workers(sb, redis_url, postgres_dsn) as bulk:
+    async with worker_fleet(sb, redis_url, postgres_dsn, "ck-canary-", WORKERS) as bulk:
         run = await bulk.submit(poll, users, run="safe", chunk_size=CHUNK, canary=CANARY)
         report = await bulk.wait(run, poll_interval=0.1, timeout=60)
     assert report.paused is None
