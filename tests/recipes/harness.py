@@ -90,8 +90,18 @@ class WorkerGroup:
                 self.ready.set()
 
     def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """SIGSTOP the whole group: it claims and sends nothing until thawed."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(self.process.pid, signum)
 
     async def stop(self) -> int:
         """SIGTERM, as a deployment stops it (its processes close their state); the exit status."""
@@ -187,6 +197,17 @@ async def in_flight(dsn: str, run: str, since: float) -> dict[int, set[str]]:
     return held
 
 
+async def _held_phones(dsn: str, run: str, group: WorkerGroup, since: float) -> set[str]:
+    """The phones of the claims of ``run`` in flight that a process of
+    ``group`` took after ``since``."""
+    phones: set[str] = set()
+    for pid, held in (await in_flight(dsn, run, since)).items():
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == group.process.pid:
+                phones |= held
+    return phones
+
+
 async def _held_by(dsn: str, run: str, groups: Sequence[WorkerGroup]) -> bool:
     """Does a process of one of ``groups`` hold a claim of ``run`` in flight?"""
     leaders = {group.process.pid for group in groups}
@@ -245,19 +266,25 @@ async def _send(sb: Sandbox, engine: Engine, postgres_dsn: str, run: str, queue:
         await until(lambda: _accepted_at_least(sb, 5 * CHUNK), "five chunks received", 60, workers)
         await sb.set_faults(SLOW)
         since = time.time()
-        groups = {worker.process.pid: worker for worker in workers}
         victim: list[WorkerGroup] = []
 
         async def a_request_waiting() -> bool:
-            # A claim whose request the sandbox has taken: its recipients
-            # are received once, whatever becomes of the worker.
-            taken = set(await received(sb))
-            for pid, phones in (await in_flight(postgres_dsn, run, since)).items():
-                with contextlib.suppress(ProcessLookupError):
-                    group = groups.get(os.getpgid(pid))
-                    if group is not None and phones <= taken:
+            # A worker whose every claim in flight the sandbox has taken, one
+            # of them since the answers were slowed: its recipients are
+            # received once, whatever becomes of the worker. It is judged
+            # frozen, so that it claims nothing between the look and the
+            # kill (a claim never sent would end ambiguous, never received).
+            for group in workers:
+                group.freeze()
+                try:
+                    held = await _held_phones(postgres_dsn, run, group, 0.0)
+                    recent = await _held_phones(postgres_dsn, run, group, since)
+                    if recent and held <= set(await received(sb)):
                         victim.append(group)
                         return True
+                finally:
+                    if not victim:
+                        group.thaw()
             return False
 
         await until(a_request_waiting, "a worker with a request under way", 60, workers)
