@@ -65,7 +65,7 @@ from .._report import (
 )
 from ..progress import ProgressUpdate
 from ._canary import workers_canary
-from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_run
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, follow_problems, follow_run
 from ._options import (
     DEFAULT_CHUNK_SIZE,
     BulkOptions,
@@ -119,6 +119,7 @@ __all__ = [
     "bulk_problems",
     "checked_options",
     "default_run",
+    "follow_problems",
     "follow_run",
     "reject_unsent",
     "rules_problems",

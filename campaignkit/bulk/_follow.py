@@ -267,6 +267,15 @@ def follow_timeout_problems(follow_timeout: object) -> list[tuple[str, str]]:
     ]
 
 
+def follow_problems(follow: object, follow_timeout: object) -> list[tuple[str, str]]:
+    """What is wrong with ``follow`` (True or False) and ``follow_timeout``,
+    as a send and a wait for the workers take them."""
+    problems = (
+        [] if isinstance(follow, bool) else [("follow", f"must be True or False, got {follow!r}")]
+    )
+    return problems + follow_timeout_problems(follow_timeout)
+
+
 async def follow_run(
     client: BulkClient,
     journal: Journal,

@@ -14,7 +14,7 @@ from .._input.validation import Problems, path_segment, raise_problems
 from ..config import is_positive_seconds, is_retry_count
 from ..errors import ValidationError
 from ..progress import ProgressUpdate
-from ._follow import follow_timeout_problems
+from ._follow import follow_problems
 from ._rules import NO_RULES, SendRules, TzFor, count_problems, rules_problems
 from ._stopping import DEFAULT_INTERRUPT_GRACE
 from ._windows import SendWindow
@@ -101,7 +101,7 @@ class BulkOptions:
             )
         if self.run is not None and (not isinstance(self.run, str) or not self.run.strip()):
             problems.append(("run", f"must be a non-empty string, got {self.run!r}"))
-        for name in ("retry_rejected", "ignore_suppression", "keep_accepted_users", "follow"):
+        for name in ("retry_rejected", "ignore_suppression", "keep_accepted_users"):
             if not isinstance(value := getattr(self, name), bool):
                 problems.append((name, f"must be True or False, got {value!r}"))
         if self.on_progress is not None and not callable(self.on_progress):
@@ -120,7 +120,7 @@ class BulkOptions:
         rules, rule_problems = rules_problems(
             self.send_window, self.daily_limit, self.lines, self.tz_for, self.default_tz
         )
-        problems += rule_problems + follow_timeout_problems(self.follow_timeout)
+        problems += rule_problems + follow_problems(self.follow, self.follow_timeout)
         problems += guard_problems(
             self.breaker,
             self.cooldown,

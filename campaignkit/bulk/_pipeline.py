@@ -265,18 +265,17 @@ class ChunkSender:
         in its order, when the caller has them). Once any sender's fatal
         answer has stopped the run, they are filed rejected with it, unsent."""
         ledger = self.ledger
-        # Read with the claim (or after it), as late as can be before the
-        # request would leave: once a fatal answer ended the run, nobody
+        # The run as the claim's transaction read it, as late as can be before
+        # the request would leave: once a fatal answer ended the run, nobody
         # sends for it again.
-        info = claim.run or await ledger.run_info(run)
+        info = claim.run
         if info is None:
-            raise WrongLedger(f"run {run}: gone from {ledger!r} while sending it")
+            raise WrongLedger(f"run {run}: not in {ledger!r} when its chunk was claimed")
         if info.stopped is not None:
             result = await reject_unsent(ledger, run, claim, error_from_detail(info.stopped))
             return Sent(claim, result, unsent=True)
         # The producer's send window and lines, as it stored them with the run.
-        options = claim.options if claim.run is not None else await ledger.run_options(run)
-        rules = SendRules.from_options(options)
+        rules = SendRules.from_options(claim.options)
         result = await send_claim(
             self.client,
             ledger,

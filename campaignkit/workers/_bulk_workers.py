@@ -18,6 +18,7 @@ from ..bulk import (
     FollowingRun,
     UserInput,
     checked_options,
+    follow_problems,
 )
 from ..client import CampaignClient
 from ..errors import LedgerError
@@ -226,7 +227,7 @@ class BulkWorkers:
         pauses it while the workers still send; once the run is done, follow
         them until settled, at most ``follow_timeout`` seconds more (as
         ``send_bulk(follow=True)``)."""
-        BulkOptions(follow=follow, follow_timeout=follow_timeout)  # checked as send_bulk's
+        raise_problems(follow_problems(follow, follow_timeout))
         ledger = await self._producer.get()
         async with asyncio.timeout(timeout):
             if not follow:

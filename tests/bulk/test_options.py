@@ -221,3 +221,13 @@ def test_the_workers_take_the_value_and_refuse_what_only_a_send_in_process_takes
         "cooldown",
         "daily_limit",
     ]
+
+
+async def test_waiting_for_the_workers_checks_follow_before_it_reads_anything(
+    tmp_path: Path,
+) -> None:
+    workers = BulkWorkers(InMemoryBroker(), tmp_path / "runs.db")
+    with pytest.raises(ValidationError) as raised:
+        await workers.wait("r", follow="yes", follow_timeout=0)  # type: ignore[arg-type]
+    assert [path for path, _ in raised.value.problems] == ["follow", "follow_timeout"]
+    assert not (tmp_path / "runs.db").exists()
