@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Final
 
 import orjson
@@ -25,7 +25,7 @@ from .._redaction import sdk_logger
 from .._words import counted
 from ..config import is_positive_seconds
 from ..errors import CampaignKitError, LedgerError, ValidationError
-from ..ledger import ACCEPTED, Journal, Ledger, ledger_from
+from ..ledger import ACCEPTED, ClaimRow, Journal, Ledger, ledger_from
 from ..models import CampaignAck
 from ..tracker import CampaignTracker, StatusSource, TrackOptions
 from ._outcome_writer import LaunchOutcomes, OutcomeWriter
@@ -48,14 +48,22 @@ async def accepted_launches(
     ledger: Ledger, run: str
 ) -> tuple[list[CampaignAck], dict[str, list[str]]]:
     """The run's accepted launches not yet final, and each one's phones."""
-    final = await ledger.final_launches(run)
+    acks = unfinished_launches(await ledger.claims(run), await ledger.final_launches(run))
+    return list(acks.values()), await ledger.launch_phones(run, acks.keys())
+
+
+def unfinished_launches(
+    claims: Iterable[ClaimRow], final: Container[str], seen: Container[str] = ()
+) -> dict[str, CampaignAck]:
+    """The launches of ``claims`` accepted, not ``final``, by launch id; a
+    claim in ``seen`` is passed over."""
     acks: dict[str, CampaignAck] = {}
-    for _, _, state, ack, _ in await ledger.claims(run):
-        if state == ACCEPTED and ack:
+    for claim, _, state, ack, _ in claims:
+        if state == ACCEPTED and ack and claim not in seen:
             launch = CampaignAck(**orjson.loads(ack))
             if launch.launch_request_id not in final:
                 acks.setdefault(launch.launch_request_id, launch)
-    return list(acks.values()), await ledger.launch_phones(run, acks.keys())
+    return acks
 
 
 class Following:

@@ -12,13 +12,10 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-import orjson
-
 from ..ledger import ACCEPTED, Ledger
-from ..models import CampaignAck
 from ..tracker import TrackOptions
 from ._canary import CanaryGate
-from ._follow import DEFAULT_FOLLOW_CONCURRENCY, Following, logging_failures
+from ._follow import DEFAULT_FOLLOW_CONCURRENCY, Following, logging_failures, unfinished_launches
 from ._options import BulkOptions
 from ._pipeline import Handed, HandOver, Sent
 from ._planner import Planner
@@ -148,13 +145,10 @@ class FollowingRun:
 
     async def feed(self) -> None:
         """Follow the launches accepted since the last feed."""
-        for claim, _, state, ack, _ in await self._ledger.claims(self._run):
-            if state != ACCEPTED or not ack or claim in self._claims:
-                continue
-            self._claims.add(claim)
-            launch = CampaignAck(**orjson.loads(ack))
-            if launch.launch_request_id not in self._final:
-                self._following.add(launch)
+        claims = await self._ledger.claims(self._run)
+        for launch in unfinished_launches(claims, self._final, self._claims).values():
+            self._following.add(launch)
+        self._claims.update(claim for claim, _, state, _, _ in claims if state == ACCEPTED)
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         task = self._task

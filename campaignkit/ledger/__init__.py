@@ -84,6 +84,7 @@ from ._records import (
 )
 from ._schema import LedgerUnavailable
 from ._sqlite import SqliteLedger
+from ._store import ClaimRow
 from ._suppression import (
     MANUAL,
     OPT_OUT,
@@ -111,6 +112,7 @@ __all__ = [
     "SUPPRESSED",
     "SUPPRESSING_STATUSES",
     "Claim",
+    "ClaimRow",
     "Funnel",
     "Journal",
     "Ledger",
