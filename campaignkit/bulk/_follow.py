@@ -202,10 +202,10 @@ class Following:
 
     async def _follow_one(self, tracker: CampaignTracker, outcomes: LaunchOutcomes) -> None:
         completed = False
-        changed = tracker._collect_changed()
+        changed = tracker.collect_changed()
         flushed = time.time()
         try:
-            while await tracker._advance():
+            while await tracker.advance():
                 now = time.time()
                 if changed:
                     outcomes.add(changed, now)

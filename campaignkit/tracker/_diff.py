@@ -100,7 +100,7 @@ class View:
         self.stale = 0
         self.changed: list[StatusEntry] | None = None
         """When a list, the entries of the changes go there instead of changes
-        being made (see ``CampaignTracker._collect_changed``)."""
+        being made (see ``CampaignTracker.collect_changed``)."""
 
     def restore(self, statuses: Mapping[str, str | None]) -> None:
         for key, raw in statuses.items():

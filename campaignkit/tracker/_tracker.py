@@ -229,7 +229,7 @@ class CampaignTracker(AsyncClosing):
         self._changes += len(changes)
         return changes
 
-    def _collect_changed(self) -> list[StatusEntry]:
+    def collect_changed(self) -> list[StatusEntry]:
         """From now on, each poll appends the entries of the deployments whose
         status changed to the list returned (their ``status`` is the new one,
         as on the wire), and makes no :class:`DeploymentChange`: the iterator
@@ -240,7 +240,7 @@ class CampaignTracker(AsyncClosing):
         self._view.changed = entries
         return entries
 
-    async def _advance(self) -> bool:
+    async def advance(self) -> bool:
         """Make the next poll, waiting until it is due; False once tracking is
         over (the error that ended it is raised, as the iterator raises it)."""
         return await self._pacer.advance(self)
