@@ -12,9 +12,17 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -39,6 +47,8 @@ from ._records import (
 )
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
+
+T = TypeVar("T")
 
 _STATUS, _ANSWER = 2, 7
 _FACT_AT = {"delivered_at": 4, "read_at": 5, "replied_at": 6, "opted_out_at": 8}
@@ -129,6 +139,9 @@ class MemoryStore:
         yield self
         # Let a long run's other tasks go on between two operations.
         await asyncio.sleep(0)
+
+    async def at_once(self, body: Callable[[MemoryStore], Coroutine[Any, Any, T]]) -> T:
+        return await body(self)
 
     def state(self, run: str) -> RunState:
         """The run's state, made empty if new (as recipients planned before

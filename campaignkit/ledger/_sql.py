@@ -168,5 +168,10 @@ class _Rehearsal(SqlStore):
         async with self._turn:
             yield self._tx
 
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlTx]:
+        async with self.connection() as tx:
+            yield SqlTx(tx, ends=False)
+
     async def aclose(self) -> None:
         """Nothing to do: the transaction is its owner's."""

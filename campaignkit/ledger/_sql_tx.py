@@ -5,10 +5,10 @@ one statement a set (``executemany`` for rows, ``IN`` lists of at most
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from itertools import repeat
 from operator import add, itemgetter
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._funnel import OutcomeGroup
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
@@ -16,6 +16,8 @@ from ._records import Recipients, Record, RunInfo, RunPause, Skipped
 from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
+
+T = TypeVar("T")
 
 RECORD_COLUMNS: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
 _RUNS: Final = (
@@ -87,8 +89,16 @@ def _batches(values: Sequence[Any]) -> list[list[Any]]:
 class SqlTx:
     """The store's primitives in one SQL transaction (see :class:`~._store.StoreTx`)."""
 
-    def __init__(self, tx: Transaction) -> None:
+    def __init__(self, tx: Transaction, *, ends: bool = True) -> None:
         self.sql = tx
+        self._ends = ends
+        """Whether this transaction ends with a body run at once (not a
+        rehearsal's, which its owner ends)."""
+
+    async def at_once(self, body: Callable[[SqlTx], Coroutine[Any, Any, T]]) -> T:
+        if not self._ends:
+            return await body(self)
+        return await self.sql.at_once(lambda: body(self))
 
     # -- the ledger and its runs
 

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -98,8 +98,13 @@ class SqliteStore(SqlStore):
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._executor is not None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._checked, fn, *args)
+
+    def _checked(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, in the ledger's thread, an SQLite error raised as a LedgerError."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            return fn(*args)
         except sqlite3.Error as exc:
             raise LedgerError(f"the ledger {self.path!r} failed: {exc}") from exc
 
@@ -319,13 +324,18 @@ class SqliteStore(SqlStore):
 
     async def _commit(self) -> None:
         assert self._conn is not None
+        await self._call(self._end, self._conn)
+
+    @staticmethod
+    def _end(conn: sqlite3.Connection) -> None:
+        """``COMMIT`` (in the thread)."""
         try:
-            await self._call(self._conn.execute, "COMMIT")
-        except LedgerError:
+            conn.execute("COMMIT")
+        except sqlite3.Error:
             # A failed COMMIT may leave the transaction open: end it, or the
             # next BEGIN would fail too.
-            if self._conn.in_transaction:
-                await self._call(self._conn.execute, "ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
 
@@ -335,7 +345,13 @@ class _SqliteTransaction:
         assert ledger._conn is not None
         self._conn = ledger._conn
         self.begun = False
-        """Whether a statement began the transaction (``BEGIN IMMEDIATE``)."""
+        """Whether a statement began the transaction (``BEGIN IMMEDIATE``) and
+        nothing has ended it yet."""
+        self._in_thread = False
+        """Whether a body run at once is running (in the thread): its
+        statements run where they are called."""
+        self._abandoned = False
+        """Whether the caller of a body run at once was cancelled meanwhile."""
 
     def _begin(self) -> None:
         """Begin the transaction, before its first statement (in the thread)."""
@@ -343,22 +359,51 @@ class _SqliteTransaction:
             self._ledger._begin(self._conn)
             self.begun = True
 
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the thread: here and now within a body run at once."""
+        if self._in_thread:
+            return self._ledger._checked(fn, *args)
+        return await self._ledger._call(fn, *args)
+
+    async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        # One call to the thread for the whole transaction: a call a statement
+        # is a wait for the thread and one for the loop, each as long as the
+        # other's work in hand, with the file's write lock held (benchmarks,
+        # row 17).
+        try:
+            return await self._ledger._call(self._run_at_once, body)
+        except asyncio.CancelledError:
+            # The thread runs on: it commits nothing now (see SqliteStore.connection).
+            self._abandoned = True
+            raise
+
+    def _run_at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        self._in_thread = True
+        try:
+            result = _finish(body())
+        finally:
+            self._in_thread = False
+        if self.begun and not self._abandoned:
+            self._ledger._end(self._conn)
+            self.begun = False
+        return result
+
     async def execute(self, sql: str, *args: Any) -> int:
-        return await self._ledger._call(self._execute, sql, args)
+        return await self._run(self._execute, sql, args)
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
         self._begin()
         return self._conn.execute(sql, args).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
-        return await self._ledger._call(self._executemany, sql, rows)
+        return await self._run(self._executemany, sql, rows)
 
     def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         self._begin()
         return self._conn.executemany(sql, rows).rowcount
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        return await self._ledger._call(self._fetch, sql, args)
+        return await self._run(self._fetch, sql, args)
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         self._begin()
@@ -373,7 +418,7 @@ class _SqliteTransaction:
     ) -> int:
         constants = [value for _, value in fixed]
         rows = list(zip(*(values for _, values in columns), strict=True))
-        return await self._ledger._call(self._insert, into, constants, rows, then)
+        return await self._run(self._insert, into, constants, rows, then)
 
     def _insert(
         self, into: str, constants: list[Any], rows: list[tuple[Any, ...]], then: str
@@ -399,6 +444,17 @@ class _SqliteTransaction:
         if not values:
             return "0 = 1", ()
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+
+
+def _finish(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end, here and now: it awaits only statements run at once."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("a body run at once awaited something else than its statements")
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,9 +14,9 @@ store never decides a transition.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, Self, TypeVar
 
 import attrs
 
@@ -26,6 +26,8 @@ from ._build import Request
 from ._outcomes import RecipientOutcome, StatusRow
 from ._records import Recipients, Record, RunInfo, Skipped
 from ._suppression import Suppression
+
+T = TypeVar("T")
 
 ClaimRow = tuple[str, str, str, str | None, str | None]
 """A claim as :meth:`~campaignkit.ledger.Ledger.claims` gives it: ``(claim,
@@ -46,6 +48,12 @@ class Where:
 
 class StoreTx(Protocol):
     """The primitives, run in one transaction (see :meth:`Store.transaction`)."""
+
+    async def at_once(self, body: Callable[[Self], Coroutine[Any, Any, T]]) -> T:
+        """``await body(self)``: ``body``'s primitives are the whole rest of
+        the transaction. A store whose statements block runs it where they
+        run, in one call, its commit with it (SQLite: in its thread), not a
+        call a statement."""
 
     # -- the ledger and its runs
 
