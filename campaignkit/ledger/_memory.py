@@ -181,14 +181,15 @@ class MemoryStore:
 
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
-    ) -> tuple[list[Request], list[SuppressedUser]]:
+    ) -> tuple[list[Request], list[SuppressedUser], float | None]:
         # Batch by batch, not a record each: a report of 1,000,000 recipients
         # costs no more than its chunks (row 6n).
         self._check_open()
         state = self.runs_.get(run)
         groups: dict[tuple[str | None, str, str | None], list[Batch]] = {}
         suppressed: list[SuppressedUser] = []
-        for batch in () if state is None else state.batches:
+        kept = () if state is None else state.batches
+        for batch in kept:
             if batch.state == SUPPRESSED:
                 suppressed += _suppressed(batch)
             elif batch.live:
@@ -198,7 +199,7 @@ class MemoryStore:
             _request(claim, state, batches, acks.get(claim or "") if state == ACCEPTED else None)
             for (claim, state, _), batches in groups.items()
         ]
-        return requests, suppressed
+        return requests, suppressed, max((batch.updated for batch in kept), default=None)
 
     # -- the ledger and its runs
 

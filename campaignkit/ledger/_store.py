@@ -318,10 +318,11 @@ class Store(Protocol):
 
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
-    ) -> tuple[list[Request], list[SuppressedUser]]:
+    ) -> tuple[list[Request], list[SuppressedUser], float | None]:
         """The run's recipients as its report counts them: grouped by claim
-        and state (see :func:`~._build.requests_of`), and its suppressed ones.
-        A store that keeps them grouped answers without a record each."""
+        and state (see :func:`~._build.requests_of`), its suppressed ones,
+        and when one last changed (:meth:`StoreTx.last_update`). A store
+        that keeps them grouped answers without a record each."""
 
     def rehearsal(self) -> AbstractAsyncContextManager[Store]:
         """A store over this one's contents whose every change is undone when
