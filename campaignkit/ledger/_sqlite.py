@@ -97,9 +97,13 @@ class SqliteStore(SqlStore):
         self._session = uuid.uuid4().hex
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._queue(fn, *args)
+
+    def _queue(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)``, queued for the thread: it runs calls in turn."""
         assert self._executor is not None
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._checked, fn, *args)
+        return loop.run_in_executor(self._executor, self._checked, fn, *args)
 
     def _checked(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, in the ledger's thread, an SQLite error raised as a LedgerError."""
@@ -279,22 +283,28 @@ class SqliteStore(SqlStore):
     async def connection(self) -> AsyncIterator[Transaction]:
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
-        async with self._lock:
-            # Begun by its first statement, in the same call to the thread: a
-            # call less a transaction, each a wait for the thread and the loop.
-            tx = _SqliteTransaction(self)
-            try:
-                yield tx
-            except BaseException:
-                # Shielded: a cancelled caller must still leave the file unlocked.
-                # Cancelled while the thread ran a statement (the first one begins
-                # the transaction), the transaction is open all the same: ended
-                # there (after the statement: the thread is one), or every later
-                # transaction would fail to begin.
+        lock = self._lock
+        await lock.acquire()
+        # Begun by its first statement, in the same call to the thread: a
+        # call less a transaction, each a wait for the thread and the loop.
+        tx = _SqliteTransaction(self, lock)
+        try:
+            yield tx
+        except BaseException:
+            # Shielded: a cancelled caller must still leave the file unlocked.
+            # Cancelled while the thread ran a statement (the first one begins
+            # the transaction), the transaction is open all the same: ended
+            # there (after the statement: the thread is one), or every later
+            # transaction would fail to begin.
+            if not tx.handed_over:
                 await asyncio.shield(self._call(self._rollback_open, self._conn))
-                raise
-            if tx.begun:
+            raise
+        else:
+            if tx.begun and not tx.handed_over:
                 await asyncio.shield(self._commit())
+        finally:
+            if not tx.handed_over:
+                lock.release()
 
     @staticmethod
     def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -340,10 +350,14 @@ class SqliteStore(SqlStore):
 
 
 class _SqliteTransaction:
-    def __init__(self, ledger: SqliteStore) -> None:
+    def __init__(self, ledger: SqliteStore, lock: asyncio.Lock) -> None:
         self._ledger = ledger
         assert ledger._conn is not None
         self._conn = ledger._conn
+        self._lock = lock
+        self.handed_over = False
+        """Whether a body run at once was handed to the thread whole, to end
+        the transaction there (and the ledger's lock released)."""
         self.begun = False
         """Whether a statement began the transaction (``BEGIN IMMEDIATE``) and
         nothing has ended it yet."""
@@ -366,26 +380,38 @@ class _SqliteTransaction:
         return await self._ledger._call(fn, *args)
 
     async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        # One call to the thread for the whole transaction: a call a statement
-        # is a wait for the thread and one for the loop, each as long as the
-        # other's work in hand, with the file's write lock held (benchmarks,
-        # row 17).
+        # One call to the thread for the whole transaction, its end with it: a
+        # call a statement is a wait for the thread and one for the loop, each
+        # as long as the other's work in hand, with the file's write lock held
+        # (benchmarks, row 17). Once queued, it runs before whatever is queued
+        # after it: the next transaction may queue its own at once, not once
+        # this one's answer is back, and the thread goes from one to the next.
+        answer: asyncio.Future[T] = self._ledger._queue(self._run_at_once, body)
+        self.handed_over = True
+        self._lock.release()
         try:
-            return await self._ledger._call(self._run_at_once, body)
+            return await answer
         except asyncio.CancelledError:
-            # The thread runs on: it commits nothing now (see SqliteStore.connection).
+            # The thread runs on: it commits nothing now.
             self._abandoned = True
             raise
 
     def _run_at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``body`` and end the transaction: committed, or rolled back
+        (``body`` raised, or its caller was cancelled meanwhile)."""
         self._in_thread = True
         try:
             result = _finish(body())
+        except BaseException:
+            self._ledger._rollback_open(self._conn)
+            raise
         finally:
             self._in_thread = False
-        if self.begun and not self._abandoned:
+        if self._abandoned:
+            self._ledger._rollback_open(self._conn)
+        elif self.begun:
             self._ledger._end(self._conn)
-            self.begun = False
+        self.begun = False
         return result
 
     async def execute(self, sql: str, *args: Any) -> int:
