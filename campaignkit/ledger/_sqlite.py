@@ -392,7 +392,8 @@ class _SqliteTransaction:
         try:
             return await answer
         except asyncio.CancelledError:
-            # The thread runs on: it commits nothing now.
+            # The thread runs on, and rolls the transaction back rather than
+            # commit it (unless its COMMIT has begun).
             self._abandoned = True
             raise
 
@@ -488,7 +489,7 @@ def _finish(coro: Coroutine[Any, Any, T]) -> T:
         result: T = done.value
         return result
     coro.close()
-    raise RuntimeError("a body run at once awaited something else than its statements")
+    raise RuntimeError("a body run at once awaited something other than its statements")
 
 
 @functools.lru_cache(maxsize=16)
