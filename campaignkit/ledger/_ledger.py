@@ -94,6 +94,12 @@ async def _give_back(tx: StoreTx, run: str, claim: str, now: float) -> None:
         await tx.move(run, where, PLANNED, now, {"claim": None, "detail": None})
 
 
+def _options_of(text: str | None) -> dict[str, Any]:
+    """A run's options, from their JSON text (``{}`` if none were saved)."""
+    options: dict[str, Any] = {} if text is None else orjson.loads(text)
+    return options
+
+
 def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
     """The state and detail a plan files a recipient with: suppressed (with
     the reason its number is on the list), deferred (with why), or planned."""
@@ -295,16 +301,15 @@ class Ledger(abc.ABC):
         async def taking(tx: StoreTx) -> Claim | None:
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
-            await self._check_identity(tx)
-            found = await tx.run(run)
-            info = None if found is None else found[0]
+            identity, info, saved = await tx.run_context(run)
+            self._check_identity(identity)
             if info is not None and info.paused is not None:
                 # The chunk stays planned, for after its resumption: with what
                 # this claim took before a COMMIT whose answer was lost.
                 await _give_back(tx, run, token, now)
                 return None
             await self._suppress_late(tx, run, chunk, now)
-            options = await self._options(tx, run)
+            options = _options_of(saved)
             await defer_contacted(tx, run, chunk, now, options, _COUNTED)
             await defer_over_budget(tx, run, chunk, now, options, _COUNTED)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
@@ -317,10 +322,10 @@ class Ledger(abc.ABC):
         async with self.store.transaction() as tx:
             return await tx.at_once(taking)
 
-    async def _check_identity(self, tx: StoreTx) -> None:
-        """Raise unless the ledger is still the one opened: a file copied over
-        it, or a schema dropped and made again, is another ledger."""
-        found = await tx.identity()
+    def _check_identity(self, found: str | None) -> None:
+        """Raise unless ``found`` (the identity the ledger holds now) is the
+        one opened: a file copied over it, or a schema dropped and made
+        again, is another ledger."""
         if found != self.identity:
             now_holds = f"ledger {found}" if found else "no ledger identity"
             raise LedgerError(
@@ -632,9 +637,7 @@ class Ledger(abc.ABC):
 
     @staticmethod
     async def _options(tx: StoreTx, run: str) -> dict[str, Any]:
-        text = await tx.options(run)
-        options: dict[str, Any] = {} if text is None else orjson.loads(text)
-        return options
+        return _options_of(await tx.options(run))
 
     @retried
     async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:

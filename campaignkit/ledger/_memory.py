@@ -215,6 +215,10 @@ class MemoryStore:
             return None
         return self._paused(state.info), state.input_pass
 
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        found = await self.run(run)
+        return self.identity_, None if found is None else found[0], self._options.get(run)
+
     async def runs(self) -> list[RunInfo]:
         infos = [self._paused(s.info) for s in self.runs_.values() if s.info is not None]
         return sorted(infos, key=lambda info: (-info.created, info.run))

@@ -20,13 +20,16 @@ from ._suppression import Suppression
 T = TypeVar("T")
 
 RECORD_COLUMNS: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
-_RUNS: Final = (
-    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
+_RUN_COLUMNS: Final = (
+    "r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
     " p.reason, p.detail, p.paused, c.judged"
-    " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+)
+_RUN_JOINS: Final = (
+    " LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
     " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
     " LEFT JOIN campaignkit_run_canaries c ON c.run = r.run"
 )
+_RUNS: Final = f"SELECT {_RUN_COLUMNS} FROM campaignkit_runs r{_RUN_JOINS}"
 SUPPRESSION_COLUMNS: Final = "phone, reason, source, added"
 _LISTED: Final = "s.phone, s.reason, s.source, s.added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
@@ -114,6 +117,18 @@ class SqlTx:
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         rows = await self.sql.fetch(f"{_RUNS} WHERE r.run = ?", run)
         return (_run_of(rows[0]), rows[0][6]) if rows else None
+
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        rows = await self.sql.fetch(
+            f"SELECT l.identity, o.options, {_RUN_COLUMNS} FROM campaignkit_ledger l"
+            f" LEFT JOIN campaignkit_runs r ON r.run = ?{_RUN_JOINS}"
+            " LEFT JOIN campaignkit_run_options o ON o.run = r.run",
+            run,
+        )
+        if not rows:
+            return None, None, None
+        identity, options, *found = rows[0]
+        return str(identity), None if found[0] is None else _run_of(tuple(found)), options
 
     async def runs(self) -> list[RunInfo]:
         return [

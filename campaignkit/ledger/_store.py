@@ -65,6 +65,10 @@ class StoreTx(Protocol):
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         """The run and its current input pass."""
 
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        """The ledger's identity, the run and its options (JSON text), in one
+        read (what a claim reads first: one round trip, not three)."""
+
     async def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
 
