@@ -251,11 +251,10 @@ async def read_report(ledger: Ledger, run: str) -> BulkReport:
     if info is None:
         raise LedgerError(f"this ledger has no run {run!r}")
     acks = {claim: ack for claim, _, _, ack, _ in await ledger.claims(run) if ack}
-    requests, suppressed = await ledger.store.report_groups(run, acks)
+    requests, suppressed, last = await ledger.store.report_groups(run, acks)
     if info.paused is not None:
         requests = [paused_request(request, info.paused) for request in requests]
     invalid, duplicates = skipped_users(await ledger.skipped(run))
-    last = await ledger.last_update(run)
     report = build_report(
         info.poll,
         requests,

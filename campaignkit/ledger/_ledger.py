@@ -94,6 +94,12 @@ async def _give_back(tx: StoreTx, run: str, claim: str, now: float) -> None:
         await tx.move(run, where, PLANNED, now, {"claim": None, "detail": None})
 
 
+def _options_of(text: str | None) -> dict[str, Any]:
+    """A run's options, from their JSON text (``{}`` if none were saved)."""
+    options: dict[str, Any] = {} if text is None else orjson.loads(text)
+    return options
+
+
 def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
     """The state and detail a plan files a recipient with: suppressed (with
     the reason its number is on the list), deferred (with why), or planned."""
@@ -244,16 +250,17 @@ class Ledger(abc.ABC):
         # As columns: send_bulk's chunks come so, with no Recipient made a person.
         columns = Recipients.of(recipients)
         replace = (PLANNED, DEFERRED, SUPPRESSED) + ((REJECTED,) if retry_rejected else ())
-        async with self.store.transaction() as tx:
+        deferring = deferred or {}
+
+        async def filing(tx: StoreTx) -> list[Record]:
             await tx.add_chunk(run, chunk, len(columns), now)
             listed = {} if ignore_suppression else await tx.suppressions_of(columns.phones)
-            if not listed and not deferred:
+            if not listed and not deferring:
                 return await tx.upsert(run, chunk, columns, PLANNED, None, replace, now)
-            deferred = deferred or {}
             filings: dict[tuple[str, str | None], list[int]] = {}
             for i, phone in enumerate(columns.phones):
-                filing = _filed(listed.get(phone), deferred.get(phone))
-                filings.setdefault(filing, []).append(i)
+                filed = _filed(listed.get(phone), deferring.get(phone))
+                filings.setdefault(filed, []).append(i)
             held: list[Record] = []
             for (state, detail), chosen in filings.items():
                 group = Recipients(
@@ -270,7 +277,10 @@ class Ledger(abc.ABC):
                         for r in group
                         if r.phone not in elsewhere
                     )
-        return held
+            return held
+
+        async with self.store.transaction() as tx:
+            return await tx.at_once(filing)
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         """Atomically take the planned recipients of ``chunk`` (None if none are
@@ -287,19 +297,19 @@ class Ledger(abc.ABC):
         # Run again after a connection lost during COMMIT, the claim takes
         # back what it may already hold: never stranded in flight unsent.
         now = time.time()
-        async with self.store.transaction() as tx:
+
+        async def taking(tx: StoreTx) -> Claim | None:
             # Cheap, and nothing leaves before it: a ledger replaced under a
             # running send would let it message everyone its runs already reached.
-            await self._check_identity(tx)
-            found = await tx.run(run)
-            info = None if found is None else found[0]
+            identity, info, saved = await tx.run_context(run)
+            self._check_identity(identity)
             if info is not None and info.paused is not None:
                 # The chunk stays planned, for after its resumption: with what
                 # this claim took before a COMMIT whose answer was lost.
                 await _give_back(tx, run, token, now)
                 return None
             await self._suppress_late(tx, run, chunk, now)
-            options = await self._options(tx, run)
+            options = _options_of(saved)
             await defer_contacted(tx, run, chunk, now, options, _COUNTED)
             await defer_over_budget(tx, run, chunk, now, options, _COUNTED)
             taken = await tx.take(run, chunk, (PLANNED,), IN_FLIGHT, token, now)
@@ -307,12 +317,15 @@ class Ledger(abc.ABC):
                 return None
             expires = now + self.claim_ttl
             await tx.add_claim(run, token, chunk, owner, len(taken), now, expires)
-        return Claim(token, chunk, taken, expires, run=info, options=options)
+            return Claim(token, chunk, taken, expires, run=info, options=options)
 
-    async def _check_identity(self, tx: StoreTx) -> None:
-        """Raise unless the ledger is still the one opened: a file copied over
-        it, or a schema dropped and made again, is another ledger."""
-        found = await tx.identity()
+        async with self.store.transaction() as tx:
+            return await tx.at_once(taking)
+
+    def _check_identity(self, found: str | None) -> None:
+        """Raise unless ``found`` (the identity the ledger holds now) is the
+        one opened: a file copied over it, or a schema dropped and made
+        again, is another ledger."""
         if found != self.identity:
             now_holds = f"ledger {found}" if found else "no ledger identity"
             raise LedgerError(
@@ -348,7 +361,8 @@ class Ledger(abc.ABC):
         """
         if state not in (ACCEPTED, REJECTED, AMBIGUOUS):
             raise LedgerError(f"a claim settles as accepted, rejected or ambiguous, not {state!r}")
-        async with self.store.transaction() as tx:
+
+        async def settling(tx: StoreTx) -> None:
             fields = {"ack": ack, "detail": detail}
             if await tx.update_claims(run, state, _OPEN, claim=claim, fields=fields):
                 where = Where(_OPEN, claims=[claim])
@@ -356,6 +370,9 @@ class Ledger(abc.ABC):
                 await tx.move(run, where, state, time.time(), fields)
                 if state == REJECTED:
                     await judge_breaker(tx, run, await self._options(tx, run))
+
+        async with self.store.transaction() as tx:
+            await tx.at_once(settling)
 
     @retried
     async def release(self, run: str, claim: str) -> None:
@@ -413,7 +430,7 @@ class Ledger(abc.ABC):
     @retried
     async def run_info(self, run: str) -> RunInfo | None:
         async with self.store.transaction() as tx:
-            found = await tx.run(run)
+            found = await tx.at_once(lambda tx: tx.run(run))
         return None if found is None else found[0]
 
     @retried
@@ -620,9 +637,7 @@ class Ledger(abc.ABC):
 
     @staticmethod
     async def _options(tx: StoreTx, run: str) -> dict[str, Any]:
-        text = await tx.options(run)
-        options: dict[str, Any] = {} if text is None else orjson.loads(text)
-        return options
+        return _options_of(await tx.options(run))
 
     @retried
     async def assign_lines(self, phones: Sequence[str], lines: Sequence[str]) -> dict[str, str]:

@@ -12,9 +12,17 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -39,6 +47,8 @@ from ._records import (
 )
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
+
+T = TypeVar("T")
 
 _STATUS, _ANSWER = 2, 7
 _FACT_AT = {"delivered_at": 4, "read_at": 5, "replied_at": 6, "opted_out_at": 8}
@@ -130,6 +140,9 @@ class MemoryStore:
         # Let a long run's other tasks go on between two operations.
         await asyncio.sleep(0)
 
+    async def at_once(self, body: Callable[[MemoryStore], Coroutine[Any, Any, T]]) -> T:
+        return await body(self)
+
     def state(self, run: str) -> RunState:
         """The run's state, made empty if new (as recipients planned before
         the run started are kept in SQL)."""
@@ -168,14 +181,15 @@ class MemoryStore:
 
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
-    ) -> tuple[list[Request], list[SuppressedUser]]:
+    ) -> tuple[list[Request], list[SuppressedUser], float | None]:
         # Batch by batch, not a record each: a report of 1,000,000 recipients
         # costs no more than its chunks (row 6n).
         self._check_open()
         state = self.runs_.get(run)
         groups: dict[tuple[str | None, str, str | None], list[Batch]] = {}
         suppressed: list[SuppressedUser] = []
-        for batch in () if state is None else state.batches:
+        kept = () if state is None else state.batches
+        for batch in kept:
             if batch.state == SUPPRESSED:
                 suppressed += _suppressed(batch)
             elif batch.live:
@@ -185,7 +199,7 @@ class MemoryStore:
             _request(claim, state, batches, acks.get(claim or "") if state == ACCEPTED else None)
             for (claim, state, _), batches in groups.items()
         ]
-        return requests, suppressed
+        return requests, suppressed, max((batch.updated for batch in kept), default=None)
 
     # -- the ledger and its runs
 
@@ -200,6 +214,10 @@ class MemoryStore:
         if state is None or state.info is None:
             return None
         return self._paused(state.info), state.input_pass
+
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        found = await self.run(run)
+        return self.identity_, None if found is None else found[0], self._options.get(run)
 
     async def runs(self) -> list[RunInfo]:
         infos = [self._paused(s.info) for s in self.runs_.values() if s.info is not None]

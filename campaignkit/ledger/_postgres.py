@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import LedgerError
 from ._identity import LedgerNotFound
@@ -18,6 +18,8 @@ from ._sql import SqlStore
 
 if TYPE_CHECKING:
     import asyncpg
+
+T = TypeVar("T")
 
 # Any fixed number: it names the lock that serialises schema creation.
 _SCHEMA_LOCK = 0x63616D70
@@ -266,6 +268,9 @@ class _PostgresTransaction:
 
     def spaced(self, column: str) -> str:
         return f"string_agg({column}, ' ')"
+
+    async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        return await body()
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(?)", (list(values),)

@@ -13,6 +13,8 @@ from .._redaction import sdk_logger
 from ..errors import LedgerError
 from ._outcomes import OUTCOME_TABLES
 
+T = TypeVar("T")
+
 
 class Transaction(Protocol):
     """A transaction of an SQL connection, as a dialect hands it to :mod:`._sql`."""
@@ -45,13 +47,18 @@ class Transaction(Protocol):
         """``column IN (...)`` for ``values``: the SQL and its arguments."""
         ...
 
+    async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """``await body()``, whose statements are the rest of the transaction
+        (see :meth:`~._store.StoreTx.at_once`); committed with it where the
+        dialect runs it elsewhere (SQLite: in its thread)."""
+        ...
+
     def spaced(self, column: str) -> str:
         """The aggregate of a group's ``column`` values joined by spaces."""
         ...
 
 
 P = ParamSpec("P")
-T = TypeVar("T")
 
 SCHEMA_VERSION: Final = 2
 """2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version

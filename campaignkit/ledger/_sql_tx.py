@@ -5,10 +5,10 @@ one statement a set (``executemany`` for rows, ``IN`` lists of at most
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from itertools import repeat
 from operator import add, itemgetter
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._funnel import OutcomeGroup
 from ._outcomes import FACTS, RecipientOutcome, StatusRow
@@ -17,14 +17,19 @@ from ._schema import BATCH, Transaction
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
+T = TypeVar("T")
+
 RECORD_COLUMNS: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
-_RUNS: Final = (
-    "SELECT r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
+_RUN_COLUMNS: Final = (
+    "r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
     " p.reason, p.detail, p.paused, c.judged"
-    " FROM campaignkit_runs r LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+)
+_RUN_JOINS: Final = (
+    " LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
     " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
     " LEFT JOIN campaignkit_run_canaries c ON c.run = r.run"
 )
+_RUNS: Final = f"SELECT {_RUN_COLUMNS} FROM campaignkit_runs r{_RUN_JOINS}"
 SUPPRESSION_COLUMNS: Final = "phone, reason, source, added"
 _LISTED: Final = "s.phone, s.reason, s.source, s.added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
@@ -87,8 +92,16 @@ def _batches(values: Sequence[Any]) -> list[list[Any]]:
 class SqlTx:
     """The store's primitives in one SQL transaction (see :class:`~._store.StoreTx`)."""
 
-    def __init__(self, tx: Transaction) -> None:
+    def __init__(self, tx: Transaction, *, ends: bool = True) -> None:
         self.sql = tx
+        self._ends = ends
+        """Whether this transaction ends with a body run at once (not a
+        rehearsal's, which its owner ends)."""
+
+    async def at_once(self, body: Callable[[SqlTx], Coroutine[Any, Any, T]]) -> T:
+        if not self._ends:
+            return await body(self)
+        return await self.sql.at_once(lambda: body(self))
 
     # -- the ledger and its runs
 
@@ -104,6 +117,18 @@ class SqlTx:
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         rows = await self.sql.fetch(f"{_RUNS} WHERE r.run = ?", run)
         return (_run_of(rows[0]), rows[0][6]) if rows else None
+
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        rows = await self.sql.fetch(
+            f"SELECT l.identity, o.options, {_RUN_COLUMNS} FROM campaignkit_ledger l"
+            f" LEFT JOIN campaignkit_runs r ON r.run = ?{_RUN_JOINS}"
+            " LEFT JOIN campaignkit_run_options o ON o.run = r.run",
+            run,
+        )
+        if not rows:
+            return None, None, None
+        identity, options, *found = rows[0]
+        return str(identity), None if found[0] is None else _run_of(tuple(found)), options
 
     async def runs(self) -> list[RunInfo]:
         return [
@@ -464,6 +489,11 @@ class SqlTx:
 
     async def suppressions_of(self, phones: Sequence[str]) -> dict[str, Suppression]:
         found: dict[str, Suppression] = {}
+        # Looked up only when the list holds a number: a plan's lookup binds
+        # a chunk's numbers, most of its time in an empty list (benchmarks,
+        # row 17).
+        if not phones or not await self.sql.fetch("SELECT 1 FROM campaignkit_suppressions LIMIT 1"):
+            return found
         for batch in _batches(phones):
             condition, args = self.sql.any_of("phone", batch)
             rows = await self.sql.fetch(

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,9 +97,18 @@ class SqliteStore(SqlStore):
         self._session = uuid.uuid4().hex
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._queue(fn, *args)
+
+    def _queue(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)``, queued for the thread: it runs calls in turn."""
         assert self._executor is not None
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor, self._checked, fn, *args)
+
+    def _checked(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, in the ledger's thread, an SQLite error raised as a LedgerError."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            return fn(*args)
         except sqlite3.Error as exc:
             raise LedgerError(f"the ledger {self.path!r} failed: {exc}") from exc
 
@@ -274,22 +283,28 @@ class SqliteStore(SqlStore):
     async def connection(self) -> AsyncIterator[Transaction]:
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
-        async with self._lock:
-            # Begun by its first statement, in the same call to the thread: a
-            # call less a transaction, each a wait for the thread and the loop.
-            tx = _SqliteTransaction(self)
-            try:
-                yield tx
-            except BaseException:
-                # Shielded: a cancelled caller must still leave the file unlocked.
-                # Cancelled while the thread ran a statement (the first one begins
-                # the transaction), the transaction is open all the same: ended
-                # there (after the statement: the thread is one), or every later
-                # transaction would fail to begin.
+        lock = self._lock
+        await lock.acquire()
+        # Begun by its first statement, in the same call to the thread: a
+        # call less a transaction, each a wait for the thread and the loop.
+        tx = _SqliteTransaction(self, lock)
+        try:
+            yield tx
+        except BaseException:
+            # Shielded: a cancelled caller must still leave the file unlocked.
+            # Cancelled while the thread ran a statement (the first one begins
+            # the transaction), the transaction is open all the same: ended
+            # there (after the statement: the thread is one), or every later
+            # transaction would fail to begin.
+            if not tx.handed_over:
                 await asyncio.shield(self._call(self._rollback_open, self._conn))
-                raise
-            if tx.begun:
+            raise
+        else:
+            if tx.begun and not tx.handed_over:
                 await asyncio.shield(self._commit())
+        finally:
+            if not tx.handed_over:
+                lock.release()
 
     @staticmethod
     def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -319,23 +334,38 @@ class SqliteStore(SqlStore):
 
     async def _commit(self) -> None:
         assert self._conn is not None
+        await self._call(self._end, self._conn)
+
+    @staticmethod
+    def _end(conn: sqlite3.Connection) -> None:
+        """``COMMIT`` (in the thread)."""
         try:
-            await self._call(self._conn.execute, "COMMIT")
-        except LedgerError:
+            conn.execute("COMMIT")
+        except sqlite3.Error:
             # A failed COMMIT may leave the transaction open: end it, or the
             # next BEGIN would fail too.
-            if self._conn.in_transaction:
-                await self._call(self._conn.execute, "ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
 
 class _SqliteTransaction:
-    def __init__(self, ledger: SqliteStore) -> None:
+    def __init__(self, ledger: SqliteStore, lock: asyncio.Lock) -> None:
         self._ledger = ledger
         assert ledger._conn is not None
         self._conn = ledger._conn
+        self._lock = lock
+        self.handed_over = False
+        """Whether a body run at once was handed to the thread whole, to end
+        the transaction there (and the ledger's lock released)."""
         self.begun = False
-        """Whether a statement began the transaction (``BEGIN IMMEDIATE``)."""
+        """Whether a statement began the transaction (``BEGIN IMMEDIATE``) and
+        nothing has ended it yet."""
+        self._in_thread = False
+        """Whether a body run at once is running (in the thread): its
+        statements run where they are called."""
+        self._abandoned = False
+        """Whether the caller of a body run at once was cancelled meanwhile."""
 
     def _begin(self) -> None:
         """Begin the transaction, before its first statement (in the thread)."""
@@ -343,22 +373,64 @@ class _SqliteTransaction:
             self._ledger._begin(self._conn)
             self.begun = True
 
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the thread: here and now within a body run at once."""
+        if self._in_thread:
+            return self._ledger._checked(fn, *args)
+        return await self._ledger._call(fn, *args)
+
+    async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        # One call to the thread for the whole transaction, its end with it: a
+        # call a statement is a wait for the thread and one for the loop, each
+        # as long as the other's work in hand, with the file's write lock held
+        # (benchmarks, row 17). Once queued, it runs before whatever is queued
+        # after it: the next transaction may queue its own at once, not once
+        # this one's answer is back, and the thread goes from one to the next.
+        answer: asyncio.Future[T] = self._ledger._queue(self._run_at_once, body)
+        self.handed_over = True
+        self._lock.release()
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            # The thread runs on, and rolls the transaction back rather than
+            # commit it (unless its COMMIT has begun).
+            self._abandoned = True
+            raise
+
+    def _run_at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``body`` and end the transaction: committed, or rolled back
+        (``body`` raised, or its caller was cancelled meanwhile)."""
+        self._in_thread = True
+        try:
+            result = _finish(body())
+        except BaseException:
+            self._ledger._rollback_open(self._conn)
+            raise
+        finally:
+            self._in_thread = False
+        if self._abandoned:
+            self._ledger._rollback_open(self._conn)
+        elif self.begun:
+            self._ledger._end(self._conn)
+        self.begun = False
+        return result
+
     async def execute(self, sql: str, *args: Any) -> int:
-        return await self._ledger._call(self._execute, sql, args)
+        return await self._run(self._execute, sql, args)
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
         self._begin()
         return self._conn.execute(sql, args).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
-        return await self._ledger._call(self._executemany, sql, rows)
+        return await self._run(self._executemany, sql, rows)
 
     def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         self._begin()
         return self._conn.executemany(sql, rows).rowcount
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        return await self._ledger._call(self._fetch, sql, args)
+        return await self._run(self._fetch, sql, args)
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         self._begin()
@@ -373,22 +445,30 @@ class _SqliteTransaction:
     ) -> int:
         constants = [value for _, value in fixed]
         rows = list(zip(*(values for _, values in columns), strict=True))
-        return await self._ledger._call(self._insert, into, constants, rows, then)
+        return await self._run(self._insert, into, constants, rows, then)
 
     def _insert(
         self, into: str, constants: list[Any], rows: list[tuple[Any, ...]], then: str
     ) -> int:
         self._begin()
-        # One statement of many rows, a third faster than a statement a row.
-        # Plain placeholders, the constants repeated in each row: numbered
-        # ones (?1) must be bound by name from 3.12 on, three times slower.
-        width = len(constants) + (len(rows[0]) if rows else 0)
-        per = max(1, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        if not rows:
+            return 0
+        # One statement of many rows, a third faster than a statement a row;
+        # the constants bound once, beside the rows' values (a VALUES list):
+        # binding is most of a plan's time in the thread, with the GIL held
+        # (benchmarks, row 17). Plain placeholders: numbered ones (?1) must be
+        # bound by name from 3.12 on, three times slower. WHERE true: without
+        # it, SQLite would read the ON of ON CONFLICT as a join's.
+        width = len(rows[0])
+        limit = self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        per = max(1, (limit - len(constants)) // width)
+        selected = ", ".join(["?"] * len(constants) + [f"column{n}" for n in range(1, width + 1)])
         changed = 0
         for start in range(0, len(rows), per):
             batch = rows[start : start + per]
-            args = [value for one in batch for value in (*constants, *one)]
-            statement = f"{into} VALUES {_rows_of(width, len(batch))} {then}"
+            args = [*constants, *(value for one in batch for value in one)]
+            values = _rows_of(width, len(batch))
+            statement = f"{into} SELECT {selected} FROM (VALUES {values}) WHERE true {then}"
             changed += self._conn.execute(statement, args).rowcount
         return changed
 
@@ -399,6 +479,17 @@ class _SqliteTransaction:
         if not values:
             return "0 = 1", ()
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+
+
+def _finish(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end, here and now: it awaits only statements run at once."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("a body run at once awaited something other than its statements")
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,9 +14,9 @@ store never decides a transition.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, Self, TypeVar
 
 import attrs
 
@@ -26,6 +26,8 @@ from ._build import Request
 from ._outcomes import RecipientOutcome, StatusRow
 from ._records import Recipients, Record, RunInfo, Skipped
 from ._suppression import Suppression
+
+T = TypeVar("T")
 
 ClaimRow = tuple[str, str, str, str | None, str | None]
 """A claim as :meth:`~campaignkit.ledger.Ledger.claims` gives it: ``(claim,
@@ -47,6 +49,12 @@ class Where:
 class StoreTx(Protocol):
     """The primitives, run in one transaction (see :meth:`Store.transaction`)."""
 
+    async def at_once(self, body: Callable[[Self], Coroutine[Any, Any, T]]) -> T:
+        """``await body(self)``: ``body``'s primitives are the whole rest of
+        the transaction. A store whose statements block runs it where they
+        run, in one call, its commit with it (SQLite: in its thread), not a
+        call a statement."""
+
     # -- the ledger and its runs
 
     async def identity(self) -> str | None:
@@ -56,6 +64,10 @@ class StoreTx(Protocol):
 
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         """The run and its current input pass."""
+
+    async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
+        """The ledger's identity, the run and its options (JSON text), in one
+        read (what a claim reads first: one round trip, not three)."""
 
     async def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -310,10 +322,11 @@ class Store(Protocol):
 
     async def report_groups(
         self, run: str, acks: Mapping[str, str]
-    ) -> tuple[list[Request], list[SuppressedUser]]:
+    ) -> tuple[list[Request], list[SuppressedUser], float | None]:
         """The run's recipients as its report counts them: grouped by claim
-        and state (see :func:`~._build.requests_of`), and its suppressed ones.
-        A store that keeps them grouped answers without a record each."""
+        and state (see :func:`~._build.requests_of`), its suppressed ones,
+        and when one last changed (:meth:`StoreTx.last_update`). A store
+        that keeps them grouped answers without a record each."""
 
     def rehearsal(self) -> AbstractAsyncContextManager[Store]:
         """A store over this one's contents whose every change is undone when

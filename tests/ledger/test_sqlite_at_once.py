@@ -1,0 +1,65 @@
+"""An SQLite ledger runs a claim's transaction whole in its thread, its end
+with it, and lets the next transaction queue behind it at once: cancelled
+while the thread runs it, the claim takes nothing (rolled back there), and
+the operations queued behind it run on a ledger with no transaction open."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers.ledgers import people
+
+from campaignkit.errors import LedgerError
+from campaignkit.ledger import PLANNED, SqliteLedger
+
+RUN = "run 1"
+
+
+async def test_a_claim_cancelled_while_the_thread_runs_it_takes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with SqliteLedger(tmp_path / "run.db") as ledger:
+        await ledger.start_run(RUN, "p1")
+        await ledger.plan(RUN, "c1", people(3))
+        store = ledger.store
+        began = threading.Event()
+        slow_begin = store._begin
+
+        def begin_slowly(conn: object) -> None:
+            slow_begin(conn)  # type: ignore[arg-type]
+            began.set()
+            time.sleep(0.3)
+
+        monkeypatch.setattr(store, "_begin", begin_slowly)
+        claiming = asyncio.create_task(ledger.claim(RUN, "c1"))
+        await asyncio.to_thread(began.wait, 10)
+        claiming.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await claiming
+        monkeypatch.setattr(store, "_begin", slow_begin)
+        # Queued behind the cancelled claim: it was rolled back, not committed.
+        assert (await asyncio.wait_for(ledger.counts(RUN), 10))[PLANNED] == 3
+        claim = await ledger.claim(RUN, "c1")
+        assert claim is not None
+        assert len(claim.recipients) == 3
+
+
+async def test_a_claim_that_fails_in_the_thread_leaves_no_transaction_open(
+    tmp_path: Path,
+) -> None:
+    async with SqliteLedger(tmp_path / "run.db") as ledger:
+        await ledger.start_run(RUN, "p1")
+        await ledger.plan(RUN, "c1", people(3))
+        opened_as = ledger.identity
+        ledger._identity = "another ledger"
+        with pytest.raises(LedgerError, match="replaced while in use"):
+            await ledger.claim(RUN, "c1")
+        ledger._identity = opened_as
+        claim = await asyncio.wait_for(ledger.claim(RUN, "c1"), 10)
+        assert claim is not None
+        assert len(claim.recipients) == 3
