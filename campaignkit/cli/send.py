@@ -21,7 +21,7 @@ from ..bulk import (
     default_run,
 )
 from ..client import CampaignClient
-from ..ledger import Ledger, MemoryLedger, ledger_from
+from ..ledger import ACCEPTED, Ledger, MemoryLedger, ledger_from
 from ..progress import ProgressUpdate, percent
 from . import sending_line
 from .argtypes import non_negative_float, positive_int
@@ -198,6 +198,8 @@ async def _bulk(
 ) -> ExitStatus:
     a = ctx.args
     sent_at = datetime.now(UTC)
+    # A rerun's report is its run's: what an earlier send had done is said so.
+    earlier = (await ledger.counts(a.run or default_run(a.poll_id)))[ACCEPTED]
     last: ProgressUpdate | None = None
     with ProgressDisplay(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
 
@@ -243,7 +245,7 @@ async def _bulk(
         info = await ledger.run_info(a.run or default_run(a.poll_id))
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
-    print_bulk_report(ctx, report, sent_at, dry_run=a.dry_run)
+    print_bulk_report(ctx, report, sent_at, dry_run=a.dry_run, earlier=earlier)
     if a.follow and report.funnel is not None:
         ctx.print(funnel_table(report.funnel))
         note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
@@ -260,8 +262,10 @@ def bulk_status(report: BulkReport) -> ExitStatus:
 
 
 def print_bulk_report(
-    ctx: Ctx, report: BulkReport, sent_at: datetime, *, dry_run: bool = False
+    ctx: Ctx, report: BulkReport, sent_at: datetime, *, dry_run: bool = False, earlier: int = 0
 ) -> None:
+    """The report's table and notes; ``earlier``: the run's users accepted
+    before this send (a rerun's report counts them, never sending them again)."""
     journal = ctx.args.journal
     if dry_run:
         ctx.print("dry run: nothing was sent, no ledger changed ('accepted': would be sent)")
@@ -272,7 +276,13 @@ def print_bulk_report(
             f"{counted(would, 'user')} would be sent in {counted(len(report.accepted), 'request')}"
         )
     else:
-        ctx.print(f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s")
+        accepted = f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s"
+        if earlier:
+            run = ctx.args.run or default_run(report.poll_id)
+            accepted += (
+                f" ({counted(earlier, 'user')} by an earlier send of run {run}: not sent again)"
+            )
+        ctx.print(accepted)
     for item in report.invalid[:5]:
         ctx.note(f"invalid: {invalid_place(item)}")
     if len(report.invalid) > 5:

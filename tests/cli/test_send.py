@@ -255,3 +255,23 @@ async def test_every_printed_command_quotes_what_it_interpolates(
     assert single.code == 4, single.err
     [again] = [line for line in single.err.splitlines() if line.startswith("  campaignkit send")]
     assert shlex.split(again)[1:] == ["send", poll, str(path)]
+
+
+async def test_a_rerun_says_which_users_an_earlier_send_had_accepted(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    poll = await first_poll(sb)
+    first_rows = users_rows(30)
+    path = write_csv(tmp_path / "users.csv", first_rows)
+    journal = str(tmp_path / "runs.db")
+    argv = ("send", str(poll), str(path), "--bulk", "--chunk-size", "20", "--journal", journal)
+    first = await run(sb, *argv, "--run", "spring")
+    assert first.code == 0, first.err
+    assert "2 campaigns accepted in" in first.out
+    assert "earlier send" not in first.out
+    write_csv(tmp_path / "users.csv", users_rows(50))  # 20 people added to the list
+    again = await run(sb, *argv, "--run", "spring")
+    assert again.code == 0, again.err
+    assert "(30 users by an earlier send of run spring: not sent again)" in again.out
+    received = (await sb.snapshot())["companies"][0]["phone_counts"]
+    assert (len(received), set(received.values())) == (50, {1})
