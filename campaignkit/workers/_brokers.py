@@ -7,7 +7,7 @@ import importlib
 import inspect
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import tenacity
 from taskiq import AsyncBroker
@@ -82,6 +82,27 @@ def warning(what: str) -> Callable[[BaseException | None, float, int], None]:
     return say
 
 
+T = TypeVar("T")
+
+
+async def _heeding_cancellation(call: Awaitable[T]) -> T:
+    """``await call``, in a task of its own: on Python 3.11 redis' connection
+    pool and timeouts (their ``wait_for``) can swallow a cancellation, and
+    its task then waits for ever (a read nobody ends) or goes on as if never
+    cancelled (a producer stopped mid-send waiting for its next input). Here
+    a cancellation ends the wait at once; ``call`` is cancelled, not awaited."""
+    task = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        # It may have failed meanwhile (a connection lost as the worker
+        # stops): read its error, or asyncio logs it as never retrieved.
+        task.add_done_callback(_retrieve)
+        raise
+    return task.result()
+
+
 def _retrieve(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
@@ -109,7 +130,7 @@ def _redis_streams() -> type[RedisStreamBroker]:
         """``call()``, made again a few times while the broker is lost."""
 
         async def attempt() -> None:  # a coroutine function, which tenacity awaits
-            await call()
+            await _heeding_cancellation(call())
 
         await reconnecting(retried, tenacity.stop_after_attempt(_ATTEMPTS), warning(what))(attempt)
 
@@ -155,28 +176,11 @@ def _redis_streams() -> type[RedisStreamBroker]:
                     await repairs[0]()
                     del repairs[0]
                 async with Redis(connection_pool=self.connection_pool) as conn:
-                    return await self._fetch_or_stop(conn)
+                    return await _heeding_cancellation(self._fetch(conn))
 
             return await reconnecting(retried_read, tenacity.stop_never, warning("while reading"))(
                 read
             )
-
-        async def _fetch_or_stop(self, conn: Redis) -> list[tuple[bytes, Any]]:
-            """:meth:`_fetch`, in a task of its own: a worker told to stop cancels
-            its read, and on Python 3.11 redis' connection pool and timeouts
-            can swallow that cancellation (their ``wait_for``), leaving the read
-            waiting for ever and the worker never stopping. Here the
-            cancellation ends the wait at once; the read is cancelled, not awaited."""
-            fetch = asyncio.ensure_future(self._fetch(conn))
-            try:
-                await asyncio.wait({fetch})
-            except asyncio.CancelledError:
-                fetch.cancel()
-                # It may have failed meanwhile (a connection lost as the worker
-                # stops): read its error, or asyncio logs it as never retrieved.
-                fetch.add_done_callback(_retrieve)
-                raise
-            return fetch.result()
 
         async def _fetch(self, conn: Redis) -> list[tuple[bytes, Any]]:
             """Dead consumers' messages first, else new ones (a blocking read).

@@ -320,13 +320,16 @@ async def test_a_read_failing_as_the_worker_stops_leaves_no_unretrieved_error(
     unretrieved: list[dict[str, Any]] = []
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    reader = broker.listen()
     try:
-        reading = asyncio.create_task(broker._fetch_or_stop(None))
-        await asyncio.sleep(0)  # the read is under way
+        reading = asyncio.ensure_future(reader.__anext__())
+        await asyncio.sleep(0.1)  # the read is under way
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading
         del reading
+        await reader.aclose()
+        await broker.shutdown()
         for _ in range(3):  # the read's end, then its task's collection
             await asyncio.sleep(0)
         gc.collect()
@@ -390,3 +393,34 @@ async def test_worker_survives_a_failover_that_demotes_its_server(
             await admin.aclose()
     assert worker.count("reconnecting in") >= 1
     assert report.counts["accepted"] == len(expected_phones(100))
+
+
+async def test_a_producer_stopped_mid_send_stops_even_if_redis_swallows_the_cancellation(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Python 3.11, redis' pool and timeouts can swallow the cancellation
+    of a command: a submit cancelled while it enqueued a chunk went on to
+    read its next input, and waited for ever on an input that never came
+    (CI's ``test_restarted_producer``). The cancellation ends the send at once."""
+    broker: Any = broker_from(redis_url, queue=unique_name("ck-test-"))
+
+    async def send_swallowing_its_cancellation(self: Any, message: Any) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        # Carried on as if never cancelled.
+
+    monkeypatch.setattr(RedisStreamBroker, "kick", send_swallowing_its_cancellation)
+    sent_on = asyncio.Event()
+
+    async def submit() -> None:
+        await broker.kick(object())
+        sent_on.set()
+        await asyncio.Event().wait()  # the next input, which never comes
+
+    submitting = asyncio.create_task(submit())
+    await asyncio.sleep(0.1)
+    submitting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(submitting, 5)
+    assert not sent_on.is_set()
+    await broker.shutdown()
