@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +88,26 @@ async def send(ledger: Ledger, run: str, chunk: str, recipients: list[Recipient]
         return 0
     await ledger.settle(run, claim.token, ACCEPTED, launch_request_id="L")
     return len(claim.recipients)
+
+
+async def cancel_while_it_begins(
+    ledger: SqliteLedger, monkeypatch: pytest.MonkeyPatch, operation: Awaitable[object]
+) -> None:
+    """Start ``operation`` on ``ledger`` and cancel it while the ledger's
+    thread runs its ``BEGIN`` (held there 0.3 s), as a second Ctrl-C lands."""
+    store = ledger.store
+    began = threading.Event()
+    begin = store._begin
+
+    def begin_slowly(conn: sqlite3.Connection) -> None:
+        begin(conn)
+        began.set()
+        time.sleep(0.3)
+
+    monkeypatch.setattr(store, "_begin", begin_slowly)
+    task = asyncio.ensure_future(operation)
+    await asyncio.to_thread(began.wait, 10)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    monkeypatch.setattr(store, "_begin", begin)

@@ -6,13 +6,10 @@ the operations queued behind it run on a ledger with no transaction open."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from helpers.ledgers import people
+from helpers.ledgers import cancel_while_it_begins, people
 
 from campaignkit.errors import LedgerError
 from campaignkit.ledger import PLANNED, SqliteLedger
@@ -26,22 +23,7 @@ async def test_a_claim_cancelled_while_the_thread_runs_it_takes_nothing(
     async with SqliteLedger(tmp_path / "run.db") as ledger:
         await ledger.start_run(RUN, "p1")
         await ledger.plan(RUN, "c1", people(3))
-        store = ledger.store
-        began = threading.Event()
-        slow_begin = store._begin
-
-        def begin_slowly(conn: object) -> None:
-            slow_begin(conn)  # type: ignore[arg-type]
-            began.set()
-            time.sleep(0.3)
-
-        monkeypatch.setattr(store, "_begin", begin_slowly)
-        claiming = asyncio.create_task(ledger.claim(RUN, "c1"))
-        await asyncio.to_thread(began.wait, 10)
-        claiming.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await claiming
-        monkeypatch.setattr(store, "_begin", slow_begin)
+        await cancel_while_it_begins(ledger, monkeypatch, ledger.claim(RUN, "c1"))
         # Queued behind the cancelled claim: it was rolled back, not committed.
         assert (await asyncio.wait_for(ledger.counts(RUN), 10))[PLANNED] == 3
         claim = await ledger.claim(RUN, "c1")

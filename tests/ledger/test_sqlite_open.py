@@ -9,11 +9,11 @@ import asyncio
 import contextlib
 import gc
 import threading
-import time
 import warnings
 from pathlib import Path
 
 import pytest
+from helpers.ledgers import cancel_while_it_begins
 from helpers.sqlite_files import sqlite_file
 
 from campaignkit.ledger import SqliteLedger
@@ -64,21 +64,6 @@ async def test_a_transaction_cancelled_while_it_begins_leaves_none_open(
     """A second Ctrl-C lands while the thread runs ``BEGIN``: the transaction
     it opened is ended, and the ledger's next operation begins its own."""
     async with SqliteLedger(tmp_path / "run.db") as ledger:
-        store = ledger.store
-        began = threading.Event()
-        slow_begin = store._begin
-
-        def begin_slowly(conn: object) -> None:
-            slow_begin(conn)  # type: ignore[arg-type]
-            began.set()
-            time.sleep(0.3)
-
-        monkeypatch.setattr(store, "_begin", begin_slowly)
-        starting = asyncio.create_task(ledger.start_run("r1", "p1"))
-        await asyncio.to_thread(began.wait, 10)
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await starting
-        monkeypatch.setattr(store, "_begin", slow_begin)
+        await cancel_while_it_begins(ledger, monkeypatch, ledger.start_run("r1", "p1"))
         info = await asyncio.wait_for(ledger.start_run("r2", "p1"), 10)
         assert info.poll == "p1"
