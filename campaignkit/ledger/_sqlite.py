@@ -344,8 +344,7 @@ class SqliteStore(SqlStore):
         except sqlite3.Error:
             # A failed COMMIT may leave the transaction open: end it, or the
             # next BEGIN would fail too.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            SqliteStore._rollback_open(conn)
             raise
 
 
