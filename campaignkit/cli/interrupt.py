@@ -18,6 +18,12 @@ from .context import Ctx
 from .output import ambiguous_advice, command_line
 
 
+def bulk_run(a: argparse.Namespace) -> str:
+    """The run a bulk send's arguments name: ``--run``, else the poll's default."""
+    run: str = a.run or default_run(a.poll_id)
+    return run
+
+
 @contextlib.contextmanager
 def terminated_cancels() -> Iterator[None]:
     """SIGTERM cancels the running command as Ctrl-C does (``asyncio.run``
@@ -71,7 +77,7 @@ async def print_interrupted(
     progress seen before the interrupt can miss what settled after it), and
     the command that resumes it."""
     a = ctx.args
-    counts = await run_counts(ledger, a.run or default_run(a.poll_id))
+    counts = await run_counts(ledger, bulk_run(a))
     inputs = max(total or 0, 0 if last is None else last.total)
     resume = resume_command(a) if a.journal else None
     if ctx.json:
@@ -98,7 +104,7 @@ def resume_command(a: argparse.Namespace) -> str:
     """The command line that resumes an interrupted ``send --bulk``: the
     same poll, file, ledger, run and options (never the API key), shell-quoted."""
     argv = ["send", str(a.poll_id), a.file, "--bulk"]
-    argv += ["--journal", a.journal, "--run", a.run or default_run(a.poll_id)]
+    argv += ["--journal", a.journal, "--run", bulk_run(a)]
     argv += ["--chunk-size", str(a.chunk_size), "--concurrency", str(a.concurrency)]
     if a.format:
         argv += ["--format", a.format]

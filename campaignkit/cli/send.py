@@ -18,7 +18,6 @@ from ..bulk import (
     BulkChunk,
     BulkReport,
     InvalidUser,
-    default_run,
 )
 from ..client import CampaignClient
 from ..ledger import ACCEPTED, Ledger, MemoryLedger, ledger_from
@@ -28,7 +27,7 @@ from .argtypes import non_negative_float, positive_int
 from .context import AddCommand, Ctx, ExitStatus, UsageError
 from .following import add_follow_timeout, check_follow_timeout, note_unconfirmed
 from .input import add_users_arguments, bulk_input, load_users
-from .interrupt import print_interrupted, settled, terminated_cancels
+from .interrupt import bulk_run, print_interrupted, settled, terminated_cancels
 from .output import (
     ProgressDisplay,
     ambiguous_advice,
@@ -199,7 +198,7 @@ async def _bulk(
     a = ctx.args
     sent_at = datetime.now(UTC)
     # A rerun's report is its run's: what an earlier send had done is said so.
-    earlier = (await ledger.counts(a.run or default_run(a.poll_id)))[ACCEPTED]
+    earlier = (await ledger.counts(bulk_run(a)))[ACCEPTED]
     last: ProgressUpdate | None = None
     with ProgressDisplay(ctx.err, "sending", enabled=not a.quiet) as progress, terminated_cancels():
 
@@ -242,13 +241,13 @@ async def _bulk(
         return bulk_status(report)
     if report.ambiguous:
         # Ambiguous in an earlier send of the run: the sessions since it began.
-        info = await ledger.run_info(a.run or default_run(a.poll_id))
+        info = await ledger.run_info(bulk_run(a))
         if info is not None:
             sent_at = min(sent_at, datetime.fromtimestamp(info.created, UTC))
     print_bulk_report(ctx, report, sent_at, dry_run=a.dry_run, earlier=earlier)
     if a.follow and report.funnel is not None:
         ctx.print(funnel_table(report.funnel))
-        note_unconfirmed(ctx, report.funnel, a.run or default_run(a.poll_id))
+        note_unconfirmed(ctx, report.funnel, bulk_run(a))
     return bulk_status(report)
 
 
@@ -278,7 +277,7 @@ def print_bulk_report(
     else:
         accepted = f"{counted(len(report.accepted), 'campaign')} accepted in {report.elapsed:.1f}s"
         if earlier:
-            run = ctx.args.run or default_run(report.poll_id)
+            run = bulk_run(ctx.args)
             accepted += (
                 f" ({counted(earlier, 'user')} by an earlier send of run {run}: not sent again)"
             )
@@ -304,7 +303,7 @@ def print_bulk_report(
         count = sum(c.size for c in report.ambiguous)
         resend = None
         if journal:
-            run = ctx.args.run or default_run(report.poll_id)
+            run = bulk_run(ctx.args)
             resend = (
                 command_line("runs", run, "--journal", journal, "--export", "ambiguous")
                 + " -o ambiguous.csv && "
@@ -322,7 +321,7 @@ def print_bulk_report(
             "--retry-rejected to retry them"
         )
     if report.paused is not None and journal:
-        run = ctx.args.run or default_run(report.poll_id)
+        run = bulk_run(ctx.args)
         ctx.note(
             f"the run is paused ({report.paused}): nothing more of it is sent until "
             f"{command_line('runs', run, '--journal', journal, '--resume')}"
