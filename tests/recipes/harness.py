@@ -197,25 +197,14 @@ async def in_flight(dsn: str, run: str, since: float) -> dict[int, set[str]]:
     return held
 
 
-async def _held_phones(dsn: str, run: str, group: WorkerGroup, since: float) -> set[str]:
-    """The phones of the claims of ``run`` in flight that a process of
-    ``group`` took after ``since``."""
-    phones: set[str] = set()
-    for pid, held in (await in_flight(dsn, run, since)).items():
+async def held_by_group(dsn: str, run: str, since: float) -> dict[int, set[str]]:
+    """:func:`in_flight`'s phones by the process group (its leader's pid) of
+    the process holding them: a worker's children claim as it does."""
+    held: dict[int, set[str]] = {}
+    for pid, phones in (await in_flight(dsn, run, since)).items():
         with contextlib.suppress(ProcessLookupError):
-            if os.getpgid(pid) == group.process.pid:
-                phones |= held
-    return phones
-
-
-async def _held_by(dsn: str, run: str, groups: Sequence[WorkerGroup]) -> bool:
-    """Does a process of one of ``groups`` hold a claim of ``run`` in flight?"""
-    leaders = {group.process.pid for group in groups}
-    for pid in await in_flight(dsn, run, 0.0):
-        with contextlib.suppress(ProcessLookupError):
-            if os.getpgid(pid) in leaders:
-                return True
-    return False
+            held.setdefault(os.getpgid(pid), set()).update(phones)
+    return held
 
 
 async def claim_owners(dsn: str, run: str) -> set[str]:
@@ -277,8 +266,9 @@ async def _send(sb: Sandbox, engine: Engine, postgres_dsn: str, run: str, queue:
             for group in workers:
                 group.freeze()
                 try:
-                    held = await _held_phones(postgres_dsn, run, group, 0.0)
-                    recent = await _held_phones(postgres_dsn, run, group, since)
+                    leader = group.process.pid
+                    held = (await held_by_group(postgres_dsn, run, 0.0)).get(leader, set())
+                    recent = (await held_by_group(postgres_dsn, run, since)).get(leader)
                     if recent and held <= set(await received(sb)):
                         victim.append(group)
                         return True
@@ -300,7 +290,8 @@ async def _send(sb: Sandbox, engine: Engine, postgres_dsn: str, run: str, queue:
                 # Only the killed worker's claim is left to expire: a survivor's,
                 # expired under load while its request waits, would be settled
                 # ambiguous by the test and its worker stopped mid-chunk.
-                if await _held_by(postgres_dsn, run, [w for w in workers if w is not victim[0]]):
+                survivors = {w.process.pid for w in workers if w is not victim[0]}
+                if survivors & set(await held_by_group(postgres_dsn, run, 0.0)):
                     return False
                 await ledger.expire(run)
                 info = await ledger.run_info(run)
