@@ -46,8 +46,8 @@ class TimedStore(SqliteStore):
     looking_up = 0.0
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTx]:
-        async with self.connection() as tx:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[SqlTx]:
+        async with self.connection(durable=durable) as tx:
             yield _TimedTx(tx, self)
 
 

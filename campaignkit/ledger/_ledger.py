@@ -279,7 +279,9 @@ class Ledger(abc.ABC):
                     )
             return held
 
-        async with self.store.transaction() as tx:
+        # Not durable: a plan lost in a crash of the machine is planned again by
+        # the run's next send, as a plan never committed is.
+        async with self.store.transaction(durable=False) as tx:
             return await tx.at_once(filing)
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
@@ -303,11 +305,13 @@ class Ledger(abc.ABC):
             # running send would let it message everyone its runs already reached.
             identity, info, saved = await tx.run_context(run)
             self._check_identity(identity)
+            # What this claim took before a COMMIT whose answer was lost goes
+            # back to planned: the claim is made again from the start.
+            await _give_back(tx, run, token, now)
             if info is not None and info.paused is not None:
-                # The chunk stays planned, for after its resumption: with what
-                # this claim took before a COMMIT whose answer was lost.
-                await _give_back(tx, run, token, now)
-                return None
+                return None  # the chunk stays planned, for after its resumption
+            if not await tx.hold_chunk(run, chunk, token):
+                return None  # another claim has it
             await self._suppress_late(tx, run, chunk, now)
             options = _options_of(saved)
             await defer_contacted(tx, run, chunk, now, options, _COUNTED)
@@ -371,7 +375,9 @@ class Ledger(abc.ABC):
                 if state == REJECTED:
                     await judge_breaker(tx, run, await self._options(tx, run))
 
-        async with self.store.transaction() as tx:
+        # Not durable: a settle lost in a crash of the machine leaves its claim in
+        # flight, reported ambiguous once expired, never sent again.
+        async with self.store.transaction(durable=False) as tx:
             await tx.at_once(settling)
 
     @retried

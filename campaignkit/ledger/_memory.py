@@ -134,7 +134,7 @@ class MemoryStore:
         yield copy.deepcopy(self)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[MemoryStore]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[MemoryStore]:
         self._check_open()
         yield self
         # Let a long run's other tasks go on between two operations.
@@ -351,15 +351,14 @@ class MemoryStore:
     ) -> list[Record]:
         return self.state(run).upsert(chunk, recipients, state, detail, replace, now)
 
+    async def hold_chunk(self, run: str, chunk: str, claim: str) -> bool:
+        return True  # each recipient keeps its state: a taken one is not planned
+
     async def take(
         self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
     ) -> Recipients:
         found = self.state(run)
-        batches = [
-            b
-            for b in found.by_chunk.get(chunk, ())
-            if b.live and (b.state in states or (b.state == to and b.claim == claim))
-        ]
+        batches = [b for b in found.by_chunk.get(chunk, ()) if b.live and b.state in states]
         if not batches:
             return Recipients([], [], [])
         found.set(batches, to, {"claim": claim}, now)

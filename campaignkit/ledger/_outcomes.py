@@ -21,6 +21,23 @@ if TYPE_CHECKING:
 # The webhook event kinds (``EventKind`` values) a ledger records, and the
 # time each one sets; the others (timeouts, conditions, ...) say nothing of
 # how far a person got.
+OUTCOME_COLUMNS: Final = (
+    "phone, launch_request_id, conversation_id, status, status_at,"
+    " delivered_at, read_at, replied_at, answer, opted_out_at"
+)
+# A status replaces the one held only when it differs: following a launch
+# again (after an interruption) sees the same statuses, and keeps their times.
+STATUS_UPSERT: Final = (
+    "INSERT INTO campaignkit_outcomes"
+    " (run, phone, launch_request_id, conversation_id, status, status_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run, phone) DO UPDATE SET launch_request_id = excluded.launch_request_id,"
+    " conversation_id = excluded.conversation_id, status = excluded.status,"
+    " status_at = excluded.status_at"
+    " WHERE campaignkit_outcomes.status IS NULL"
+    " OR campaignkit_outcomes.status <> excluded.status"
+)
+
 FACTS: Final = {
     "delivered": "delivered_at",
     "read": "read_at",

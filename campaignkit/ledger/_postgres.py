@@ -23,10 +23,6 @@ T = TypeVar("T")
 
 # Any fixed number: it names the lock that serialises schema creation.
 _SCHEMA_LOCK = 0x63616D70
-# The recipients' pages are filled to half (see PostgresStore._tune_schema).
-_RECIPIENT_FILL = "fillfactor=50"
-
-
 # A password in the user part (user:pw@host) or as a query parameter, written
 # as a pattern so that even a malformed DSN is redacted, never raised on.
 _PASSWORD = re.compile(r"(?<=://)([^:/@?]*):[^/?]*@|(?<=[?&])password=[^&]*", re.IGNORECASE)
@@ -49,10 +45,12 @@ def _numbered(sql: str) -> str:
 class PostgresLedger(Ledger):
     """A ledger in PostgreSQL, shared by every producer and worker of a run.
 
-    Each operation is one transaction on a pooled connection; a claim is an
-    ``UPDATE ... WHERE state = 'planned' RETURNING``, which row locks make
-    atomic between any number of workers. Commits are durable as PostgreSQL's
-    ``synchronous_commit`` makes them (on by default). The schema is created
+    Each operation is one transaction on a pooled connection; a claim locks
+    its chunk's row, which makes it atomic between any number of workers.
+    Commits are durable as PostgreSQL's ``synchronous_commit`` makes them (on
+    by default), but for a plan's and a settle's (``synchronous_commit =
+    off`` for them: kept by the server at once, made durable by the next
+    durable commit, a claim's, or within ``wal_writer_delay``). The schema is created
     on first use under an advisory lock; with ``create=False`` a database
     whose schema (the first of its ``search_path``) holds no ledger is
     :class:`~campaignkit.ledger.LedgerNotFound`, and nothing is created.
@@ -145,22 +143,8 @@ class PostgresStore(SqlStore):
     async def _lock_schema(self, tx: Transaction) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
 
-    async def _tune_schema(self, tx: Transaction) -> None:
-        """Leave half of each page of recipients free (new pages; set once).
-
-        A claim and a settle each write a new version of every recipient of
-        a chunk: with room on its page, the version changes no index (a HOT
-        update), and a claim or a settle costs the server less than half
-        (benchmarks, row 17), for a table twice the size.
-        """
-        rows = await tx.fetch(
-            "SELECT reloptions FROM pg_class WHERE oid = to_regclass('campaignkit_recipients')"
-        )
-        if _RECIPIENT_FILL not in (rows[0][0] or ()):
-            await tx.execute(f"ALTER TABLE campaignkit_recipients SET ({_RECIPIENT_FILL})")
-
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Transaction]:
+    async def connection(self, *, durable: bool = True) -> AsyncIterator[Transaction]:
         import asyncpg
 
         if self._pool is None:
@@ -178,6 +162,8 @@ class PostgresStore(SqlStore):
             raise self._failed(LedgerUnavailable if _lost(exc) else LedgerError, exc) from exc
         try:
             async with conn.transaction():
+                if not durable:
+                    await conn.execute("SET LOCAL synchronous_commit TO OFF")
                 yield _PostgresTransaction(conn)
         except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError) as exc:
             raise TransactionConflict(f"the ledger's transaction lost a conflict: {exc}") from exc
@@ -234,6 +220,8 @@ def _lost(exc: BaseException | None) -> bool:
 
 
 class _PostgresTransaction:
+    locking = " FOR SHARE OF k"
+
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
 
@@ -268,6 +256,14 @@ class _PostgresTransaction:
 
     def spaced(self, column: str) -> str:
         return f"string_agg({column}, ' ')"
+
+    async def columns(self, table: str) -> set[str]:
+        rows = await self.fetch(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            table,
+        )
+        return {row[0] for row in rows}
 
     async def at_once(self, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return await body()

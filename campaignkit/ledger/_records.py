@@ -154,6 +154,17 @@ class RunInfo:
     """When the run's canary was taken to judgement (UNIX seconds), if it
     was: no later send of the run gates it again."""
 
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> RunInfo:
+        """The run of an SQL store's row: run, poll, created, total, input
+        done, stop detail, (its input pass,) pause reason, detail and time,
+        canary judged."""
+        name, poll, created, total, done, stopped = row[:6]
+        reason, detail, paused, judged = row[7:11]
+        pause = None if reason is None else RunPause(reason, detail, float(paused))
+        judged = None if judged is None else float(judged)
+        return cls(name, poll, created, total, bool(done), stopped, pause, judged)
+
 
 STALL_AFTER: Final = 300.0
 """Seconds a run's planned recipients may wait, nothing of the run moving,

@@ -20,7 +20,7 @@ import orjson
 
 from .._input.phones import Phone, read_text
 from ..errors import LedgerError
-from ._schema import SCHEMA, SCHEMA_VERSION, Transaction
+from ._schema import ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, Transaction
 
 _WEIGHT: Final = {
     state: weight
@@ -175,7 +175,11 @@ async def create_schema(tx: Transaction) -> bool:
         await tx.execute("INSERT INTO campaignkit_schema (version) VALUES (?)", SCHEMA_VERSION)
         return True
     if rows[0][0] < SCHEMA_VERSION:
-        await rekey_phones(tx)
+        if rows[0][0] < 2:
+            await rekey_phones(tx)
+        for table, column in ADDED_COLUMNS:
+            if column.split()[0] not in await tx.columns(table):
+                await tx.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         await tx.execute("UPDATE campaignkit_schema SET version = ?", SCHEMA_VERSION)
     elif rows[0][0] > SCHEMA_VERSION:
         raise LedgerError(

@@ -4,7 +4,7 @@ ledger's operations."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast
 
 import tenacity
@@ -57,15 +57,53 @@ class Transaction(Protocol):
         """The aggregate of a group's ``column`` values joined by spaces."""
         ...
 
+    async def columns(self, table: str) -> set[str]:
+        """The names of ``table``'s columns."""
+        ...
+
+    locking: str
+    """What ends a ``SELECT`` that locks the rows it reads of its first
+    table (``k``) against writers to the end of the transaction (empty
+    where the transaction holds the database's write lock already)."""
+
 
 P = ParamSpec("P")
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version
-1 are re-keyed when opened)."""
+1 are re-keyed when opened). 3: a claim's state kept by its chunk and its
+claim, not by each recipient (see :mod:`._sql_tx`): an older campaignkit
+would take a claimed chunk's recipients for planned, so it refuses it."""
+
+ADDED_COLUMNS: Final = (
+    ("campaignkit_chunks", "claim TEXT"),
+    ("campaignkit_claims", "launch_request_id TEXT"),
+    ("campaignkit_claims", "updated DOUBLE PRECISION"),
+)
+"""The columns of version 3, added to an older ledger's tables when it is opened."""
 
 BATCH: Final = 5000
 """The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
+
+
+def in_list(values: Collection[str], *, quoted: bool = False) -> str:
+    """``IN`` of literal states (never a caller's text: the ledger's
+    constants), or of any texts ``quoted`` (none: a list matching no name)."""
+    texts = [value.replace("'", "''") for value in values] if quoted else list(values)
+    return "(" + ", ".join(f"'{text}'" for text in texts or [""]) + ")"
+
+
+def set_clause(fields: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
+    """``column = ?`` for each of ``fields``, each after a comma, and their values."""
+    if not fields.keys() <= allowed:
+        raise ValueError(f"not columns a store sets: {sorted(fields.keys() - allowed)}")
+    return "".join(f", {name} = ?" for name in fields), list(fields.values())
+
+
+def batches(values: Sequence[Any]) -> list[list[Any]]:
+    """``values`` in lists of at most :data:`BATCH` (one, empty, if there are none)."""
+    return [list(values[start : start + BATCH]) for start in range(0, len(values), BATCH)] or [[]]
+
 
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS campaignkit_schema (version INTEGER NOT NULL)",
@@ -120,15 +158,20 @@ SCHEMA: Final = (
         state TEXT NOT NULL,
         ack TEXT,
         detail TEXT,
+        launch_request_id TEXT,
+        updated DOUBLE PRECISION,
         PRIMARY KEY (run, claim)
     )""",
     "CREATE INDEX IF NOT EXISTS campaignkit_claims_state ON campaignkit_claims (run, state)",
+    # A planned recipient's state is its chunk's claim's, if one holds it (see ._sql_tx).
+    "CREATE INDEX IF NOT EXISTS campaignkit_claims_chunk ON campaignkit_claims (run, chunk)",
     """CREATE TABLE IF NOT EXISTS campaignkit_chunks (
         run TEXT NOT NULL,
         chunk TEXT NOT NULL,
         size BIGINT NOT NULL,
         enqueued INTEGER NOT NULL DEFAULT 0,
         created DOUBLE PRECISION NOT NULL,
+        claim TEXT,
         PRIMARY KEY (run, chunk)
     )""",
     """CREATE TABLE IF NOT EXISTS campaignkit_skipped (

@@ -20,7 +20,8 @@ from ._build import Request, requests_of, suppressed_of
 from ._records import ACCEPTED, Record
 from ._rekey import create_schema
 from ._schema import Transaction
-from ._sql_tx import RECORD_COLUMNS, SUPPRESSION_COLUMNS, SqlTx
+from ._sql_held import CLAIMED_RECORD, CLAIMED_ROWS, RECORD, held_as, held_joins, record_columns
+from ._sql_tx import SUPPRESSION_COLUMNS, SqlTx
 from ._suppression import Suppression
 
 
@@ -34,12 +35,10 @@ class SqlStore(abc.ABC):
     async def _lock_schema(self, tx: Transaction) -> None:
         """Serialise schema creation between processes."""
 
-    async def _tune_schema(self, tx: Transaction) -> None:  # noqa: B027 (a hook: most need nothing)
-        """Set what the dialect's tables need beyond the shared schema (none by default)."""
-
     @abc.abstractmethod
-    def connection(self) -> AbstractAsyncContextManager[Transaction]:
-        """One transaction of the connection: committed durably on success,
+    def connection(self, *, durable: bool = True) -> AbstractAsyncContextManager[Transaction]:
+        """One transaction of the connection: committed on success (durably,
+        or without waiting for the disk: see :meth:`Store.transaction`),
         rolled back on error."""
 
     @abc.abstractmethod
@@ -57,12 +56,11 @@ class SqlStore(abc.ABC):
         async with self.connection() as tx:
             await self._lock_schema(tx)
             created = await create_schema(tx)
-            await self._tune_schema(tx)
             return created
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTx]:
-        async with self.connection() as tx:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[SqlTx]:
+        async with self.connection(durable=durable) as tx:
             yield SqlTx(tx)
 
     async def records(
@@ -71,11 +69,12 @@ class SqlStore(abc.ABC):
         position, phone = -1, ""
         while True:
             async with self.connection() as tx:
-                condition, args = tx.any_of("state", list(states))
+                condition, args = tx.any_of(held_as("r", "state"), list(states))
                 rows = await tx.fetch(
-                    f"SELECT {RECORD_COLUMNS} FROM campaignkit_recipients WHERE run = ?"
-                    f" AND (position > ? OR (position = ? AND phone > ?)) AND {condition}"
-                    " ORDER BY position, phone LIMIT ?",
+                    f"SELECT {record_columns('r')} FROM campaignkit_recipients r"
+                    f"{held_joins('r')} WHERE r.run = ? AND (r.position > ?"
+                    f" OR (r.position = ? AND r.phone > ?)) AND {condition}"
+                    " ORDER BY r.position, r.phone LIMIT ?",
                     *(run, position, position, phone),
                     *args,
                     page_size,
@@ -95,15 +94,26 @@ class SqlStore(abc.ABC):
         # joined: a report lists no accepted user (see ._build.chunk_of), and
         # a row each was most of a report's time (benchmarks, row 17).
         async with self.connection() as tx:
+            # Through the run's claims and chunks (their indexes), never a
+            # join of each recipient: PostgreSQL plans one for a run just
+            # written (no statistics yet) as a loop over every claim a row.
             rows = await tx.fetch(
-                f"SELECT {RECORD_COLUMNS}, updated FROM campaignkit_recipients"
-                " WHERE run = ? AND state <> ? ORDER BY position, phone",
-                *(run, ACCEPTED),
+                f"SELECT {RECORD}, updated FROM campaignkit_recipients r"
+                f" WHERE r.run = ? AND r.state NOT IN ('planned', '{ACCEPTED}')"
+                f" UNION ALL SELECT {RECORD}, updated FROM campaignkit_recipients r"
+                " WHERE r.run = ? AND r.state = 'planned' AND r.chunk IN (SELECT k.chunk"
+                " FROM campaignkit_chunks k WHERE k.run = ? AND k.claim IS NULL)"
+                f" UNION ALL SELECT {CLAIMED_RECORD}, c.updated{CLAIMED_ROWS}"
+                f" AND c.state NOT IN ('planned', '{ACCEPTED}') ORDER BY 2, 1",
+                *(run, run, run, run),
             )
             accepted = await tx.fetch(
-                f"SELECT claim, detail, {tx.spaced('CAST(position AS TEXT)')}, MAX(updated)"
-                " FROM campaignkit_recipients WHERE run = ? AND state = ? GROUP BY claim, detail",
-                *(run, ACCEPTED),
+                f"SELECT c.claim, c.detail, {tx.spaced('CAST(r.position AS TEXT)')},"
+                f" MAX(c.updated){CLAIMED_ROWS} AND c.state = ? GROUP BY c.claim, c.detail"
+                f" UNION ALL SELECT claim, detail, {tx.spaced('CAST(position AS TEXT)')},"
+                " MAX(updated) FROM campaignkit_recipients WHERE run = ? AND state = ?"
+                " GROUP BY claim, detail",
+                *(run, ACCEPTED, run, ACCEPTED),
             )
         records = [Record(*row[:7]) for row in rows]
         requests = requests_of(records, acks)
@@ -167,12 +177,12 @@ class _Rehearsal(SqlStore):
         """Nothing to do: the schema is the ledger's."""
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Transaction]:
+    async def connection(self, *, durable: bool = True) -> AsyncIterator[Transaction]:
         async with self._turn:
             yield self._tx
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTx]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[SqlTx]:
         async with self.connection() as tx:
             yield SqlTx(tx, ends=False)
 

@@ -1,7 +1,9 @@
 """One transaction of the SQL ledgers' store: the primitives of
 :class:`~._store.StoreTx`, in SQL that SQLite and PostgreSQL both run, each
 one statement a set (``executemany`` for rows, ``IN`` lists of at most
-:data:`~._schema.BATCH` values)."""
+:data:`~._schema.BATCH` values). A claim writes no recipient: what a
+recipient holds is read as :mod:`._sql_held` says.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +13,14 @@ from operator import add, itemgetter
 from typing import Any, Final, TypeVar
 
 from .._funnel import OutcomeGroup
-from ._outcomes import FACTS, RecipientOutcome, StatusRow
-from ._records import Recipients, Record, RunInfo, RunPause, Skipped
-from ._schema import BATCH, Transaction
+from ._outcomes import FACTS, OUTCOME_COLUMNS, STATUS_UPSERT, RecipientOutcome, StatusRow
+from ._records import IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped
+from ._schema import Transaction, batches, in_list, set_clause
+from ._sql_held import CHUNK_HELD, RUN_OF_PHONE, TAKEN, held_as, held_joins, record_columns
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
 T = TypeVar("T")
-
-RECORD_COLUMNS: Final = "phone, position, state, launch_request_id, detail, user_wire, claim"
 _RUN_COLUMNS: Final = (
     "r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
     " p.reason, p.detail, p.paused, c.judged"
@@ -34,59 +35,10 @@ SUPPRESSION_COLUMNS: Final = "phone, reason, source, added"
 _LISTED: Final = "s.phone, s.reason, s.source, s.added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
 _LISTED_ROWS: Final = 1000
-_OUTCOME: Final = (
-    "phone, launch_request_id, conversation_id, status, status_at,"
-    " delivered_at, read_at, replied_at, answer, opted_out_at"
-)
-# A status replaces the one held only when it differs: following a launch
-# again (after an interruption) sees the same statuses, and keeps their times.
-_STATUS_UPSERT: Final = (
-    "INSERT INTO campaignkit_outcomes"
-    " (run, phone, launch_request_id, conversation_id, status, status_at)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (run, phone) DO UPDATE SET launch_request_id = excluded.launch_request_id,"
-    " conversation_id = excluded.conversation_id, status = excluded.status,"
-    " status_at = excluded.status_at"
-    " WHERE campaignkit_outcomes.status IS NULL"
-    " OR campaignkit_outcomes.status <> excluded.status"
-)
-# Run by run, newest first, each a lookup of the recipients' primary key: no
-# index of phones across runs, and few runs beside many recipients (a join
-# let SQLite scan every recipient of every run).
-RUN_OF_PHONE: Final = (
-    "SELECT u.run FROM campaignkit_runs u WHERE EXISTS (SELECT 1"
-    " FROM campaignkit_recipients r WHERE r.run = u.run AND r.phone = ?"
-    " AND r.state = ?) ORDER BY u.created DESC, u.run DESC LIMIT 1"
-)
-"""The most recent run holding a phone in a state."""
-# Recipients taken by a claim made after a time, in some states: each
-# claim's found through its chunk (the recipients' one secondary index).
-# CROSS JOIN: SQLite reads the claims first (PostgreSQL plans it freely).
-_TAKEN: Final = (
-    " FROM campaignkit_claims c CROSS JOIN campaignkit_recipients r"
-    " WHERE r.run = c.run AND r.chunk = c.chunk AND r.claim = c.claim AND c.claimed > ?"
-)
 # The columns a move or a claim update may set: never a caller's text.
 _RECIPIENT_FIELDS: Final = frozenset({"detail", "launch_request_id", "claim"})
-_CLAIM_FIELDS: Final = frozenset({"ack", "detail"})
+_CLAIM_FIELDS: Final = frozenset({"ack", "detail", "launch_request_id"})
 _RUN_FIELDS: Final = frozenset({"input_pass", "total", "input_done"})
-
-
-def _in(values: Collection[str]) -> str:
-    """``IN`` of literal states (never a caller's text: the ledger's constants)."""
-    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
-
-
-def _sets(fields: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
-    """``column = ?`` for each of ``fields``, each after a comma, and their values."""
-    if not fields.keys() <= allowed:
-        raise ValueError(f"not columns a store sets: {sorted(fields.keys() - allowed)}")
-    return "".join(f", {name} = ?" for name in fields), list(fields.values())
-
-
-def _batches(values: Sequence[Any]) -> list[list[Any]]:
-    """``values`` in lists of at most :data:`BATCH` (one, empty, if there are none)."""
-    return [list(values[start : start + BATCH]) for start in range(0, len(values), BATCH)] or [[]]
 
 
 class SqlTx:
@@ -116,7 +68,7 @@ class SqlTx:
 
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
         rows = await self.sql.fetch(f"{_RUNS} WHERE r.run = ?", run)
-        return (_run_of(rows[0]), rows[0][6]) if rows else None
+        return (RunInfo.of_row(rows[0]), rows[0][6]) if rows else None
 
     async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
         rows = await self.sql.fetch(
@@ -128,11 +80,12 @@ class SqlTx:
         if not rows:
             return None, None, None
         identity, options, *found = rows[0]
-        return str(identity), None if found[0] is None else _run_of(tuple(found)), options
+        return str(identity), None if found[0] is None else RunInfo.of_row(tuple(found)), options
 
     async def runs(self) -> list[RunInfo]:
         return [
-            _run_of(row) for row in await self.sql.fetch(f"{_RUNS} ORDER BY r.created DESC, r.run")
+            RunInfo.of_row(row)
+            for row in await self.sql.fetch(f"{_RUNS} ORDER BY r.created DESC, r.run")
         ]
 
     async def add_run(self, run: str, poll: str, created: float) -> None:
@@ -144,7 +97,7 @@ class SqlTx:
 
     async def update_run(self, run: str, fields: Mapping[str, Any]) -> None:
         values = {k: int(v) if k == "input_done" else v for k, v in fields.items()}
-        sets, args = _sets(values, _RUN_FIELDS)
+        sets, args = set_clause(values, _RUN_FIELDS)
         await self.sql.execute(
             f"UPDATE campaignkit_runs SET run = run{sets} WHERE run = ?", *args, run
         )
@@ -198,8 +151,9 @@ class SqlTx:
     async def unenqueued_chunks(self, run: str, state: str) -> list[str]:
         rows = await self.sql.fetch(
             "SELECT c.chunk FROM campaignkit_chunks c WHERE c.run = ? AND c.enqueued = 0"
-            " AND EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = c.run"
-            " AND r.chunk = c.chunk AND r.state = ?) ORDER BY c.created",
+            f" AND EXISTS (SELECT 1 FROM campaignkit_recipients r{held_joins('r')}"
+            f" WHERE r.run = c.run AND r.chunk = c.chunk AND {held_as('r', 'state')} = ?)"
+            " ORDER BY c.created",
             *(run, state),
         )
         return [row[0] for row in rows]
@@ -235,10 +189,12 @@ class SqlTx:
     ) -> None:
         await self.sql.execute(
             "INSERT INTO campaignkit_claims"
-            " (run, claim, chunk, owner, size, claimed, expires, state)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight')"
-            " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size",
-            *(run, claim, chunk, owner, size, claimed, expires),
+            " (run, claim, chunk, owner, size, claimed, expires, state, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight', ?)"
+            " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size,"
+            " state = excluded.state, claimed = excluded.claimed,"
+            " expires = excluded.expires, updated = excluded.updated",
+            *(run, claim, chunk, owner, size, claimed, expires, claimed),
         )
 
     async def update_claims(
@@ -251,7 +207,7 @@ class SqlTx:
         expired_before: float | None = None,
         fields: Mapping[str, str | None] | None = None,
     ) -> list[str]:
-        sets, args = _sets(fields or {}, _CLAIM_FIELDS)
+        sets, args = set_clause(fields or {}, _CLAIM_FIELDS)
         where, more = "", list[Any]()
         if claim is not None:
             where, more = where + " AND claim = ?", [*more, claim]
@@ -259,7 +215,7 @@ class SqlTx:
             where, more = where + " AND expires < ?", [*more, expired_before]
         rows = await self.sql.fetch(
             f"UPDATE campaignkit_claims SET state = ?{sets}"
-            f" WHERE run = ? AND state IN {_in(states)}{where} RETURNING claim",
+            f" WHERE run = ? AND state IN {in_list(states)}{where} RETURNING claim",
             *(to, *args, run, *more),
         )
         return [row[0] for row in rows]
@@ -291,6 +247,7 @@ class SqlTx:
             phones = [phones[i] for i in kept_rows]
             positions = [positions[i] for i in kept_rows]
             users = [users[i] for i in kept_rows]
+        free = await self._chunks_free(run, phones, replace)
         changed = await self.sql.insert(
             "INSERT INTO campaignkit_recipients"
             " (run, chunk, state, detail, updated, phone, position, user_wire)",
@@ -306,34 +263,104 @@ class SqlTx:
             " position = excluded.position, user_wire = excluded.user_wire,"
             " state = excluded.state, claim = NULL, detail = excluded.detail,"
             " updated = excluded.updated"
-            f" WHERE campaignkit_recipients.state IN {_in(replace)}",
+            f" WHERE campaignkit_recipients.state IN {in_list(replace)}"
+            " AND (campaignkit_recipients.state <> 'planned'"
+            f" OR campaignkit_recipients.chunk IN {in_list(free, quoted=True)})",
         )
         if changed == len(phones):
             return []  # each one new to the run or replaced: none kept
         # Those kept are still in their chunk (the others are in this one).
         kept: list[Record] = []
-        for phones in _batches(recipients.phones):
-            condition, args = self.sql.any_of("phone", phones)
+        for phones in batches(recipients.phones):
+            condition, args = self.sql.any_of("r.phone", phones)
             rows = await self.sql.fetch(
-                f"SELECT {RECORD_COLUMNS} FROM campaignkit_recipients WHERE run = ? AND chunk <> ?"
-                f" AND state NOT IN {_in(replace)} AND {condition}",
+                f"SELECT {record_columns('r')} FROM campaignkit_recipients r{held_joins('r')}"
+                f" WHERE r.run = ? AND r.chunk <> ? AND {condition}",
                 *(run, chunk, *args),
             )
             kept += (Record(*row) for row in rows)
         return kept
 
+    async def _chunks_free(
+        self, run: str, phones: Sequence[str], replace: Collection[str]
+    ) -> list[str]:
+        """The chunks holding planned rows of ``phones`` that a plan may take
+        them from (no claim holds the chunk, or its claim's state is one of
+        ``replace``), locked against new claims to the end of the transaction.
+
+        Read before the upsert, not in its conflict clause: PostgreSQL would
+        judge there, once the row it waited for is free, with a claim made
+        meanwhile unseen (the snapshot the statement began with), and move a
+        recipient that claim is sending. A row planned by another
+        transaction since, in a chunk not read here, is kept where it is.
+        """
+        planned_in: set[str] = set()
+        for batch in batches(phones):
+            condition, args = self.sql.any_of("phone", batch)
+            rows = await self.sql.fetch(
+                "SELECT chunk FROM campaignkit_recipients WHERE run = ? AND state = 'planned'"
+                f" AND {condition}",
+                *(run, *args),
+            )
+            planned_in.update(row[0] for row in rows)
+        if not planned_in:
+            return []
+        condition, args = self.sql.any_of("k.chunk", sorted(planned_in))  # locked in one order
+        chunks: list[tuple[str, str | None]] = await self.sql.fetch(
+            "SELECT k.chunk, k.claim FROM campaignkit_chunks k WHERE k.run = ?"
+            f" AND {condition} ORDER BY k.chunk{self.sql.locking}",
+            *(run, *args),
+        )
+        held = [claim for _, claim in chunks if claim is not None]
+        keeping: set[str] = set()
+        if held:
+            # A statement of its own: it reads the claims committed while it waited.
+            condition, args = self.sql.any_of("claim", held)
+            rows = await self.sql.fetch(
+                "SELECT claim FROM campaignkit_claims WHERE run = ?"
+                f" AND state NOT IN {in_list([*replace, PLANNED])} AND {condition}",
+                *(run, *args),
+            )
+            keeping = {row[0] for row in rows}
+        return [chunk for chunk, claim in chunks if claim not in keeping]
+
+    async def hold_chunk(self, run: str, chunk: str, claim: str) -> bool:
+        # The chunk's row, locked to the end of the transaction: a second
+        # claimer of it waits, then finds it held. Its claim is cleared when
+        # the claim takes nothing or is put back to planned.
+        return bool(
+            await self.sql.execute(
+                "INSERT INTO campaignkit_chunks (run, chunk, size, created, claim)"
+                " VALUES (?, ?, 0, 0, ?) ON CONFLICT (run, chunk) DO UPDATE"
+                " SET claim = excluded.claim WHERE campaignkit_chunks.claim IS NULL"
+                " OR campaignkit_chunks.claim = excluded.claim",
+                *(run, chunk, claim),
+            )
+        )
+
     async def take(
         self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
     ) -> Recipients:
+        # Held by the claim, the chunk names it: its rows left as they are
+        # are the claim's, in ``to`` as its row says (see the module).
+        if to != IN_FLIGHT or set(states) != {PLANNED}:
+            raise ValueError(f"a claim takes the planned to in flight, not {states} to {to}")
         rows = await self.sql.fetch(
-            "UPDATE campaignkit_recipients SET state = ?, claim = ?, updated = ?"
-            f" WHERE run = ? AND chunk = ?"
-            f" AND (state IN {_in(states)} OR (state = ? AND claim = ?))"
-            " RETURNING phone, position, user_wire",
-            *(to, claim, now, run, chunk, to, claim),
+            "SELECT phone, position, user_wire FROM campaignkit_recipients"
+            " WHERE run = ? AND chunk = ? AND state = ?",
+            *(run, chunk, PLANNED),
         )
+        if not rows:
+            await self._free_chunks(run, [claim])
         rows.sort(key=itemgetter(1))  # in input order, as the request will carry them
         return Recipients([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+    async def _free_chunks(self, run: str, claims: Sequence[str]) -> None:
+        """Let the chunks ``claims`` hold be claimed again."""
+        held, chosen = self.sql.any_of("claim", claims)
+        await self.sql.execute(
+            f"UPDATE campaignkit_chunks SET claim = NULL WHERE run = ? AND {held}", run, *chosen
+        )
 
     async def move(
         self,
@@ -343,29 +370,68 @@ class SqlTx:
         now: float,
         fields: Mapping[str, str | None] | None = None,
     ) -> int:
-        sets, args = _sets(fields or {}, _RECIPIENT_FIELDS)
-        condition, more = f"run = ? AND state IN {_in(where.states)}", [run]
+        if where.claims is not None:
+            return await self._move_claimed(run, where.claims, where.states, to, now, fields or {})
+        sets, args = set_clause(fields or {}, _RECIPIENT_FIELDS)
+        # A planned row of a chunk a claim holds is not planned (see ._sql_held).
+        condition, more = (
+            f"run = ? AND state IN {in_list(where.states)} AND (state <> 'planned' OR NOT EXISTS"
+            f" ({CHUNK_HELD} AND c.run = campaignkit_recipients.run"
+            " AND c.chunk = campaignkit_recipients.chunk))",
+            [run],
+        )
         if where.chunk is not None:
             condition, more = condition + " AND chunk = ?", [*more, where.chunk]
-        column, values = (
-            ("claim", where.claims) if where.phones is None else ("phone", where.phones)
-        )
         moved = 0
-        for batch in [None] if values is None else _batches(values):
-            selected, chosen = ("1 = 1", ()) if batch is None else self.sql.any_of(column, batch)
-            if column == "claim" and batch is not None:
-                # Through the claims' chunks: the recipients' one secondary index.
-                claims, more_claims = self.sql.any_of("claim", batch)
-                selected = (
-                    f"chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND {claims})"
-                    f" AND {selected}"
-                )
-                chosen = (run, *more_claims, *chosen)
+        for batch in [None] if where.phones is None else batches(where.phones):
+            selected, chosen = ("1 = 1", ()) if batch is None else self.sql.any_of("phone", batch)
             moved += await self.sql.execute(
                 f"UPDATE campaignkit_recipients SET state = ?{sets}, updated = ?"
                 f" WHERE {condition} AND {selected}",
                 *(to, *args, now, *more, *chosen),
             )
+        return moved
+
+    async def _move_claimed(
+        self,
+        run: str,
+        claims: Sequence[str],
+        states: Collection[str],
+        to: str,
+        now: float,
+        fields: Mapping[str, str | None],
+    ) -> int:
+        """:meth:`move` of the recipients of ``claims``, whose state the
+        claims hold already (:meth:`update_claims` moved them to ``to``)."""
+        sets, args = set_clause(fields, _RECIPIENT_FIELDS)
+        kept = {name: fields[name] for name in ("launch_request_id", "detail") if name in fields}
+        claim_sets, claim_args = set_clause(kept, _CLAIM_FIELDS)
+        moved = 0
+        for batch in batches(claims):
+            # Those their chunk names: the claim's row holds their state (see ._sql_held).
+            own, chosen = self.sql.any_of("claim", batch)
+            sizes = await self.sql.fetch(
+                f"UPDATE campaignkit_claims SET updated = ?{claim_sets} WHERE run = ?"
+                f" AND {own} AND EXISTS (SELECT 1 FROM campaignkit_chunks k"
+                " WHERE k.run = campaignkit_claims.run AND k.chunk = campaignkit_claims.chunk"
+                " AND k.claim = campaignkit_claims.claim) RETURNING size",
+                *(now, *claim_args, run, *chosen),
+            )
+            named_c, _ = self.sql.any_of("c.claim", batch)
+            moved += sum(int(size) for (size,) in sizes)
+            # Those of claims made before (schema 2), each row naming its claim:
+            # through the claims' chunks, the recipients' one secondary index.
+            named, more = self.sql.any_of("claim", batch)
+            moved += await self.sql.execute(
+                f"UPDATE campaignkit_recipients SET state = ?{sets}, updated = ?"
+                f" WHERE run = ? AND state IN {in_list(states)} AND chunk IN"
+                f" (SELECT c.chunk FROM campaignkit_claims c WHERE c.run = ? AND {named_c}"
+                " AND NOT EXISTS (SELECT 1 FROM campaignkit_chunks k WHERE k.run = c.run"
+                f" AND k.chunk = c.chunk AND k.claim = c.claim)) AND {named}",
+                *(to, *args, now, run, run, *chosen, *more),
+            )
+            if to == PLANNED:
+                await self._free_chunks(run, batch)
         return moved
 
     async def phones_in(self, run: str, chunk: str, state: str) -> list[str]:
@@ -395,8 +461,8 @@ class SqlTx:
     async def budget_used(self, since: float, states: Collection[str]) -> tuple[int, float | None]:
         used, oldest = (
             await self.sql.fetch(
-                f"SELECT COUNT(DISTINCT r.phone), MIN(c.claimed){_TAKEN}"
-                f" AND r.state IN {_in(states)}",
+                "SELECT COUNT(DISTINCT r.phone), MIN(c.claimed)"
+                + TAKEN.format(states=in_list(states)),
                 since,
             )
         )[0]
@@ -406,10 +472,12 @@ class SqlTx:
         self, since: float, states: Collection[str], phones: Sequence[str]
     ) -> set[str]:
         counted: set[str] = set()
-        for batch in _batches(phones):
+        for batch in batches(phones):
             condition, args = self.sql.any_of("r.phone", batch)
             rows = await self.sql.fetch(
-                f"SELECT DISTINCT r.phone{_TAKEN} AND r.state IN {_in(states)} AND {condition}",
+                "SELECT DISTINCT r.phone"
+                + TAKEN.format(states=in_list(states))
+                + f" AND {condition}",
                 since,
                 *args,
             )
@@ -417,8 +485,15 @@ class SqlTx:
         return counted
 
     async def counts(self, run: str) -> dict[str, int]:
+        # The planned rows counted chunk by chunk, then by what their chunk's claim holds.
         rows = await self.sql.fetch(
-            "SELECT state, COUNT(*) FROM campaignkit_recipients WHERE run = ? GROUP BY state", run
+            "SELECT COALESCE(c.state, g.state), SUM(g.n) FROM (SELECT state,"
+            " CASE WHEN state = 'planned' THEN chunk END AS chunk, COUNT(*) AS n"
+            " FROM campaignkit_recipients WHERE run = ? GROUP BY 1, 2) g"
+            " LEFT JOIN campaignkit_chunks k ON k.run = ? AND k.chunk = g.chunk"
+            " LEFT JOIN campaignkit_claims c ON c.run = k.run AND c.claim = k.claim"
+            " AND c.state <> 'planned' GROUP BY 1",
+            *(run, run),
         )
         return {state: int(n) for state, n in rows}
 
@@ -432,13 +507,12 @@ class SqlTx:
 
     async def held(self, run: str, phones: Sequence[str]) -> dict[str, tuple[Record, float | None]]:
         held: dict[str, tuple[Record, float | None]] = {}
-        for batch in _batches(phones):
+        for batch in batches(phones):
             condition, args = self.sql.any_of("r.phone", batch)
             rows = await self.sql.fetch(
-                "SELECT r.phone, r.position, r.state, r.launch_request_id, r.detail,"
-                " r.user_wire, r.claim, c.claimed FROM campaignkit_recipients r"
-                " LEFT JOIN campaignkit_claims c ON c.run = r.run AND c.claim = r.claim"
-                f" WHERE r.run = ? AND {condition}",
+                f"SELECT {record_columns('r')}, c.claimed FROM campaignkit_recipients r"
+                f"{held_joins('r')} LEFT JOIN campaignkit_claims c ON c.run = r.run"
+                f" AND c.claim = {held_as('r', 'claim')} WHERE r.run = ? AND {condition}",
                 run,
                 *args,
             )
@@ -447,15 +521,18 @@ class SqlTx:
 
     async def last_update(self, run: str) -> float | None:
         rows = await self.sql.fetch(
-            "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?", run
+            "SELECT MAX(updated) FROM campaignkit_recipients WHERE run = ?"
+            " UNION ALL SELECT MAX(updated) FROM campaignkit_claims WHERE run = ?",
+            *(run, run),
         )
-        return None if rows[0][0] is None else float(rows[0][0])
+        times = [float(row[0]) for row in rows if row[0] is not None]
+        return max(times, default=None)
 
     # -- sending lines
 
     async def lines_of(self, phones: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for batch in _batches(phones):
+        for batch in batches(phones):
             condition, args = self.sql.any_of("phone", batch)
             rows = await self.sql.fetch(
                 f"SELECT phone, line FROM campaignkit_lines WHERE {condition}", *args
@@ -494,7 +571,7 @@ class SqlTx:
         # row 17).
         if not phones or not await self.sql.fetch("SELECT 1 FROM campaignkit_suppressions LIMIT 1"):
             return found
-        for batch in _batches(phones):
+        for batch in batches(phones):
             condition, args = self.sql.any_of("phone", batch)
             rows = await self.sql.fetch(
                 f"SELECT {SUPPRESSION_COLUMNS} FROM campaignkit_suppressions WHERE {condition}",
@@ -523,7 +600,7 @@ class SqlTx:
 
     async def remove_suppressions(self, phones: Sequence[str]) -> int:
         removed = 0
-        for batch in _batches(phones):
+        for batch in batches(phones):
             condition, args = self.sql.any_of("phone", batch)
             removed += await self.sql.execute(
                 f"DELETE FROM campaignkit_suppressions WHERE {condition}", *args
@@ -555,7 +632,7 @@ class SqlTx:
 
     async def upsert_statuses(self, run: str, rows: Sequence[StatusRow]) -> None:
         # Each row's values after the run's, joined in C (benchmarks row 15).
-        await self.sql.executemany(_STATUS_UPSERT, map(add, repeat((run,)), rows))
+        await self.sql.executemany(STATUS_UPSERT, map(add, repeat((run,)), rows))
 
     async def add_final(self, run: str, launches: Sequence[str], at: float) -> None:
         await self.sql.executemany(
@@ -600,16 +677,26 @@ class SqlTx:
     ) -> dict[str, list[str]]:
         # A row per launch, its phones (never a space in them) joined: half
         # the time of a row per phone (benchmarks row 15).
+        # Those of claims their chunk names (see the module), then those of
+        # claims of schema 2, each row naming its launch.
         rows = await self.sql.fetch(
-            f"SELECT launch_request_id, {self.sql.spaced('phone')} FROM campaignkit_recipients"
-            " WHERE run = ? AND state = ? GROUP BY launch_request_id",
-            *(run, state),
+            f"SELECT c.launch_request_id, {self.sql.spaced('r.phone')}"
+            " FROM campaignkit_claims c JOIN campaignkit_recipients r ON r.run = c.run"
+            " AND r.chunk = c.chunk AND r.state = 'planned'"
+            " WHERE c.run = ? AND c.state = ? GROUP BY c.launch_request_id"
+            f" UNION ALL SELECT launch_request_id, {self.sql.spaced('phone')}"
+            " FROM campaignkit_recipients WHERE run = ? AND state = ? GROUP BY launch_request_id",
+            *(run, state, run, state),
         )
-        return {launch: joined.split(" ") for launch, joined in rows if launch in launches}
+        phones: dict[str, list[str]] = {}
+        for launch, joined in rows:
+            if launch in launches:
+                phones.setdefault(launch, []).extend(joined.split(" "))
+        return phones
 
     async def outcomes(self, run: str) -> list[RecipientOutcome]:
         rows = await self.sql.fetch(
-            f"SELECT {_OUTCOME} FROM campaignkit_outcomes WHERE run = ? ORDER BY phone", run
+            f"SELECT {OUTCOME_COLUMNS} FROM campaignkit_outcomes WHERE run = ? ORDER BY phone", run
         )
         return [RecipientOutcome.of_row(*row) for row in rows]
 
@@ -650,8 +737,9 @@ class SqlTx:
             "SELECT u.run FROM campaignkit_runs u WHERE NOT EXISTS (SELECT 1"
             " FROM campaignkit_run_stops s WHERE s.run = u.run) AND NOT EXISTS (SELECT 1"
             " FROM campaignkit_run_pauses p WHERE p.run = u.run) AND (u.input_done = 0"
-            " OR EXISTS (SELECT 1 FROM campaignkit_recipients r WHERE r.run = u.run"
-            f" AND r.state IN {_in(states)})) ORDER BY u.created, u.run"
+            f" OR EXISTS (SELECT 1 FROM campaignkit_recipients r{held_joins('r')}"
+            f" WHERE r.run = u.run AND {held_as('r', 'state')} IN {in_list(states)}))"
+            " ORDER BY u.created, u.run"
         )
         return [row[0] for row in rows]
 
@@ -662,9 +750,9 @@ class SqlTx:
         # claims (their state's index): never a scan of its recipients.
         rows = await self.sql.fetch(
             "SELECT COALESCE(status_at, delivered_at),"
-            f" CASE WHEN status IN {_in(failures)} THEN 1 ELSE 0 END"
+            f" CASE WHEN status IN {in_list(failures)} THEN 1 ELSE 0 END"
             " FROM campaignkit_outcomes WHERE run = ?"
-            f" AND (status IN {_in(final)} OR delivered_at IS NOT NULL)"
+            f" AND (status IN {in_list(final)} OR delivered_at IS NOT NULL)"
             " ORDER BY 1 DESC LIMIT ?",
             *(run, limit),
         )
@@ -689,10 +777,12 @@ class SqlTx:
         rows = await self.sql.fetch(
             "SELECT c.phone FROM campaignkit_recipients c"
             " CROSS JOIN campaignkit_runs u CROSS JOIN campaignkit_recipients r"
+            f"{held_joins('r')}"
             " WHERE c.run = ? AND c.chunk = ? AND c.state = ? AND u.run <> c.run"
-            f" AND r.run = u.run AND r.phone = c.phone AND r.state IN {_in(states)}"
-            " AND r.updated >= ? AND NOT EXISTS (SELECT 1 FROM campaignkit_outcomes o"
-            " WHERE o.run = r.run AND o.phone = r.phone AND o.replied_at >= r.updated)",
+            f" AND r.run = u.run AND r.phone = c.phone AND {held_as('r', 'state')} IN"
+            f" {in_list(states)} AND {held_as('r', 'updated')} >= ? AND NOT EXISTS (SELECT 1"
+            " FROM campaignkit_outcomes o WHERE o.run = r.run AND o.phone = r.phone"
+            f" AND o.replied_at >= {held_as('r', 'updated')})",
             *(run, chunk, state, since),
         )
         return list(dict.fromkeys(row[0] for row in rows))
@@ -706,11 +796,3 @@ class SqlTx:
             *(run, chunk, state, since),
         )
         return list(dict.fromkeys(row[0] for row in rows))
-
-
-def _run_of(row: tuple[Any, ...]) -> RunInfo:
-    name, poll, created, total, done, stopped = row[:6]
-    reason, detail, paused, judged = row[7:11]
-    pause = None if reason is None else RunPause(reason, detail, float(paused))
-    judged = None if judged is None else float(judged)
-    return RunInfo(name, poll, created, total, bool(done), stopped, pause, judged)

@@ -37,7 +37,11 @@ class SqliteLedger(Ledger):
 
     Durability: WAL mode with ``synchronous=FULL``, so a commit has reached
     the disk (fsync of the -wal file) before it returns; a claim is committed
-    before its request leaves, and survives a ``kill -9`` or a power cut.
+    before its request leaves, and survives a ``kill -9`` or a power cut. A
+    plan's and a settle's commits (``synchronous=NORMAL``) survive a
+    ``kill -9`` at once, a power cut once the next claim's commit (which
+    syncs them with it) or the file's close: a power cut may forget a
+    settle, whose claim is then reported ambiguous, never sent again.
     Each transaction starts with ``BEGIN IMMEDIATE``, which takes the file's
     write lock at once: two processes' claims on one file are serialised, and
     a process waits up to ``busy_timeout`` seconds for the lock.
@@ -95,6 +99,8 @@ class SqliteStore(SqlStore):
         self._conn: sqlite3.Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._session = uuid.uuid4().hex
+        self._durable = True
+        """Whether the connection's commits sync the write-ahead log (``synchronous=FULL``)."""
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._queue(fn, *args)
@@ -183,6 +189,7 @@ class SqliteStore(SqlStore):
             if str(mode).lower() != "wal":
                 raise LedgerError(f"the ledger {self.path!r} cannot use WAL mode ({mode})")
             conn.execute("PRAGMA synchronous=FULL")
+            self._durable = True
             self._open_session(conn, wal_present)
             legacy = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'"
@@ -280,14 +287,14 @@ class SqliteStore(SqlStore):
             executor.shutdown(wait=False)
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Transaction]:
+    async def connection(self, *, durable: bool = True) -> AsyncIterator[Transaction]:
         if self._conn is None or self._lock is None:
             raise LedgerError(f"the ledger {self.path!r} is not open")
         lock = self._lock
         await lock.acquire()
         # Begun by its first statement, in the same call to the thread: a
         # call less a transaction, each a wait for the thread and the loop.
-        tx = _SqliteTransaction(self, lock)
+        tx = _SqliteTransaction(self, lock, durable)
         try:
             yield tx
         except BaseException:
@@ -311,8 +318,10 @@ class SqliteStore(SqlStore):
         if conn.in_transaction:
             conn.execute("ROLLBACK")
 
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """``BEGIN IMMEDIATE``, on the file opened only (a stat: microseconds).
+    def _begin(self, conn: sqlite3.Connection, durable: bool) -> None:
+        """``BEGIN IMMEDIATE``, on the file opened only (a stat: microseconds);
+        not ``durable``, its commit will not sync the write-ahead log (the
+        next durable one syncs it, this one's with it).
 
         A connection keeps the file it opened: deleted or replaced under it,
         its writes would go where nobody reads them, and a rerun would find
@@ -330,6 +339,9 @@ class SqliteStore(SqlStore):
                 f"the ledger file {self.path!r} was replaced while in use (another file is in "
                 "its place): stopped, nothing more is sent from it"
             )
+        if durable != self._durable:  # a level is set between transactions only
+            conn.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
+            self._durable = durable
         conn.execute("BEGIN IMMEDIATE")
 
     async def _commit(self) -> None:
@@ -349,8 +361,11 @@ class SqliteStore(SqlStore):
 
 
 class _SqliteTransaction:
-    def __init__(self, ledger: SqliteStore, lock: asyncio.Lock) -> None:
+    locking = ""  # BEGIN IMMEDIATE holds the file's write lock
+
+    def __init__(self, ledger: SqliteStore, lock: asyncio.Lock, durable: bool) -> None:
         self._ledger = ledger
+        self._durable = durable
         assert ledger._conn is not None
         self._conn = ledger._conn
         self._lock = lock
@@ -369,7 +384,7 @@ class _SqliteTransaction:
     def _begin(self) -> None:
         """Begin the transaction, before its first statement (in the thread)."""
         if not self.begun:
-            self._ledger._begin(self._conn)
+            self._ledger._begin(self._conn, self._durable)
             self.begun = True
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -473,6 +488,9 @@ class _SqliteTransaction:
 
     def spaced(self, column: str) -> str:
         return f"group_concat({column}, ' ')"
+
+    async def columns(self, table: str) -> set[str]:
+        return {row[0] for row in await self.fetch("SELECT name FROM pragma_table_info(?)", table)}
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         if not values:

@@ -154,12 +154,18 @@ class StoreTx(Protocol):
         ``replace``; the others keep their records. Returned: the records
         kept, of those held in another chunk."""
 
+    async def hold_chunk(self, run: str, chunk: str, claim: str) -> bool:
+        """Reserve ``chunk`` for ``claim``, unless another claim of it is open
+        or settled (not put back to planned); whether it is ``claim``'s now.
+        The claim's reads of the chunk's planned recipients and its
+        :meth:`take` come after it, in the same transaction."""
+
     async def take(
         self, run: str, chunk: str, states: Collection[str], to: str, claim: str, now: float
     ) -> Recipients:
         """Move the recipients of ``chunk`` in ``states`` to ``to`` under
-        ``claim``; those moved, and those that ``claim`` moved there already
-        (a take run again), in input order."""
+        ``claim`` (which holds the chunk: :meth:`hold_chunk`); those moved,
+        in input order."""
 
     async def move(
         self,
@@ -311,8 +317,13 @@ class Store(Protocol):
 
     async def aclose(self) -> None: ...
 
-    def transaction(self) -> AbstractAsyncContextManager[StoreTx]:
-        """One transaction: committed durably on success, rolled back on error."""
+    def transaction(self, *, durable: bool = True) -> AbstractAsyncContextManager[StoreTx]:
+        """One transaction: committed on success, rolled back on error.
+
+        Committed durably, or (not ``durable``) without waiting for the disk:
+        such a commit outlives the process at once, and a crash of the
+        machine only once a durable commit follows it (one made durable
+        makes every earlier one so)."""
 
     def records(self, run: str, states: Sequence[str], page_size: int) -> AsyncIterator[Record]:
         """The run's recipients in ``states``, in input order (read page by page)."""

@@ -99,8 +99,8 @@ async def cancel_while_it_begins(
     began = threading.Event()
     begin = store._begin
 
-    def begin_slowly(conn: sqlite3.Connection) -> None:
-        begin(conn)
+    def begin_slowly(conn: sqlite3.Connection, durable: bool) -> None:
+        begin(conn, durable)
         began.set()
         time.sleep(0.3)
 

@@ -586,8 +586,8 @@ async def test_a_write_that_loses_a_conflict_is_run_again(tmp_path: Path) -> Non
         conflicts = 0
 
         @asynccontextmanager
-        async def connection(self) -> Any:
-            async with super().connection() as tx:
+        async def connection(self, *, durable: bool = True) -> Any:
+            async with super().connection(durable=durable) as tx:
                 yield tx
                 if self.conflicts:
                     self.conflicts -= 1
@@ -630,21 +630,6 @@ async def test_an_sqlite_plan_of_more_values_than_a_statement_takes_is_filed_who
         assert (await ledger.counts(RUN))[IN_FLIGHT] == 2000
 
 
-async def test_postgres_recipients_leave_room_on_their_pages_for_their_moves(
-    postgres_dsn: str,
-) -> None:
-    """A claim and a settle write a new version of each recipient: with room
-    on its page it changes no index (benchmarks, row 17). A ledger made
-    before is given the room when opened."""
-    fill = "SELECT reloptions FROM pg_class WHERE oid = to_regclass('campaignkit_recipients')"
-    async with PostgresLedger(postgres_dsn) as ledger:
-        assert await sql(ledger, fill) == [(["fillfactor=50"],)]
-        await sql(ledger, "ALTER TABLE campaignkit_recipients RESET (fillfactor)")
-        assert await sql(ledger, fill) == [(None,)]
-    async with PostgresLedger(postgres_dsn) as ledger:
-        assert await sql(ledger, fill) == [(["fillfactor=50"],)]
-
-
 async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_use(
     tmp_path: Path,
 ) -> None:
@@ -653,7 +638,7 @@ async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_us
     and a claim's recipients (a settle, the daily limit's count) are found
     through it, never by reading them all. A ledger made with the older
     indexes loses them when opened."""
-    from campaignkit.ledger._sql_tx import _TAKEN
+    from campaignkit.ledger._sql_held import TAKEN
 
     path = tmp_path / "ledger.db"
     async with SqliteLedger(path) as ledger:
@@ -675,10 +660,47 @@ async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_us
             " AND chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND claim IN (?))"
             " AND claim IN (?)"
         )
-        counted = f"SELECT COUNT(DISTINCT r.phone){_TAKEN} AND r.state IN ('accepted')"
+        counted = "SELECT COUNT(DISTINCT r.phone)" + TAKEN.format(states="('accepted')")
         for statement, args in [(settle, ("r", "r", "c", "c")), (counted, (0.0,))]:
             steps = [row[-1] for row in await sql(ledger, "EXPLAIN QUERY PLAN " + statement, *args)]
             assert any("campaignkit_recipients_run_chunk" in step for step in steps), steps
             assert not any(
                 step.startswith(("SCAN r", "SCAN campaignkit_recipients")) for step in steps
             )
+
+
+async def test_claims_of_a_schema_2_ledger_settle_their_recipients_once_opened(
+    tmp_path: Path,
+) -> None:
+    """A ledger of schema 2 moved each recipient of a claim; one opened by
+    this campaignkit (schema 3: a claim's recipients are held by it) settles
+    such a claim's recipients all the same, and claims its other chunks."""
+    path = tmp_path / "ledger.db"
+    async with SqliteLedger(path) as ledger:
+        await ledger.start_run(RUN, "poll")
+        await ledger.plan(RUN, "old", people(3))
+        await ledger.plan(RUN, "new", people(2, first=3, position=3))
+        old = await claimed(ledger, "old")
+    # As schema 2 left a claim in flight: its rows moved, its chunk naming none.
+    with sqlite_file(path) as conn:
+        conn.execute(
+            "UPDATE campaignkit_recipients SET state = 'in_flight', claim = ? WHERE chunk = 'old'",
+            (old.token,),
+        )
+        conn.execute("ALTER TABLE campaignkit_chunks DROP COLUMN claim")
+        for column in ("launch_request_id", "updated"):
+            conn.execute(f"ALTER TABLE campaignkit_claims DROP COLUMN {column}")
+        conn.execute("UPDATE campaignkit_schema SET version = 2")
+    async with SqliteLedger(path) as ledger:
+        assert await sql(ledger, "SELECT version FROM campaignkit_schema") == [(3,)]
+        assert (await ledger.counts(RUN))[IN_FLIGHT] == 3
+        new = await claimed(ledger, "new")
+        assert await ledger.claim(RUN, "old") is None
+        await ledger.settle(RUN, old.token, ACCEPTED, launch_request_id="L-old")
+        await ledger.settle(RUN, new.token, ACCEPTED, launch_request_id="L-new")
+        assert set((await states(ledger)).values()) == {ACCEPTED}
+        launches = await ledger.launch_phones(RUN, ["L-old", "L-new"])
+        assert {launch: len(phones) for launch, phones in launches.items()} == {
+            "L-old": 3,
+            "L-new": 2,
+        }

@@ -22,7 +22,7 @@ from campaignkit.ledger import (
     StatusRow,
 )
 from campaignkit.ledger._sql import SqlStore
-from campaignkit.ledger._sql_tx import RUN_OF_PHONE
+from campaignkit.ledger._sql_held import RUN_OF_PHONE
 from campaignkit.webhooks import parse_event
 
 pytestmark = pytest.mark.timeout(30)

@@ -168,8 +168,8 @@ class CommitAnswerLost:
         return getattr(self._store, name)
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
-        async with self._store.transaction() as tx:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Any]:
+        async with self._store.transaction(durable=durable) as tx:
             yield tx
         if self._armed:
             self._armed = False

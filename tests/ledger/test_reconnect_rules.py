@@ -15,7 +15,7 @@ def test_every_transaction_of_its_own_is_retried() -> None:
         name
         for name in dir(Ledger)
         if inspect.iscoroutinefunction(function := getattr(Ledger, name))
-        and "self.store.transaction()" in inspect.getsource(function)
+        and "self.store.transaction(" in inspect.getsource(function)
     ]
     assert "plan" in opening  # the test sees the transactions it checks
     assert [name for name in opening if not hasattr(getattr(Ledger, name), "retry")] == []

@@ -184,7 +184,9 @@ async def in_flight(dsn: str, run: str, since: float) -> dict[int, set[str]]:
     try:
         rows = await conn.fetch(
             "SELECT c.owner, r.phone FROM campaignkit_claims c"
-            " JOIN campaignkit_recipients r ON r.run = c.run AND r.claim = c.claim"
+            # A claim's recipients: its chunk's planned rows (see campaignkit.ledger._sql_tx).
+            " JOIN campaignkit_recipients r ON r.run = c.run AND r.chunk = c.chunk"
+            " AND r.state = 'planned'"
             " WHERE c.run = $1 AND c.state = 'in_flight' AND c.claimed > $2",
             run,
             since,
