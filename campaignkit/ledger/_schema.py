@@ -31,16 +31,18 @@ class Transaction(Protocol):
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]: ...
     async def insert(
         self,
-        into: str,
-        fixed: Sequence[tuple[str, Any]],
-        columns: Sequence[tuple[str, Sequence[Any]]],
-        then: str,
+        table: str,
+        fixed: Sequence[tuple[str, str, Any]],
+        columns: Sequence[tuple[str, str, Sequence[Any]]],
+        then: str | None,
     ) -> int:
-        """Run ``{into} <rows> {then}``: ``into`` is ``INSERT INTO table
-        (names)`` naming the ``fixed`` columns (one value for every row)
-        first, then ``columns`` (a value a row), each given with its SQL
-        type; ``then`` an ``ON CONFLICT`` clause. In as few statements as the
-        dialect allows (one a chunk, not one a row); how many rows it changed."""
+        """Insert rows into ``table``: the ``fixed`` columns (name, SQL type,
+        one value for every row), then ``columns`` (name, SQL type, a value a
+        row); ``then`` an ``ON CONFLICT`` clause, or None for rows new to the
+        table (a key held already, by a writer unseen when they were read,
+        fails the transaction: :class:`TransactionConflict`, run again). In
+        as few statements as the dialect allows (one a chunk, not one a row,
+        PostgreSQL's ``COPY`` for new rows); how many rows it changed."""
         ...
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
@@ -239,6 +241,20 @@ SCHEMA: Final = (
         judged DOUBLE PRECISION NOT NULL
     )""",
 )
+
+
+RUN_COLUMNS: Final = (
+    "r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
+    " p.reason, p.detail, p.paused, c.judged"
+)
+RUN_JOINS: Final = (
+    " LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
+    " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
+    " LEFT JOIN campaignkit_run_canaries c ON c.run = r.run"
+)
+RUNS: Final = f"SELECT {RUN_COLUMNS} FROM campaignkit_runs r{RUN_JOINS}"
+"""A run as :meth:`~._records.RunInfo.of_row` reads it: its row, stop, pause
+and canary (and its input pass, beside them)."""
 
 
 class TransactionConflict(LedgerError):

@@ -15,22 +15,12 @@ from typing import Any, Final, TypeVar
 from .._funnel import OutcomeGroup
 from ._outcomes import FACTS, OUTCOME_COLUMNS, STATUS_UPSERT, RecipientOutcome, StatusRow
 from ._records import IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped
-from ._schema import Transaction, batches, in_list, set_clause
+from ._schema import RUN_COLUMNS, RUN_JOINS, RUNS, Transaction, batches, in_list, set_clause
 from ._sql_held import CHUNK_HELD, RUN_OF_PHONE, TAKEN, held_as, held_joins, record_columns
 from ._store import ClaimRow, Where
 from ._suppression import Suppression
 
 T = TypeVar("T")
-_RUN_COLUMNS: Final = (
-    "r.run, r.poll, r.created, r.total, r.input_done, s.detail, r.input_pass,"
-    " p.reason, p.detail, p.paused, c.judged"
-)
-_RUN_JOINS: Final = (
-    " LEFT JOIN campaignkit_run_stops s ON s.run = r.run"
-    " LEFT JOIN campaignkit_run_pauses p ON p.run = r.run"
-    " LEFT JOIN campaignkit_run_canaries c ON c.run = r.run"
-)
-_RUNS: Final = f"SELECT {_RUN_COLUMNS} FROM campaignkit_runs r{_RUN_JOINS}"
 SUPPRESSION_COLUMNS: Final = "phone, reason, source, added"
 _LISTED: Final = "s.phone, s.reason, s.source, s.added"
 # Rows one INSERT of suppressions carries (4 values each: under SQLite's 32,766 variables).
@@ -67,13 +57,13 @@ class SqlTx:
         )
 
     async def run(self, run: str) -> tuple[RunInfo, str] | None:
-        rows = await self.sql.fetch(f"{_RUNS} WHERE r.run = ?", run)
+        rows = await self.sql.fetch(f"{RUNS} WHERE r.run = ?", run)
         return (RunInfo.of_row(rows[0]), rows[0][6]) if rows else None
 
     async def run_context(self, run: str) -> tuple[str | None, RunInfo | None, str | None]:
         rows = await self.sql.fetch(
-            f"SELECT l.identity, o.options, {_RUN_COLUMNS} FROM campaignkit_ledger l"
-            f" LEFT JOIN campaignkit_runs r ON r.run = ?{_RUN_JOINS}"
+            f"SELECT l.identity, o.options, {RUN_COLUMNS} FROM campaignkit_ledger l"
+            f" LEFT JOIN campaignkit_runs r ON r.run = ?{RUN_JOINS}"
             " LEFT JOIN campaignkit_run_options o ON o.run = r.run",
             run,
         )
@@ -85,7 +75,7 @@ class SqlTx:
     async def runs(self) -> list[RunInfo]:
         return [
             RunInfo.of_row(row)
-            for row in await self.sql.fetch(f"{_RUNS} ORDER BY r.created DESC, r.run")
+            for row in await self.sql.fetch(f"{RUNS} ORDER BY r.created DESC, r.run")
         ]
 
     async def add_run(self, run: str, poll: str, created: float) -> None:
@@ -248,24 +238,33 @@ class SqlTx:
             positions = [positions[i] for i in kept_rows]
             users = [users[i] for i in kept_rows]
         free = await self._chunks_free(run, phones, replace)
+        if free is None:  # all new to the run
+            conflict = None
+        else:
+            conflict = (
+                "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+                " position = excluded.position, user_wire = excluded.user_wire,"
+                " state = excluded.state, claim = NULL, detail = excluded.detail,"
+                " updated = excluded.updated"
+                f" WHERE campaignkit_recipients.state IN {in_list(replace)}"
+                " AND (campaignkit_recipients.state <> 'planned'"
+                f" OR campaignkit_recipients.chunk IN {in_list(free, quoted=True)})"
+            )
         changed = await self.sql.insert(
-            "INSERT INTO campaignkit_recipients"
-            " (run, chunk, state, detail, updated, phone, position, user_wire)",
+            "campaignkit_recipients",
             [
-                ("text", run),
-                ("text", chunk),
-                ("text", state),
-                ("text", detail),
-                ("double precision", now),
+                ("run", "text", run),
+                ("chunk", "text", chunk),
+                ("state", "text", state),
+                ("detail", "text", detail),
+                ("updated", "double precision", now),
             ],
-            [("text", phones), ("bigint", positions), ("text", users)],
-            "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
-            " position = excluded.position, user_wire = excluded.user_wire,"
-            " state = excluded.state, claim = NULL, detail = excluded.detail,"
-            " updated = excluded.updated"
-            f" WHERE campaignkit_recipients.state IN {in_list(replace)}"
-            " AND (campaignkit_recipients.state <> 'planned'"
-            f" OR campaignkit_recipients.chunk IN {in_list(free, quoted=True)})",
+            [
+                ("phone", "text", phones),
+                ("position", "bigint", positions),
+                ("user_wire", "text", users),
+            ],
+            conflict,
         )
         if changed == len(phones):
             return []  # each one new to the run or replaced: none kept
@@ -283,10 +282,11 @@ class SqlTx:
 
     async def _chunks_free(
         self, run: str, phones: Sequence[str], replace: Collection[str]
-    ) -> list[str]:
+    ) -> list[str] | None:
         """The chunks holding planned rows of ``phones`` that a plan may take
         them from (no claim holds the chunk, or its claim's state is one of
-        ``replace``), locked against new claims to the end of the transaction.
+        ``replace``), locked against new claims to the end of the transaction;
+        None if the run holds none of ``phones``.
 
         Read before the upsert, not in its conflict clause: PostgreSQL would
         judge there, once the row it waited for is free, with a claim made
@@ -294,15 +294,16 @@ class SqlTx:
         recipient that claim is sending. A row planned by another
         transaction since, in a chunk not read here, is kept where it is.
         """
-        planned_in: set[str] = set()
+        found = []
         for batch in batches(phones):
             condition, args = self.sql.any_of("phone", batch)
-            rows = await self.sql.fetch(
-                "SELECT chunk FROM campaignkit_recipients WHERE run = ? AND state = 'planned'"
-                f" AND {condition}",
+            found += await self.sql.fetch(
+                f"SELECT chunk, state FROM campaignkit_recipients WHERE run = ? AND {condition}",
                 *(run, *args),
             )
-            planned_in.update(row[0] for row in rows)
+        if not found:
+            return None
+        planned_in = {chunk for chunk, state in found if state == PLANNED}
         if not planned_in:
             return []
         condition, args = self.sql.any_of("k.chunk", sorted(planned_in))  # locked in one order

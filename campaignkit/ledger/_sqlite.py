@@ -452,14 +452,16 @@ class _SqliteTransaction:
 
     async def insert(
         self,
-        into: str,
-        fixed: Sequence[tuple[str, Any]],
-        columns: Sequence[tuple[str, Sequence[Any]]],
-        then: str,
+        table: str,
+        fixed: Sequence[tuple[str, str, Any]],
+        columns: Sequence[tuple[str, str, Sequence[Any]]],
+        then: str | None,
     ) -> int:
-        constants = [value for _, value in fixed]
-        rows = list(zip(*(values for _, values in columns), strict=True))
-        return await self._run(self._insert, into, constants, rows, then)
+        names = ", ".join(name for name, _, _ in (*fixed, *columns))
+        constants = [value for _, _, value in fixed]
+        rows = list(zip(*(values for _, _, values in columns), strict=True))
+        into = f"INSERT INTO {table} ({names})"
+        return await self._run(self._insert, into, constants, rows, then or "")
 
     def _insert(
         self, into: str, constants: list[Any], rows: list[tuple[Any, ...]], then: str
