@@ -704,3 +704,30 @@ async def test_claims_of_a_schema_2_ledger_settle_their_recipients_once_opened(
             "L-old": 3,
             "L-new": 2,
         }
+
+
+async def test_postgres_new_recipients_met_by_a_twin_are_planned_again_not_moved(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan copies in the recipients it found new to the run; when a twin
+    planned one of them meanwhile, the copy fails as a conflict and the plan
+    runs again, keeping the twin's recipients where they are."""
+    from campaignkit.ledger._sql_tx import SqlTx
+
+    async with PostgresLedger(postgres_dsn) as ledger:
+        await ledger.start_run(RUN, "poll")
+        await ledger.plan(RUN, "twin", people(2))
+        twin = await claimed(ledger, "twin")
+        unseen = [True]
+        chunks_free = SqlTx._chunks_free
+
+        async def read_before_the_twin(self: SqlTx, *args: Any) -> list[str] | None:
+            if unseen.pop() if unseen else False:
+                return None  # as read before the twin's plan committed
+            return await chunks_free(self, *args)
+
+        monkeypatch.setattr(SqlTx, "_chunks_free", read_before_the_twin)
+        held = await ledger.plan(RUN, "mine", people(3))
+    assert not unseen  # the copy was tried first
+    assert sorted(r.phone for r in held) == sorted(r.phone for r in twin.recipients)
+    assert all(r.state == IN_FLIGHT for r in held)
