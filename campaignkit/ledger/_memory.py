@@ -299,11 +299,9 @@ class MemoryStore:
         expires: float,
     ) -> None:
         claims = self.state(run).claims
-        if claim in claims:
-            claims[claim].size = size
-            return
+        if claim not in claims:
+            self._taken.append(_Taken(claimed, run, claim))
         claims[claim] = ClaimState(chunk, owner, size, claimed, expires)
-        self._taken.append(_Taken(claimed, run, claim))
 
     async def update_claims(
         self,

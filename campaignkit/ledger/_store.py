@@ -118,7 +118,8 @@ class StoreTx(Protocol):
         claimed: float,
         expires: float,
     ) -> None:
-        """Add the claim (in flight), or set its size if it exists (a retried claim)."""
+        """Add the claim (in flight), or make it so again if it exists (a retried
+        claim, its first take given back)."""
 
     async def update_claims(
         self,

@@ -206,6 +206,10 @@ async def test_a_claim_whose_commit_was_lost_takes_back_what_it_holds(
         claim = await ledger.claim(RUN, "c1")
         assert claim is not None
         assert len(claim.recipients) == 3
+        # Made again from the start, the claim is in flight again, and settles.
+        await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id="L")
+        assert await ledger.expire(RUN, now=time.time() + 10 * ledger.claim_ttl) == 0
+        assert await states(ledger) == Counter({ACCEPTED: 3})
 
 
 async def test_a_canary_taken_to_judgement_is_recorded_with_its_pause_for_good(
