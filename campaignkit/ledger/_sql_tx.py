@@ -326,16 +326,14 @@ class SqlTx:
         return [chunk for chunk, claim in chunks if claim not in keeping]
 
     async def hold_chunk(self, run: str, chunk: str, claim: str) -> bool:
-        # The chunk's row, locked to the end of the transaction: a second
-        # claimer of it waits, then finds it held. Its claim is cleared when
-        # the claim takes nothing or is put back to planned.
+        # The chunk's row (its plan made it), locked to the end of the
+        # transaction: a second claimer of it waits, then finds it held. Its
+        # claim is cleared when the claim takes nothing or is put back to planned.
         return bool(
             await self.sql.execute(
-                "INSERT INTO campaignkit_chunks (run, chunk, size, created, claim)"
-                " VALUES (?, ?, 0, 0, ?) ON CONFLICT (run, chunk) DO UPDATE"
-                " SET claim = excluded.claim WHERE campaignkit_chunks.claim IS NULL"
-                " OR campaignkit_chunks.claim = excluded.claim",
-                *(run, chunk, claim),
+                "UPDATE campaignkit_chunks SET claim = ? WHERE run = ? AND chunk = ?"
+                " AND (claim IS NULL OR claim = ?)",
+                *(claim, run, chunk, claim),
             )
         )
 
