@@ -101,8 +101,9 @@ class SqlStore(abc.ABC):
                 f"SELECT {RECORD}, updated FROM campaignkit_recipients r"
                 f" WHERE r.run = ? AND r.state NOT IN ('planned', '{ACCEPTED}')"
                 f" UNION ALL SELECT {RECORD}, updated FROM campaignkit_recipients r"
-                " WHERE r.run = ? AND r.state = 'planned' AND r.chunk IN (SELECT k.chunk"
-                " FROM campaignkit_chunks k WHERE k.run = ? AND k.claim IS NULL)"
+                # Planned: no claim holds their chunk (as ._sql_held.held_joins has it).
+                " WHERE r.run = ? AND r.state = 'planned' AND r.chunk NOT IN (SELECT c.chunk"
+                " FROM campaignkit_claims c WHERE c.run = ? AND c.state <> 'planned')"
                 f" UNION ALL SELECT {CLAIMED_RECORD}, c.updated{CLAIMED_ROWS}"
                 f" AND c.state NOT IN ('planned', '{ACCEPTED}') ORDER BY 2, 1",
                 *(run, run, run, run),
