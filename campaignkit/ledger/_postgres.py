@@ -85,6 +85,7 @@ class PostgresStore(SqlStore):
     def __init__(
         self, dsn: str, *, min_size: int = 1, max_size: int = 4, create: bool = True
     ) -> None:
+        super().__init__()
         self.dsn = dsn
         self.create = create
         self._sizes = (min_size, max_size)

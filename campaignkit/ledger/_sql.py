@@ -28,6 +28,11 @@ from ._suppression import Suppression
 class SqlStore(abc.ABC):
     """The store of a ledger in an SQL database; a dialect gives the connection."""
 
+    def __init__(self) -> None:
+        self._new_runs: set[str] = set()
+        """The runs whose last plan here met none of its recipients in the
+        run: the next one inserts without looking (see :meth:`SqlTx.upsert`)."""
+
     @abc.abstractmethod
     async def _connect(self) -> None: ...
 
@@ -61,7 +66,7 @@ class SqlStore(abc.ABC):
     @asynccontextmanager
     async def transaction(self, *, durable: bool = True) -> AsyncIterator[SqlTx]:
         async with self.connection(durable=durable) as tx:
-            yield SqlTx(tx)
+            yield SqlTx(tx, new_runs=self._new_runs)
 
     async def records(
         self, run: str, states: Sequence[str], page_size: int

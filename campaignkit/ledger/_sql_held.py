@@ -47,6 +47,17 @@ def record_columns(r: str) -> str:
     return f"{r}.phone, {r}.position, {held}, {r}.user_wire, {held_as(r, 'claim')}"
 
 
+REPLAN: Final = (
+    "ON CONFLICT (run, phone) DO UPDATE SET chunk = excluded.chunk,"
+    " position = excluded.position, user_wire = excluded.user_wire,"
+    " state = excluded.state, claim = NULL, detail = excluded.detail, updated = excluded.updated"
+    " WHERE campaignkit_recipients.state IN {replace} AND (campaignkit_recipients.state"
+    " <> 'planned' OR campaignkit_recipients.chunk IN {free})"
+)
+"""A plan's conflict clause: a recipient the run holds in a state of
+``{replace}`` joins the plan's chunk, unless it is planned in a chunk not
+``{free}`` (held by a claim: see ``SqlTx._chunks_free``)."""
+
 CHUNK_HELD: Final = "SELECT 1 FROM campaignkit_claims c WHERE c.state <> 'planned'"
 """A claim holding its chunk (with ``AND c.run = ... AND c.chunk = ...``):
 none of the chunk's planned rows is planned."""

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ..errors import LedgerError
 from ._identity import LedgerNotFound, file_stamp
 from ._ledger import DEFAULT_CLAIM_TTL, Ledger
-from ._schema import Transaction
+from ._schema import Transaction, TransactionConflict
 from ._sql import SqlStore
 
 T = TypeVar("T")
@@ -91,6 +91,7 @@ class SqliteStore(SqlStore):
     def __init__(
         self, path: str | os.PathLike[str], *, busy_timeout: float = 60.0, create: bool = True
     ) -> None:
+        super().__init__()
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self.create = create
@@ -485,7 +486,13 @@ class _SqliteTransaction:
             args = [*constants, *(value for one in batch for value in one)]
             values = _rows_of(width, len(batch))
             statement = f"{into} SELECT {selected} FROM (VALUES {values}) WHERE true {then}"
-            changed += self._conn.execute(statement, args).rowcount
+            try:
+                changed += self._conn.execute(statement, args).rowcount
+            except sqlite3.IntegrityError as exc:
+                if then or "UNIQUE" not in str(exc):
+                    raise
+                # New rows met a key held: as insert() says, a conflict.
+                raise TransactionConflict(f"rows taken for new are held already: {exc}") from exc
         return changed
 
     def spaced(self, column: str) -> str:

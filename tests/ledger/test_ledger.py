@@ -226,6 +226,38 @@ async def test_plan_holds_sent_recipients_and_adopts_planned_ones(ledger: Ledger
     assert [r.phone for r in (await claimed(ledger, "retry")).recipients] == [d.phone]
 
 
+async def test_plans_after_plans_of_new_recipients_still_meet_those_the_run_holds(
+    new_ledger: NewLedger,
+) -> None:
+    # A store whose last plan of a run met none of its recipients plans the
+    # next one without looking first: each ledger (a process) below has, and
+    # its next plan meets the other's recipients all the same.
+    a, b, c, d = people(4)
+    async with new_ledger() as one, new_ledger() as two:
+        await one.start_run(RUN, "poll-1")
+        assert await one.plan(RUN, "one-1", [a]) == []
+        assert await two.plan(RUN, "two-1", [b]) == []
+        sent = await claimed(one, "one-1")
+        await one.settle(RUN, sent.token, ACCEPTED, launch_request_id="L1")
+
+        held = await two.plan(RUN, "two-2", [a, c])
+        assert [(r.phone, r.state, r.launch_request_id) for r in held] == [
+            (a.phone, ACCEPTED, "L1")
+        ]
+        # b, planned by the other and not claimed, joins this plan's chunk.
+        assert await one.plan(RUN, "one-2", [b, d]) == []
+        assert await two.claim(RUN, "two-1") is None
+        taken = await claimed(one, "one-2")
+        assert [r.phone for r in taken.recipients] == [b.phone, d.phone]
+        assert [r.phone for r in (await claimed(two, "two-2")).recipients] == [c.phone]
+        assert await states(one) == {
+            a.phone: ACCEPTED,
+            b.phone: IN_FLIGHT,
+            c.phone: IN_FLIGHT,
+            d.phone: IN_FLIGHT,
+        }
+
+
 async def test_runs_do_not_share_recipients(ledger: Ledger) -> None:
     await ledger.plan(RUN, "c1", people(2))
     assert await ledger.plan("run-2", "c1", people(2)) == []
