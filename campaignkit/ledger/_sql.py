@@ -127,7 +127,7 @@ class SqlStore(abc.ABC):
         # By claim, as requests_of groups them: the detail of the first.
         by_claim: dict[str | None, list[tuple[int, str | None, list[int]]]] = {}
         for claim, detail, joined, _ in accepted:
-            positions = [int(position) for position in joined.split(" ")]
+            positions = [*map(int, joined.split(" "))]
             by_claim.setdefault(claim, []).append((min(positions), detail, positions))
         for claim, groups in by_claim.items():
             first = min(groups, key=itemgetter(0))

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -483,7 +484,7 @@ class _SqliteTransaction:
         changed = 0
         for start in range(0, len(rows), per):
             batch = rows[start : start + per]
-            args = [*constants, *(value for one in batch for value in one)]
+            args = [*constants, *chain.from_iterable(batch)]
             values = _rows_of(width, len(batch))
             statement = f"{into} SELECT {selected} FROM (VALUES {values}) WHERE true {then}"
             try:
