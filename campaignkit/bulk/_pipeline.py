@@ -139,7 +139,7 @@ class Producer:
         if len(held) == len(planned.phones):
             return
         # A fatal answer (any sender's) ends the run: nothing more is handed over.
-        info = await ledger.run_info(run) if self.fatal is None else None
+        info = held.run if self.fatal is None else None
         if info is not None and info.stopped:
             log.warning("run %s: stopped by a fatal answer: %s", run, info.stopped)
             self.fatal = error_from_detail(info.stopped)

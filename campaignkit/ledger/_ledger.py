@@ -50,6 +50,7 @@ from ._records import (
     STATES,
     SUPPRESSED,
     Claim,
+    Held,
     Recipient,
     Recipients,
     Record,
@@ -87,8 +88,7 @@ request, and not surely refused."""
 
 
 async def _give_back(tx: StoreTx, run: str, claim: str, now: float) -> None:
-    """Put what ``claim`` holds back to planned in its chunk (nothing, if it
-    holds nothing open)."""
+    """Put what ``claim`` holds open (if anything) back to planned in its chunk."""
     if await tx.update_claims(run, PLANNED, _OPEN, claim=claim):
         where = Where(_OPEN, claims=[claim])
         await tx.move(run, where, PLANNED, now, {"claim": None, "detail": None})
@@ -101,8 +101,7 @@ def _options_of(text: str | None) -> dict[str, Any]:
 
 
 def _filed(entry: Suppression | None, deferral: str | None) -> tuple[str, str | None]:
-    """The state and detail a plan files a recipient with: suppressed (with
-    the reason its number is on the list), deferred (with why), or planned."""
+    """A plan's state and detail of a recipient: suppressed (why), deferred (why) or planned."""
     if entry is not None:
         return SUPPRESSED, entry.reason
     return (PLANNED, None) if deferral is None else (DEFERRED, deferral)
@@ -233,7 +232,7 @@ class Ledger(abc.ABC):
         retry_rejected: bool = False,
         ignore_suppression: bool = False,
         deferred: Mapping[str, str] | None = None,
-    ) -> list[Record]:
+    ) -> Held:
         """File ``recipients`` as planned in ``chunk``.
 
         A recipient new to the run, or held as planned (by an earlier,
@@ -243,8 +242,8 @@ class Ledger(abc.ABC):
         in its detail), unless ``ignore_suppression``; one whose phone
         ``deferred`` maps to a detail joins it as deferred with it (the send's
         rules cannot send it now). Every other recipient keeps its record.
-        Returned: the records of the recipients this chunk will not send
-        (held in another chunk, suppressed or deferred).
+        Returned: the records of those this chunk will not send (held in
+        another chunk, suppressed or deferred), and the run as the plan left it.
         """
         now = time.time()
         # As columns: send_bulk's chunks come so, with no Recipient made a person.
@@ -279,10 +278,14 @@ class Ledger(abc.ABC):
                     )
             return held
 
-        # Not durable: a plan lost in a crash of the machine is planned again by
-        # the run's next send, as a plan never committed is.
+        async def planning(tx: StoreTx) -> Held:
+            held = await filing(tx)
+            found = await tx.run(run)  # for its producer: no transaction of its own
+            return Held(held, None if found is None else found[0])
+
+        # Not durable: one lost in a crash of the machine is planned again by the next send.
         async with self.store.transaction(durable=False) as tx:
-            return await tx.at_once(filing)
+            return await tx.at_once(planning)
 
     async def claim(self, run: str, chunk: str, *, owner: str = "") -> Claim | None:
         """Atomically take the planned recipients of ``chunk`` (None if none are

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, overload
 
 import attrs
@@ -164,6 +164,18 @@ class RunInfo:
         pause = None if reason is None else RunPause(reason, detail, float(paused))
         judged = None if judged is None else float(judged)
         return cls(name, poll, created, total, bool(done), stopped, pause, judged)
+
+
+class Held(list[Record]):
+    """What :meth:`~campaignkit.ledger.Ledger.plan` returns: the records of
+    the recipients its chunk will not send, and ``run``, the run as the
+    plan's transaction left it (None for a run the ledger does not hold)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, records: Iterable[Record] = (), run: RunInfo | None = None) -> None:
+        super().__init__(records)
+        self.run = run
 
 
 STALL_AFTER: Final = 300.0

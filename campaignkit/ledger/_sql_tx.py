@@ -235,9 +235,8 @@ class SqlTx:
         now: float,
     ) -> list[Record]:
         phones, positions, users = recipients.phones, recipients.positions, recipients.users
-        last = {phone: i for i, phone in enumerate(phones)}
-        if len(last) < len(phones):  # a phone given twice: its last row is filed
-            kept_rows = sorted(last.values())
+        if len(set(phones)) < len(phones):  # a phone given twice: its last row is filed
+            kept_rows = sorted(dict(zip(phones, range(len(phones)), strict=True)).values())
             phones = [phones[i] for i in kept_rows]
             positions = [positions[i] for i in kept_rows]
             users = [users[i] for i in kept_rows]
@@ -355,7 +354,8 @@ class SqlTx:
         if not rows:
             await self._free_chunks(run, [claim])
         rows.sort(key=itemgetter(1))  # in input order, as the request will carry them
-        return Recipients([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        phones, positions, users = map(list, zip(*rows, strict=True)) if rows else ([], [], [])
+        return Recipients(phones, positions, users)
 
     async def _free_chunks(self, run: str, claims: Sequence[str]) -> None:
         """Let the chunks ``claims`` hold be claimed again."""
