@@ -147,6 +147,10 @@ SCHEMA: Final = (
     "DROP INDEX IF EXISTS campaignkit_recipients_chunk",
     "CREATE INDEX IF NOT EXISTS campaignkit_recipients_run_chunk"
     " ON campaignkit_recipients (run, chunk)",
+    # The rows not planned, few of a run (a claim writes no recipient): what a
+    # report reads of each recipient, beside its claims' (see ._sql_held).
+    "CREATE INDEX IF NOT EXISTS campaignkit_recipients_unplanned"
+    " ON campaignkit_recipients (run, state) WHERE state <> 'planned'",
     "DROP INDEX IF EXISTS campaignkit_recipients_claim",
     "DROP INDEX IF EXISTS campaignkit_recipients_state",
     """CREATE TABLE IF NOT EXISTS campaignkit_claims (

@@ -14,15 +14,19 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from operator import itemgetter
+from typing import Final
 
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
-from ._records import ACCEPTED, Record
+from ._records import ACCEPTED, PLANNED, STATES, Record
 from ._rekey import create_schema
-from ._schema import Transaction
+from ._schema import Transaction, in_list
 from ._sql_held import CLAIMED_RECORD, CLAIMED_ROWS, RECORD, held_as, held_joins, record_columns
 from ._sql_tx import SUPPRESSION_COLUMNS, SqlTx
 from ._suppression import Suppression
+
+_SETTLED_APART: Final = [state for state in STATES if state not in (PLANNED, ACCEPTED)]
+"""The states of a report's recipients read one by one (the accepted go by claim)."""
 
 
 class SqlStore(abc.ABC):
@@ -102,23 +106,27 @@ class SqlStore(abc.ABC):
             # Through the run's claims and chunks (their indexes), never a
             # join of each recipient: PostgreSQL plans one for a run just
             # written (no statistics yet) as a loop over every claim a row.
+            # The rows not planned through their index (``state <> 'planned'``
+            # as it says, and the states as a list: SQLite uses it only so);
+            # the planned ones through the chunks no claim holds (as
+            # ._sql_held.held_joins has it): every plan files its chunk's row.
             rows = await tx.fetch(
-                f"SELECT {RECORD}, updated FROM campaignkit_recipients r"
-                f" WHERE r.run = ? AND r.state NOT IN ('planned', '{ACCEPTED}')"
+                f"SELECT {RECORD}, updated FROM campaignkit_recipients r WHERE r.run = ?"
+                f" AND r.state <> 'planned' AND r.state IN {in_list(_SETTLED_APART)}"
                 f" UNION ALL SELECT {RECORD}, updated FROM campaignkit_recipients r"
-                # Planned: no claim holds their chunk (as ._sql_held.held_joins has it).
-                " WHERE r.run = ? AND r.state = 'planned' AND r.chunk NOT IN (SELECT c.chunk"
-                " FROM campaignkit_claims c WHERE c.run = ? AND c.state <> 'planned')"
+                " WHERE r.run = ? AND r.state = 'planned' AND r.chunk IN (SELECT k.chunk"
+                " FROM campaignkit_chunks k WHERE k.run = ? AND k.chunk NOT IN (SELECT c.chunk"
+                " FROM campaignkit_claims c WHERE c.run = ? AND c.state <> 'planned'))"
                 f" UNION ALL SELECT {CLAIMED_RECORD}, c.updated{CLAIMED_ROWS}"
                 f" AND c.state NOT IN ('planned', '{ACCEPTED}') ORDER BY 2, 1",
-                *(run, run, run, run),
+                *(run, run, run, run, run),
             )
             accepted = await tx.fetch(
                 f"SELECT c.claim, c.detail, {tx.spaced('CAST(r.position AS TEXT)')},"
                 f" MAX(c.updated){CLAIMED_ROWS} AND c.state = ? GROUP BY c.claim, c.detail"
                 f" UNION ALL SELECT claim, detail, {tx.spaced('CAST(position AS TEXT)')},"
-                " MAX(updated) FROM campaignkit_recipients WHERE run = ? AND state = ?"
-                " GROUP BY claim, detail",
+                " MAX(updated) FROM campaignkit_recipients WHERE run = ?"
+                " AND state <> 'planned' AND state = ? GROUP BY claim, detail",
                 *(run, ACCEPTED, run, ACCEPTED),
             )
         records = [Record(*row[:7]) for row in rows]

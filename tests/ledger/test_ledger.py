@@ -662,14 +662,15 @@ async def test_an_sqlite_plan_of_more_values_than_a_statement_takes_is_filed_who
         assert (await ledger.counts(RUN))[IN_FLIGHT] == 2000
 
 
-async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_use(
+async def test_recipients_keep_the_indexes_that_settles_the_limit_and_reports_use(
     tmp_path: Path,
 ) -> None:
     """An index of the recipients holding their state is rewritten at every
-    move of one (claim, settle): one is kept, of their run and chunk only,
-    and a claim's recipients (a settle, the daily limit's count) are found
-    through it, never by reading them all. A ledger made with the older
-    indexes loses them when opened."""
+    move of one (claim, settle): those kept are of their run and chunk, and
+    (partial) of the rows not planned, which no claim writes. A claim's
+    recipients (a settle, the daily limit's count) are found through the
+    first, a report's rows not planned through the second, never by reading
+    them all. A ledger made with the older indexes loses them when opened."""
     from campaignkit.ledger._sql_held import TAKEN
 
     path = tmp_path / "ledger.db"
@@ -684,18 +685,30 @@ async def test_recipients_keep_one_secondary_index_that_settles_and_the_limit_us
         indexes = await sql(
             ledger,
             "SELECT name FROM sqlite_master WHERE type = 'index'"
-            " AND tbl_name = 'campaignkit_recipients' AND name NOT LIKE 'sqlite_autoindex%'",
+            " AND tbl_name = 'campaignkit_recipients' AND name NOT LIKE 'sqlite_autoindex%'"
+            " ORDER BY name",
         )
-        assert indexes == [("campaignkit_recipients_run_chunk",)]
+        assert indexes == [
+            ("campaignkit_recipients_run_chunk",),
+            ("campaignkit_recipients_unplanned",),
+        ]
         settle = (
             "UPDATE campaignkit_recipients SET state = 'accepted' WHERE run = ?"
             " AND chunk IN (SELECT chunk FROM campaignkit_claims WHERE run = ? AND claim IN (?))"
             " AND claim IN (?)"
         )
         counted = "SELECT COUNT(DISTINCT r.phone)" + TAKEN.format(states="('accepted')")
-        for statement, args in [(settle, ("r", "r", "c", "c")), (counted, (0.0,))]:
+        reported = (
+            "SELECT r.phone FROM campaignkit_recipients r WHERE r.run = ?"
+            " AND r.state <> 'planned' AND r.state IN ('rejected', 'ambiguous')"
+        )
+        for statement, args, index in [
+            (settle, ("r", "r", "c", "c"), "run_chunk"),
+            (counted, (0.0,), "run_chunk"),
+            (reported, ("r",), "unplanned"),
+        ]:
             steps = [row[-1] for row in await sql(ledger, "EXPLAIN QUERY PLAN " + statement, *args)]
-            assert any("campaignkit_recipients_run_chunk" in step for step in steps), steps
+            assert any(f"campaignkit_recipients_{index}" in step for step in steps), steps
             assert not any(
                 step.startswith(("SCAN r", "SCAN campaignkit_recipients")) for step in steps
             )
