@@ -323,7 +323,7 @@ class Ledger(abc.ABC):
             if not taken:
                 return None
             expires = now + self.claim_ttl
-            await tx.add_claim(run, token, chunk, owner, len(taken), now, expires)
+            await tx.add_claim(run, token, chunk, owner, taken.positions, now, expires)
             return Claim(token, chunk, taken, expires, run=info, options=options)
 
         async with self.store.transaction() as tx:

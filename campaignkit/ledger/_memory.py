@@ -294,14 +294,14 @@ class MemoryStore:
         claim: str,
         chunk: str,
         owner: str,
-        size: int,
+        positions: Sequence[int],
         claimed: float,
         expires: float,
     ) -> None:
         claims = self.state(run).claims
         if claim not in claims:
             self._taken.append(_Taken(claimed, run, claim))
-        claims[claim] = ClaimState(chunk, owner, size, claimed, expires)
+        claims[claim] = ClaimState(chunk, owner, len(positions), claimed, expires)
 
     async def update_claims(
         self,

@@ -215,3 +215,29 @@ class Skipped:
     line: int | None = None
     item: str | None = attrs.field(default=None, repr=False)
     """The input as JSON, where it could be written so."""
+
+
+def spans(positions: Sequence[int]) -> str:
+    """Sorted ``positions`` as a claim's row keeps them: runs of consecutive
+    ones as ``first-last``, the others alone, space-separated (a chunk of
+    an input read in order is one span)."""
+    parts: list[str] = []
+    start = end = -2
+    for position in positions:
+        if position != end + 1:
+            if start >= 0:
+                parts.append(str(start) if start == end else f"{start}-{end}")
+            start = position
+        end = position
+    if start >= 0:
+        parts.append(str(start) if start == end else f"{start}-{end}")
+    return " ".join(parts)
+
+
+def positions_of(text: str) -> list[int]:
+    """The positions of :func:`spans`' text (or of positions space-separated)."""
+    positions: list[int] = []
+    for part in text.split():
+        first, _, last = part.partition("-")
+        positions += range(int(first), int(last or first) + 1)
+    return positions

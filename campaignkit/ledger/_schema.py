@@ -71,18 +71,20 @@ class Transaction(Protocol):
 
 P = ParamSpec("P")
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """2: people keyed by their :class:`~campaignkit.Phone` (ledgers of version
 1 are re-keyed when opened). 3: a claim's state kept by its chunk and its
 claim, not by each recipient (see :mod:`._sql_tx`): an older campaignkit
-would take a claimed chunk's recipients for planned, so it refuses it."""
+would take a claimed chunk's recipients for planned, so it refuses it. 4: a
+claim's row keeps the input positions it took (a report reads them there)."""
 
 ADDED_COLUMNS: Final = (
     ("campaignkit_chunks", "claim TEXT"),
     ("campaignkit_claims", "launch_request_id TEXT"),
     ("campaignkit_claims", "updated DOUBLE PRECISION"),
+    ("campaignkit_claims", "positions TEXT"),
 )
-"""The columns of version 3, added to an older ledger's tables when it is opened."""
+"""The columns of versions 3 and 4, added to an older ledger's tables when it is opened."""
 
 BATCH: Final = 5000
 """The most values one ``IN`` list carries (SQLite allows 32,766 variables)."""
@@ -166,6 +168,7 @@ SCHEMA: Final = (
         detail TEXT,
         launch_request_id TEXT,
         updated DOUBLE PRECISION,
+        positions TEXT,
         PRIMARY KEY (run, claim)
     )""",
     "CREATE INDEX IF NOT EXISTS campaignkit_claims_state ON campaignkit_claims (run, state)",

@@ -18,7 +18,7 @@ from typing import Final
 
 from .._report import SuppressedUser
 from ._build import Request, requests_of, suppressed_of
-from ._records import ACCEPTED, PLANNED, STATES, Record
+from ._records import ACCEPTED, PLANNED, STATES, Record, positions_of
 from ._rekey import create_schema
 from ._schema import Transaction, in_list
 from ._sql_held import CLAIMED_RECORD, CLAIMED_ROWS, RECORD, held_as, held_joins, record_columns
@@ -121,13 +121,18 @@ class SqlStore(abc.ABC):
                 f" AND c.state NOT IN ('planned', '{ACCEPTED}') ORDER BY 2, 1",
                 *(run, run, run, run, run),
             )
+            # Their positions as each claim's row keeps them (schema 4), or
+            # joined from its recipients (a claim made before, schema 2's rows).
             accepted = await tx.fetch(
-                f"SELECT c.claim, c.detail, {tx.spaced('CAST(r.position AS TEXT)')},"
-                f" MAX(c.updated){CLAIMED_ROWS} AND c.state = ? GROUP BY c.claim, c.detail"
-                f" UNION ALL SELECT claim, detail, {tx.spaced('CAST(position AS TEXT)')},"
-                " MAX(updated) FROM campaignkit_recipients WHERE run = ?"
-                " AND state <> 'planned' AND state = ? GROUP BY claim, detail",
-                *(run, ACCEPTED, run, ACCEPTED),
+                "SELECT c.claim, c.detail, c.positions, c.updated FROM campaignkit_claims c"
+                " WHERE c.run = ? AND c.state = ? AND c.positions IS NOT NULL"
+                f" UNION ALL SELECT c.claim, c.detail, {tx.spaced('CAST(r.position AS TEXT)')},"
+                f" MAX(c.updated){CLAIMED_ROWS} AND c.state = ? AND c.positions IS NULL"
+                f" GROUP BY c.claim, c.detail UNION ALL SELECT claim, detail,"
+                f" {tx.spaced('CAST(position AS TEXT)')}, MAX(updated)"
+                " FROM campaignkit_recipients WHERE run = ? AND state <> 'planned'"
+                " AND state = ? GROUP BY claim, detail",
+                *(run, ACCEPTED, run, ACCEPTED, run, ACCEPTED),
             )
         records = [Record(*row[:7]) for row in rows]
         requests = requests_of(records, acks)
@@ -135,7 +140,7 @@ class SqlStore(abc.ABC):
         # By claim, as requests_of groups them: the detail of the first.
         by_claim: dict[str | None, list[tuple[int, str | None, list[int]]]] = {}
         for claim, detail, joined, _ in accepted:
-            positions = [*map(int, joined.split(" "))]
+            positions = positions_of(joined)
             by_claim.setdefault(claim, []).append((min(positions), detail, positions))
         for claim, groups in by_claim.items():
             first = min(groups, key=itemgetter(0))

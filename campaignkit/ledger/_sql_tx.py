@@ -14,7 +14,7 @@ from typing import Any, Final, TypeVar
 
 from .._funnel import OutcomeGroup
 from ._outcomes import FACTS, OUTCOME_COLUMNS, STATUS_UPSERT, RecipientOutcome, StatusRow
-from ._records import IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped
+from ._records import IN_FLIGHT, PLANNED, Recipients, Record, RunInfo, Skipped, spans
 from ._schema import RUN_COLUMNS, RUN_JOINS, RUNS, Transaction, batches, in_list, set_clause
 from ._sql_held import CHUNK_HELD, REPLAN, RUN_OF_PHONE, TAKEN, held_as, held_joins, record_columns
 from ._store import ClaimRow, Where
@@ -177,18 +177,18 @@ class SqlTx:
         claim: str,
         chunk: str,
         owner: str,
-        size: int,
+        positions: Sequence[int],
         claimed: float,
         expires: float,
     ) -> None:
+        size, spanned = len(positions), spans(positions)
         await self.sql.execute(
-            "INSERT INTO campaignkit_claims"
-            " (run, claim, chunk, owner, size, claimed, expires, state, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight', ?)"
+            "INSERT INTO campaignkit_claims (run, claim, chunk, owner, size, claimed, expires,"
+            " state, updated, positions) VALUES (?, ?, ?, ?, ?, ?, ?, 'in_flight', ?, ?)"
             " ON CONFLICT (run, claim) DO UPDATE SET size = excluded.size,"
-            " state = excluded.state, claimed = excluded.claimed,"
-            " expires = excluded.expires, updated = excluded.updated",
-            *(run, claim, chunk, owner, size, claimed, expires, claimed),
+            " state = excluded.state, claimed = excluded.claimed, expires = excluded.expires,"
+            " updated = excluded.updated, positions = excluded.positions",
+            *(run, claim, chunk, owner, size, claimed, expires, claimed, spanned),
         )
 
     async def update_claims(

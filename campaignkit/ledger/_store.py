@@ -114,11 +114,12 @@ class StoreTx(Protocol):
         claim: str,
         chunk: str,
         owner: str,
-        size: int,
+        positions: Sequence[int],
         claimed: float,
         expires: float,
     ) -> None:
-        """Add the claim (in flight), or make it so again if it exists (a retried
+        """Add the claim (in flight) of the recipients at ``positions`` (of
+        its input, sorted), or make it so again if it exists (a retried
         claim, its first take given back)."""
 
     async def update_claims(

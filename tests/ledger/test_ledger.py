@@ -16,6 +16,8 @@ import orjson
 import pytest
 from helpers.ledgers import NewLedger, journal_of, people
 from helpers.sqlite_files import sqlite_file
+from hypothesis import given
+from hypothesis import strategies as st
 
 from campaignkit.errors import LedgerError, NotFoundError
 from campaignkit.ledger import (
@@ -33,7 +35,7 @@ from campaignkit.ledger import (
     Skipped,
     SqliteLedger,
 )
-from campaignkit.ledger._records import Recipients
+from campaignkit.ledger._records import Recipients, positions_of, spans
 from campaignkit.ledger._schema import BATCH, SCHEMA_VERSION
 from campaignkit.ledger._sql import SqlStore
 
@@ -733,11 +735,11 @@ async def test_claims_of_a_schema_2_ledger_settle_their_recipients_once_opened(
             (old.token,),
         )
         conn.execute("ALTER TABLE campaignkit_chunks DROP COLUMN claim")
-        for column in ("launch_request_id", "updated"):
+        for column in ("launch_request_id", "updated", "positions"):
             conn.execute(f"ALTER TABLE campaignkit_claims DROP COLUMN {column}")
         conn.execute("UPDATE campaignkit_schema SET version = 2")
     async with SqliteLedger(path) as ledger:
-        assert await sql(ledger, "SELECT version FROM campaignkit_schema") == [(3,)]
+        assert await sql(ledger, "SELECT version FROM campaignkit_schema") == [(SCHEMA_VERSION,)]
         assert (await ledger.counts(RUN))[IN_FLIGHT] == 3
         new = await claimed(ledger, "new")
         assert await ledger.claim(RUN, "old") is None
@@ -749,6 +751,51 @@ async def test_claims_of_a_schema_2_ledger_settle_their_recipients_once_opened(
             "L-old": 3,
             "L-new": 2,
         }
+        report = await ledger.report(RUN)
+        assert sorted((c.size, tuple(c.positions)) for c in report.accepted) == [
+            (2, (3, 4)),
+            (3, (0, 1, 2)),
+        ]
+
+
+@given(st.sets(st.integers(min_value=0, max_value=3000), max_size=300))
+def test_a_claims_positions_are_kept_as_spans_and_read_back(taken: set[int]) -> None:
+    positions = sorted(taken)
+    text = spans(positions)
+    assert positions_of(text) == positions
+    # One span a run of consecutive positions, however long.
+    runs = sum(1 for i, p in enumerate(positions) if i == 0 or positions[i - 1] != p - 1)
+    assert len(text.split()) == runs
+
+
+async def test_claims_of_a_schema_3_ledger_are_reported_with_their_positions(
+    tmp_path: Path,
+) -> None:
+    """Schema 4 keeps a claim's positions in its row, for the report; a claim
+    made by schema 3 has none there, and is reported from its recipients."""
+    path = tmp_path / "ledger.db"
+    async with SqliteLedger(path) as ledger:
+        await ledger.start_run(RUN, "poll")
+        # Positions apart, as a deduplicated input leaves them.
+        await ledger.plan(
+            RUN, "old", [Recipient(r.phone, 2 * r.position, r.user) for r in people(3)]
+        )
+        old = await claimed(ledger, "old")
+    with sqlite_file(path) as conn:
+        conn.execute("ALTER TABLE campaignkit_claims DROP COLUMN positions")
+        conn.execute("UPDATE campaignkit_schema SET version = 3")
+    async with SqliteLedger(path) as ledger:
+        assert await sql(ledger, "SELECT version FROM campaignkit_schema") == [(SCHEMA_VERSION,)]
+        await ledger.plan(RUN, "new", people(4, first=3, position=10))
+        new = await claimed(ledger, "new")
+        assert await sql(ledger, "SELECT positions FROM campaignkit_claims ORDER BY chunk") == [
+            ("10-13",),
+            (None,),
+        ]
+        for claim in (old, new):
+            await ledger.settle(RUN, claim.token, ACCEPTED, launch_request_id=claim.chunk)
+        report = await ledger.report(RUN)
+        assert sorted(tuple(c.positions) for c in report.accepted) == [(0, 2, 4), (10, 11, 12, 13)]
 
 
 async def test_postgres_new_recipients_met_by_a_twin_are_planned_again_not_moved(
