@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import groupby
 from typing import Any, Final, overload
 
 import attrs
@@ -222,15 +223,10 @@ def spans(positions: Sequence[int]) -> str:
     ones as ``first-last``, the others alone, space-separated (a chunk of
     an input read in order is one span)."""
     parts: list[str] = []
-    start = end = -2
-    for position in positions:
-        if position != end + 1:
-            if start >= 0:
-                parts.append(str(start) if start == end else f"{start}-{end}")
-            start = position
-        end = position
-    if start >= 0:
-        parts.append(str(start) if start == end else f"{start}-{end}")
+    # Consecutive positions share their distance from their index.
+    for _, group in groupby(enumerate(positions), lambda pair: pair[1] - pair[0]):
+        first, *rest = (position for _, position in group)
+        parts.append(f"{first}-{rest[-1]}" if rest else str(first))
     return " ".join(parts)
 
 
