@@ -21,7 +21,15 @@ from ._build import Request, requests_of, suppressed_of
 from ._records import ACCEPTED, PLANNED, STATES, Record, positions_of
 from ._rekey import create_schema
 from ._schema import Transaction, in_list
-from ._sql_held import CLAIMED_RECORD, CLAIMED_ROWS, RECORD, held_as, held_joins, record_columns
+from ._sql_held import (
+    CLAIMED_RECORD,
+    CLAIMED_ROWS,
+    RECORD,
+    UNPLANNED,
+    held_as,
+    held_joins,
+    record_columns,
+)
 from ._sql_tx import SUPPRESSION_COLUMNS, SqlTx
 from ._suppression import Suppression
 
@@ -106,13 +114,11 @@ class SqlStore(abc.ABC):
             # Through the run's claims and chunks (their indexes), never a
             # join of each recipient: PostgreSQL plans one for a run just
             # written (no statistics yet) as a loop over every claim a row.
-            # The rows not planned through their index (``state <> 'planned'``
-            # as it says, and the states as a list: SQLite uses it only so);
-            # the planned ones through the chunks no claim holds (as
-            # ._sql_held.held_joins has it): every plan files its chunk's row.
+            # The rows not planned through their index; the planned ones
+            # through the chunks no claim holds (as ._sql_held.held_joins has
+            # it): every plan files its chunk's row.
             rows = await tx.fetch(
-                f"SELECT {RECORD}, updated FROM campaignkit_recipients r WHERE r.run = ?"
-                f" AND r.state <> 'planned' AND r.state IN {in_list(_SETTLED_APART)}"
+                f"SELECT {RECORD}, updated{UNPLANNED.format(states=in_list(_SETTLED_APART))}"
                 f" UNION ALL SELECT {RECORD}, updated FROM campaignkit_recipients r"
                 " WHERE r.run = ? AND r.state = 'planned' AND r.chunk IN (SELECT k.chunk"
                 " FROM campaignkit_chunks k WHERE k.run = ? AND k.chunk NOT IN (SELECT c.chunk"

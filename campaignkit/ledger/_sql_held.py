@@ -58,6 +58,14 @@ REPLAN: Final = (
 ``{replace}`` joins the plan's chunk, unless it is planned in a chunk not
 ``{free}`` (held by a claim: see ``SqlTx._chunks_free``)."""
 
+UNPLANNED: Final = (
+    " FROM campaignkit_recipients r"
+    " WHERE r.run = ? AND r.state <> 'planned' AND r.state IN {states}"
+)
+"""The rows ``r`` of a run in one of ``{states}`` (none ``planned``), through
+their partial index: SQLite uses it only with ``state <> 'planned'`` written
+so and the states as a list."""
+
 CHUNK_HELD: Final = "SELECT 1 FROM campaignkit_claims c WHERE c.state <> 'planned'"
 """A claim holding its chunk (with ``AND c.run = ... AND c.chunk = ...``):
 none of the chunk's planned rows is planned."""

@@ -673,7 +673,7 @@ async def test_recipients_keep_the_indexes_that_settles_the_limit_and_reports_us
     recipients (a settle, the daily limit's count) are found through the
     first, a report's rows not planned through the second, never by reading
     them all. A ledger made with the older indexes loses them when opened."""
-    from campaignkit.ledger._sql_held import TAKEN
+    from campaignkit.ledger._sql_held import TAKEN, UNPLANNED
 
     path = tmp_path / "ledger.db"
     async with SqliteLedger(path) as ledger:
@@ -700,10 +700,7 @@ async def test_recipients_keep_the_indexes_that_settles_the_limit_and_reports_us
             " AND claim IN (?)"
         )
         counted = "SELECT COUNT(DISTINCT r.phone)" + TAKEN.format(states="('accepted')")
-        reported = (
-            "SELECT r.phone FROM campaignkit_recipients r WHERE r.run = ?"
-            " AND r.state <> 'planned' AND r.state IN ('rejected', 'ambiguous')"
-        )
+        reported = "SELECT r.phone" + UNPLANNED.format(states="('rejected', 'ambiguous')")
         for statement, args, index in [
             (settle, ("r", "r", "c", "c"), "run_chunk"),
             (counted, (0.0,), "run_chunk"),
